@@ -1,0 +1,77 @@
+"""Harness config (the latest settings) and the turn snapshot (what one turn used).
+
+Seed 004: getters return config; a setter changes config at once, but only the next
+turn snapshot sees the change. A snapshot is content-addressed, so taking the same
+snapshot twice (a retried save point) yields the same id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+ThinkingLevel = Literal["off", "minimal", "low", "medium", "high"]
+QueueMode = Literal["all", "one-at-a-time"]
+
+THINKING_BUDGETS: dict[ThinkingLevel, int] = {
+    "off": 0,
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+}
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a capable software agent working in a workspace directory. "
+    "Use the tools to inspect and change files and run commands; paths are relative to the "
+    "workspace. Be concise, and say what you did when you finish."
+)
+
+
+class SessionConfig(BaseModel):
+    """The latest harness config of one session (what setters change)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    thinking_level: ThinkingLevel = "off"
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    active_tools: list[str] | None = None
+    """Tool names the model may call; None means every registered tool."""
+    max_tokens: int = 8192
+    steering_mode: QueueMode = "one-at-a-time"
+    follow_up_mode: QueueMode = "one-at-a-time"
+
+
+class TurnSnapshot(BaseModel):
+    """The concrete state one model turn runs with; immutable once taken."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    thinking_level: ThinkingLevel
+    system_prompt: str
+    active_tools: list[str] | None
+    max_tokens: int
+
+    @property
+    def id(self) -> str:
+        canonical = json.dumps(self.model_dump(), sort_keys=True, separators=(",", ":"))
+        return "snap_" + hashlib.sha256(canonical.encode()).hexdigest()[:24]
+
+
+class SnapshotRef(BaseModel):
+    """A snapshot by reference, with the fields a person reading history wants to see."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    model: str
+    thinking_level: ThinkingLevel
+
+    @classmethod
+    def of(cls, snapshot: TurnSnapshot) -> SnapshotRef:
+        return cls(id=snapshot.id, model=snapshot.model, thinking_level=snapshot.thinking_level)

@@ -1,0 +1,135 @@
+"""Session entries: the session is a tree of these, each pointing at its parent.
+
+The path from the session's leaf back to the root is the conversation the model sees
+(after compaction); branches are other paths through the same tree. The entry types are
+seed 000's.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from domain.config import ThinkingLevel
+from domain.messages import AgentMessage, UserContent
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    parent_id: str | None
+    timestamp: int
+
+
+class MessageEntry(_Entry):
+    type: Literal["message"] = "message"
+    message: AgentMessage
+
+
+class ModelChangeEntry(_Entry):
+    type: Literal["model_change"] = "model_change"
+    model: str
+    provider: str = "anthropic"
+
+
+class ThinkingLevelChangeEntry(_Entry):
+    type: Literal["thinking_level_change"] = "thinking_level_change"
+    thinking_level: ThinkingLevel
+
+
+class ActiveToolsChangeEntry(_Entry):
+    type: Literal["active_tools_change"] = "active_tools_change"
+    active_tools: list[str]
+
+
+class CompactionEntry(_Entry):
+    """Everything on the path before `first_kept_entry_id` is replaced by `summary`."""
+
+    type: Literal["compaction"] = "compaction"
+    summary: str
+    first_kept_entry_id: str
+    tokens_before: int = 0
+    details: dict[str, Any] | None = None
+
+
+class BranchSummaryEntry(_Entry):
+    """A summary of the path the user navigated away from, for the model to keep."""
+
+    type: Literal["branch_summary"] = "branch_summary"
+    from_entry_id: str
+    summary: str
+
+
+class CustomEntry(_Entry):
+    """Extension state stored in the session; never part of the model context."""
+
+    type: Literal["custom"] = "custom"
+    custom_type: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class CustomMessageEntry(_Entry):
+    """An extension message that takes part in the model context."""
+
+    type: Literal["custom_message"] = "custom_message"
+    custom_type: str
+    content: list[UserContent]
+    display: bool = True
+    details: dict[str, Any] | None = None
+
+
+class LabelEntry(_Entry):
+    type: Literal["label"] = "label"
+    target_id: str
+    label: str | None
+    """None clears the target's label."""
+
+
+class LeafEntry(_Entry):
+    """Records that the session's leaf moved to `target_id` (tree navigation)."""
+
+    type: Literal["leaf"] = "leaf"
+    target_id: str
+
+
+class SessionInfoEntry(_Entry):
+    type: Literal["session_info"] = "session_info"
+    name: str
+
+
+SessionEntry = Annotated[
+    MessageEntry
+    | ModelChangeEntry
+    | ThinkingLevelChangeEntry
+    | ActiveToolsChangeEntry
+    | CompactionEntry
+    | BranchSummaryEntry
+    | CustomEntry
+    | CustomMessageEntry
+    | LabelEntry
+    | LeafEntry
+    | SessionInfoEntry,
+    Field(discriminator="type"),
+]
+
+ENTRY_TYPES = (
+    "message",
+    "model_change",
+    "thinking_level_change",
+    "active_tools_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "leaf",
+    "session_info",
+)
+
+entry_adapter: TypeAdapter[SessionEntry] = TypeAdapter(SessionEntry)
+
+
+def parse_entry(data: dict[str, Any]) -> SessionEntry:
+    return entry_adapter.validate_python(data)

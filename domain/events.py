@@ -1,0 +1,164 @@
+"""Run events: the story of a run as clients see it, in order, with a resumable cursor.
+
+The ten agent events of seed 000 (agent_start ... agent_end) plus the harness's own
+(save points, retries, phase changes, queue activity). Streaming deltas travel as
+`message_update` events through the store, never through workflow history.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from domain.messages import AgentMessage, StopReason, Usage
+from domain.tools import ToolResult
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AgentStart(_Event):
+    type: Literal["agent_start"] = "agent_start"
+    run_id: str
+
+
+class AgentEnd(_Event):
+    type: Literal["agent_end"] = "agent_end"
+    run_id: str
+    status: str
+    turns: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    error: str | None = None
+
+
+class TurnStart(_Event):
+    type: Literal["turn_start"] = "turn_start"
+    turn: int
+
+
+class TurnEnd(_Event):
+    type: Literal["turn_end"] = "turn_end"
+    turn: int
+    assistant_entry_id: str | None
+    tool_result_entry_ids: list[str] = Field(default_factory=list)
+    stop_reason: StopReason | None = None
+
+
+class MessageStart(_Event):
+    type: Literal["message_start"] = "message_start"
+    entry_id: str
+    message: AgentMessage
+
+
+DeltaKind = Literal["text", "thinking", "toolCall"]
+
+
+class MessageUpdate(_Event):
+    """A streamed piece of the assistant message being generated."""
+
+    type: Literal["message_update"] = "message_update"
+    entry_id: str
+    attempt: int = 1
+    content_index: int
+    kind: DeltaKind
+    delta: str
+    tool_name: str | None = None
+
+
+class MessageEnd(_Event):
+    type: Literal["message_end"] = "message_end"
+    entry_id: str
+    message: AgentMessage
+
+
+class ToolExecutionStart(_Event):
+    type: Literal["tool_execution_start"] = "tool_execution_start"
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    attempt: int = 1
+
+
+class ToolExecutionUpdate(_Event):
+    type: Literal["tool_execution_update"] = "tool_execution_update"
+    tool_call_id: str
+    tool_name: str
+    partial: str
+
+
+class ToolExecutionEnd(_Event):
+    type: Literal["tool_execution_end"] = "tool_execution_end"
+    tool_call_id: str
+    tool_name: str
+    result: ToolResult
+    duration_ms: int
+
+
+class SavePoint(_Event):
+    """A turn and its tool results are stored; pending writes are flushed after them."""
+
+    type: Literal["save_point"] = "save_point"
+    turn: int
+    leaf_id: str
+    entries_committed: int
+    pending_writes_flushed: int = 0
+
+
+class RetryScheduled(_Event):
+    """A retryable provider failure; the run backs off and calls the model again."""
+
+    type: Literal["retry_scheduled"] = "retry_scheduled"
+    turn: int
+    attempt: int
+    delay_ms: int
+    error: str
+
+
+class PhaseChanged(_Event):
+    type: Literal["phase_changed"] = "phase_changed"
+    phase: str
+
+
+AgentEvent = Annotated[
+    AgentStart
+    | AgentEnd
+    | TurnStart
+    | TurnEnd
+    | MessageStart
+    | MessageUpdate
+    | MessageEnd
+    | ToolExecutionStart
+    | ToolExecutionUpdate
+    | ToolExecutionEnd,
+    Field(discriminator="type"),
+]
+
+HarnessEvent = Annotated[
+    SavePoint | RetryScheduled | PhaseChanged,
+    Field(discriminator="type"),
+]
+
+RunEventPayload = Annotated[
+    AgentStart
+    | AgentEnd
+    | TurnStart
+    | TurnEnd
+    | MessageStart
+    | MessageUpdate
+    | MessageEnd
+    | ToolExecutionStart
+    | ToolExecutionUpdate
+    | ToolExecutionEnd
+    | SavePoint
+    | RetryScheduled
+    | PhaseChanged,
+    Field(discriminator="type"),
+]
+
+run_event_adapter: TypeAdapter[RunEventPayload] = TypeAdapter(RunEventPayload)
+
+
+def parse_event(payload: dict[str, Any]) -> RunEventPayload:
+    return run_event_adapter.validate_python(payload)

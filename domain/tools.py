@@ -1,0 +1,67 @@
+"""What a tool returns, and the flags the loop needs to schedule it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from domain.messages import TextContent, ToolResultContent, ToolResultMessage
+
+ExecutionMode = Literal["parallel", "sequential"]
+
+
+class ToolResult(BaseModel):
+    """The outcome of one tool call, before it becomes a `ToolResultMessage`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: list[ToolResultContent]
+    details: dict[str, Any] | None = None
+    is_error: bool = False
+    terminate: bool = False
+    """A hint that the run should stop after this turn (seed 000's early stop)."""
+
+    @classmethod
+    def error(cls, text: str, **details: Any) -> ToolResult:
+        return cls(content=[TextContent(text=text)], details=details or None, is_error=True)
+
+    @classmethod
+    def text(cls, text: str, **details: Any) -> ToolResult:
+        return cls(content=[TextContent(text=text)], details=details or None)
+
+    def to_message(self, tool_call_id: str, tool_name: str, timestamp: int) -> ToolResultMessage:
+        return ToolResultMessage(
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            content=self.content,
+            details=self.details,
+            is_error=self.is_error,
+            timestamp=timestamp,
+        )
+
+
+class ToolTraits(BaseModel):
+    """How the loop may run a tool: what the workflow needs to know, and nothing else."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    known: bool = True
+    execution: ExecutionMode = "parallel"
+    retry_safe: bool = False
+    """Safe to run again after a crash: it has no side effects (read, ls, grep, find)."""
+
+
+class ToolCallRef(BaseModel):
+    """A tool call as the workflow sees it: its id, name, traits and a short preview.
+
+    The full arguments stay in the store with the assistant message; the preview keeps
+    the workflow history readable without letting it grow with content.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    name: str
+    args_preview: str
+    traits: ToolTraits = Field(default_factory=ToolTraits)

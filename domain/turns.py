@@ -1,0 +1,189 @@
+"""The contracts between the workflow and its activities, one pair per step.
+
+Inputs carry references (session id, leaf id, entry ids, snapshot id) and results carry
+only what is new and small (ids, usage, previews, tool call refs). Full messages move
+through the store, so workflow history grows with new content alone.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from domain.config import SnapshotRef
+from domain.entries import SessionEntry
+from domain.events import RunEventPayload
+from domain.messages import AgentMessage, StopReason, Usage
+from domain.runs import Phase, RunKind, RunStatus
+from domain.tools import ToolCallRef
+
+START_RUN = "start_run"
+MODEL_TURN = "model_turn"
+RUN_TOOL = "run_tool"
+FINISH_RUN = "finish_run"
+RECORD_EVENTS = "record_events"
+
+
+class _Contract(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StartRunInput(_Contract):
+    session_id: str
+    run_id: str
+    workflow_id: str
+    kind: RunKind
+    prompt: list[AgentMessage]
+    prompt_entry_ids: list[str]
+    """Entry ids for the prompt messages, chosen in the workflow."""
+
+
+class StartRunResult(_Contract):
+    leaf_id: str
+    snapshot: SnapshotRef
+
+
+class CommitSlot(_Contract):
+    """A staged message to move into the tree, or `fallback` when nothing was staged."""
+
+    entry_id: str
+    fallback: AgentMessage | None = None
+
+
+class TurnCommit(_Contract):
+    """A finished turn to save (seed 004's save point): its messages, then what queued up.
+
+    Committed below the run's current leaf. Turn end, save point and (when the run
+    `continues`) the next turn's start and its queued messages are emitted as events.
+    """
+
+    turn: int
+    slots: list[CommitSlot]
+    """The turn's own messages, in transcript order: assistant, then its tool results."""
+    entries: list[SessionEntry] = Field(default_factory=list)
+    """Appended after the slots, in order: pending writes, then queued messages."""
+    usage: Usage
+    """The run's usage so far, for its run state."""
+    continues: bool = True
+    """Another turn follows: take the next snapshot and emit its turn_start."""
+    config_changed: bool = False
+    """Session config (system prompt, limits) changed during the turn: take a new snapshot
+    even if no config entry is among `entries`."""
+
+    def leaf_after(self, parent_id: str) -> str:
+        """The session leaf once this is committed below `parent_id`."""
+        if self.entries:
+            return self.entries[-1].id
+        if self.slots:
+            return self.slots[-1].entry_id
+        return parent_id
+
+
+class SavePointResult(_Contract):
+    leaf_id: str
+    snapshot: SnapshotRef | None
+    """The next turn's snapshot when it differs from the last one."""
+
+
+class ModelTurnInput(_Contract):
+    """Save the previous turn (if `commit`), then call the model on the committed context.
+
+    The save point runs at the start of the next model call instead of as a step of its
+    own: it is the same transaction either way, and the turn saves a round trip.
+    """
+
+    session_id: str
+    run_id: str
+    turn: int
+    leaf_id: str
+    """The committed leaf before `commit`: the context is the path from the root to here."""
+    entry_id: str
+    """Where the assistant message is staged."""
+    snapshot: SnapshotRef
+    """The snapshot of the previous turn; `commit` may replace it with a newer one."""
+    commit: TurnCommit | None = None
+    """The previous turn, saved below `leaf_id` before the call."""
+
+
+ProviderErrorKind = Literal[
+    "rate_limit",
+    "overloaded",
+    "server",
+    "network",
+    "timeout",
+    "bad_request",
+    "auth",
+    "permission",
+    "not_found",
+    "context_overflow",
+    "other",
+]
+
+
+class ProviderFailure(_Contract):
+    """A model call that failed at the provider; carried as the activity error's details."""
+
+    kind: ProviderErrorKind
+    status: int | None
+    message: str
+    retryable: bool
+    retry_after_ms: int | None = None
+
+
+class ModelTurnResult(_Contract):
+    stop_reason: StopReason
+    usage: Usage
+    text_preview: str
+    tool_calls: list[ToolCallRef] = Field(default_factory=list)
+    snapshot: SnapshotRef | None = None
+    """Set when the call ran with a newer snapshot than the input's (config changed)."""
+
+
+class ToolCallInput(_Contract):
+    session_id: str
+    run_id: str
+    turn: int
+    assistant_entry_id: str
+    """The staged assistant message holding the call's full arguments."""
+    result_entry_id: str
+    call: ToolCallRef
+
+
+class ToolCallOutcome(_Contract):
+    is_error: bool
+    terminate: bool = False
+    interrupted: bool = False
+    """The call was cut short (worker crash, abort); the result says what is known."""
+    preview: str
+    content_chars: int
+    duration_ms: int
+
+
+class FinishRunInput(_Contract):
+    session_id: str
+    run_id: str
+    status: RunStatus
+    turns: int
+    usage: Usage
+    error: str | None = None
+    parent_id: str
+    commit: TurnCommit | None = None
+    """The last turn, saved below `parent_id` first."""
+    entries: list[SessionEntry] = Field(default_factory=list)
+    """Pending writes still unflushed when the run ended, flushed after `commit`."""
+    last_assistant_entry_id: str | None = None
+
+
+class FinishRunResult(_Contract):
+    leaf_id: str
+    final_text: str
+
+
+class RecordEventsInput(_Contract):
+    session_id: str
+    run_id: str
+    key: str
+    """Dedup key prefix: recording the same step twice stores its events once."""
+    events: list[RunEventPayload]
+    phase: Phase | None = None
