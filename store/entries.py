@@ -1,0 +1,133 @@
+"""The session tree: append entries, walk a path from a leaf to the root."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from sqlalchemy import literal, select
+from sqlalchemy.orm import Session
+
+from domain.entries import SessionEntry, parse_entry
+from store.tables import EntryRow, table_of
+from store.upsert import insert_ignore
+
+_ENVELOPE = ("id", "parent_id", "type", "timestamp")
+
+
+def _row_values(session_id: str, entry: SessionEntry, run_id: str | None) -> dict[str, object]:
+    data = entry.model_dump(mode="json")
+    return {
+        "id": entry.id,
+        "session_id": session_id,
+        "parent_id": entry.parent_id,
+        "type": entry.type,
+        "timestamp": entry.timestamp,
+        "run_id": run_id,
+        "payload": {k: v for k, v in data.items() if k not in _ENVELOPE},
+    }
+
+
+def _entry(row: EntryRow) -> SessionEntry:
+    return parse_entry(
+        {
+            "id": row.id,
+            "parent_id": row.parent_id,
+            "type": row.type,
+            "timestamp": row.timestamp,
+            **row.payload,
+        }
+    )
+
+
+def insert_entries(
+    db: Session, session_id: str, entries: Sequence[SessionEntry], *, run_id: str | None = None
+) -> None:
+    """Append entries; an entry whose id is already stored is skipped (idempotent retries)."""
+    insert_ignore(
+        db,
+        table_of(EntryRow),
+        [_row_values(session_id, e, run_id) for e in entries],
+        conflict=["id"],
+    )
+
+
+def existing_ids(db: Session, ids: Sequence[str]) -> set[str]:
+    if not ids:
+        return set()
+    return set(db.scalars(select(EntryRow.id).where(EntryRow.id.in_(list(ids)))))
+
+
+def get_entry(db: Session, entry_id: str) -> SessionEntry | None:
+    row = db.scalar(select(EntryRow).where(EntryRow.id == entry_id))
+    return _entry(row) if row else None
+
+
+class EntryCache:
+    """Parsed entries by id, for a worker that reads the same paths turn after turn.
+
+    A stored entry never changes, so caching it is always safe; only what a turn added
+    since the last read is fetched and parsed.
+    """
+
+    def __init__(self, capacity: int = 50_000) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[str, SessionEntry] = OrderedDict()
+
+    def get(self, entry_id: str) -> SessionEntry | None:
+        entry = self._entries.get(entry_id)
+        if entry is not None:
+            self._entries.move_to_end(entry_id)
+        return entry
+
+    def put(self, entry: SessionEntry) -> None:
+        self._entries[entry.id] = entry
+        self._entries.move_to_end(entry.id)
+        while len(self._entries) > self._capacity:
+            self._entries.popitem(last=False)
+
+
+def path_ids(db: Session, leaf_id: str) -> list[str]:
+    """The ids from the root down to `leaf_id`, by walking parent links in the database."""
+    table = EntryRow.__table__
+    path = (
+        select(table.c.id, table.c.parent_id, literal(0).label("depth"))
+        .where(table.c.id == leaf_id)
+        .cte("path", recursive=True)
+    )
+    parent = table.alias("parent")
+    path = path.union_all(
+        select(parent.c.id, parent.c.parent_id, path.c.depth + 1).join(
+            path, parent.c.id == path.c.parent_id
+        )
+    )
+    return list(db.scalars(select(path.c.id).order_by(path.c.depth.desc())))
+
+
+def load_path(
+    db: Session, leaf_id: str | None, cache: EntryCache | None = None
+) -> list[SessionEntry]:
+    """The entries from the root down to `leaf_id` (empty for an empty session)."""
+    if leaf_id is None:
+        return []
+    ids = path_ids(db, leaf_id)
+    known = {i: e for i in ids if cache is not None and (e := cache.get(i)) is not None}
+    missing = [i for i in ids if i not in known]
+    for start in range(0, len(missing), _BATCH):
+        rows = db.scalars(select(EntryRow).where(EntryRow.id.in_(missing[start : start + _BATCH])))
+        for row in rows:
+            entry = _entry(row)
+            known[entry.id] = entry
+            if cache is not None:
+                cache.put(entry)
+    return [known[i] for i in ids]
+
+
+_BATCH = 500
+
+
+def list_entries(db: Session, session_id: str) -> list[SessionEntry]:
+    rows = db.scalars(
+        select(EntryRow).where(EntryRow.session_id == session_id).order_by(EntryRow.seq)
+    )
+    return [_entry(row) for row in rows]

@@ -1,0 +1,112 @@
+"""Run states: one row per run, the source of truth for a run's status and phase."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from domain.messages import Usage
+from domain.runs import Phase, RunStatus
+from store.clock import now_ms
+from store.records import RunRecord
+from store.tables import RunStateRow, table_of
+from store.upsert import insert_ignore
+
+
+def _record(row: RunStateRow) -> RunRecord:
+    return RunRecord(
+        run_id=row.run_id,
+        session_id=row.session_id,
+        workflow_id=row.workflow_id,
+        kind=row.kind,
+        status=row.status,
+        phase=row.phase,
+        turns=row.turns,
+        usage=Usage.model_validate(row.usage),
+        error=row.error,
+        started_at=row.started_at,
+        updated_at=row.updated_at,
+        ended_at=row.ended_at,
+    )
+
+
+def insert_run(
+    db: Session, *, run_id: str, session_id: str, workflow_id: str, kind: str = "prompt"
+) -> None:
+    """Record a run as running; a second insert of the same run is ignored."""
+    now = now_ms()
+    insert_ignore(
+        db,
+        table_of(RunStateRow),
+        [
+            {
+                "run_id": run_id,
+                "session_id": session_id,
+                "workflow_id": workflow_id,
+                "kind": kind,
+                "status": "running",
+                "phase": "turn",
+                "turns": 0,
+                "usage": Usage().model_dump(),
+                "error": None,
+                "started_at": now,
+                "updated_at": now,
+                "ended_at": None,
+            }
+        ],
+        conflict=["run_id"],
+    )
+
+
+def update_run(
+    db: Session,
+    run_id: str,
+    *,
+    status: RunStatus | None = None,
+    phase: Phase | None = None,
+    turns: int | None = None,
+    usage: Usage | None = None,
+    error: str | None = None,
+    ended: bool = False,
+) -> None:
+    now = now_ms()
+    values: dict[str, Any] = {"updated_at": now}
+    if status is not None:
+        values["status"] = status
+    if phase is not None:
+        values["phase"] = phase
+    if turns is not None:
+        values["turns"] = turns
+    if usage is not None:
+        values["usage"] = usage.model_dump()
+    if error is not None:
+        values["error"] = error
+    if ended:
+        values["ended_at"] = now
+    db.execute(update(RunStateRow).where(RunStateRow.run_id == run_id).values(**values))
+
+
+def get_run(db: Session, run_id: str) -> RunRecord | None:
+    row = db.get(RunStateRow, run_id)
+    return _record(row) if row else None
+
+
+def list_runs(db: Session, session_id: str, *, limit: int = 50) -> list[RunRecord]:
+    rows = db.scalars(
+        select(RunStateRow)
+        .where(RunStateRow.session_id == session_id)
+        .order_by(RunStateRow.started_at.desc())
+        .limit(limit)
+    )
+    return [_record(row) for row in rows]
+
+
+def running_runs(db: Session, session_id: str) -> list[RunRecord]:
+    rows = db.scalars(
+        select(RunStateRow).where(
+            RunStateRow.session_id == session_id, RunStateRow.status == "running"
+        )
+    )
+    return [_record(row) for row in rows]

@@ -1,0 +1,100 @@
+"""Sessions: one row each, with the latest harness config and the committed leaf."""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from domain.config import SessionConfig
+from store.clock import now_ms
+from store.errors import SessionNotFound
+from store.records import SessionRecord
+from store.tables import SessionRow
+
+
+def _record(row: SessionRow) -> SessionRecord:
+    return SessionRecord(
+        id=row.id,
+        name=row.name,
+        owner=row.owner,
+        workspace=row.workspace,
+        config=SessionConfig.model_validate(row.config),
+        leaf_id=row.leaf_id,
+        parent_session_id=row.parent_session_id,
+        forked_from_entry_id=row.forked_from_entry_id,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def create_session(
+    db: Session,
+    *,
+    session_id: str,
+    workspace: str,
+    config: SessionConfig,
+    name: str | None = None,
+    owner: str | None = None,
+    parent_session_id: str | None = None,
+    forked_from_entry_id: str | None = None,
+    leaf_id: str | None = None,
+) -> SessionRecord:
+    now = now_ms()
+    row = SessionRow(
+        id=session_id,
+        name=name,
+        owner=owner,
+        workspace=workspace,
+        config=config.model_dump(),
+        leaf_id=leaf_id,
+        parent_session_id=parent_session_id,
+        forked_from_entry_id=forked_from_entry_id,
+        created_at=now,
+        updated_at=now,
+    )
+    db.add(row)
+    db.flush()
+    return _record(row)
+
+
+def get_session(db: Session, session_id: str) -> SessionRecord | None:
+    row = db.get(SessionRow, session_id)
+    return _record(row) if row else None
+
+
+def require_session(db: Session, session_id: str) -> SessionRecord:
+    record = get_session(db, session_id)
+    if record is None:
+        raise SessionNotFound(session_id)
+    return record
+
+
+def list_sessions(
+    db: Session, *, owner: str | None = None, limit: int = 100
+) -> list[SessionRecord]:
+    query = select(SessionRow).order_by(SessionRow.updated_at.desc()).limit(limit)
+    if owner is not None:
+        query = query.where(SessionRow.owner == owner)
+    return [_record(row) for row in db.scalars(query)]
+
+
+def set_leaf(db: Session, session_id: str, leaf_id: str | None) -> None:
+    db.execute(
+        update(SessionRow)
+        .where(SessionRow.id == session_id)
+        .values(leaf_id=leaf_id, updated_at=now_ms())
+    )
+
+
+def set_config(db: Session, session_id: str, config: SessionConfig) -> None:
+    db.execute(
+        update(SessionRow)
+        .where(SessionRow.id == session_id)
+        .values(config=config.model_dump(), updated_at=now_ms())
+    )
+
+
+def set_name(db: Session, session_id: str, name: str) -> None:
+    db.execute(
+        update(SessionRow).where(SessionRow.id == session_id).values(name=name, updated_at=now_ms())
+    )

@@ -1,0 +1,143 @@
+"""The store's tables (SQLAlchemy 2 declarative). One Alembic revision per change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+# SQLite only autoincrements INTEGER PRIMARY KEY; PostgreSQL wants a 64-bit identity.
+SeqType = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JsonType}
+
+
+def table_of(model: type[Base]) -> Table:
+    """The Core table of a mapped class, for bulk statements."""
+    table = model.__table__
+    assert isinstance(table, Table)
+    return table
+
+
+class SessionRow(Base):
+    __tablename__ = "sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str | None] = mapped_column(String(200))
+    owner: Mapped[str | None] = mapped_column(String(200), index=True)
+    workspace: Mapped[str] = mapped_column(Text)
+    config: Mapped[dict[str, Any]]
+    leaf_id: Mapped[str | None] = mapped_column(String(64))
+    parent_session_id: Mapped[str | None] = mapped_column(String(64))
+    forked_from_entry_id: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class EntryRow(Base):
+    """A session tree node. `seq` orders entries by insertion across the store."""
+
+    __tablename__ = "session_entries"
+    __table_args__ = (Index("ix_session_entries_session_seq", "session_id", "seq"),)
+
+    seq: Mapped[int] = mapped_column(SeqType, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(64), unique=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    parent_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    type: Mapped[str] = mapped_column(String(40))
+    payload: Mapped[dict[str, Any]]
+    timestamp: Mapped[int] = mapped_column(BigInteger)
+    run_id: Mapped[str | None] = mapped_column(String(64))
+
+
+class StagedMessageRow(Base):
+    """An activity's output waiting for its save point (an assistant message, a tool result).
+
+    Staged rows are not part of the session: the save point moves them into the tree in
+    call order, so a half-finished turn is never visible as a broken transcript.
+    """
+
+    __tablename__ = "staged_messages"
+
+    entry_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(64), index=True)
+    run_id: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[dict[str, Any]]
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class DisplayMessageRow(Base):
+    """What a UI replays: append-only, complete, never compacted."""
+
+    __tablename__ = "display_messages"
+    __table_args__ = (Index("ix_display_messages_session_seq", "session_id", "seq"),)
+
+    seq: Mapped[int] = mapped_column(SeqType, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(64), unique=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    role: Mapped[str] = mapped_column(String(40))
+    payload: Mapped[dict[str, Any]]
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class RunStateRow(Base):
+    __tablename__ = "run_states"
+    __table_args__ = (Index("ix_run_states_session_started", "session_id", "started_at"),)
+
+    run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    workflow_id: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(40))
+    status: Mapped[str] = mapped_column(String(20))
+    phase: Mapped[str] = mapped_column(String(20))
+    turns: Mapped[int] = mapped_column(Integer, default=0)
+    usage: Mapped[dict[str, Any]]
+    error: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+    ended_at: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class RunEventRow(Base):
+    """The run-event side channel. `seq` is the cursor clients resume from."""
+
+    __tablename__ = "run_events"
+    __table_args__ = (
+        Index("ix_run_events_session_seq", "session_id", "seq"),
+        UniqueConstraint("session_id", "key", name="uq_run_events_session_key"),
+    )
+
+    seq: Mapped[int] = mapped_column(SeqType, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    type: Mapped[str] = mapped_column(String(60))
+    payload: Mapped[dict[str, Any]]
+    key: Mapped[str | None] = mapped_column(String(120))
+    """Set for events a retried step may emit twice; the second insert is ignored."""
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class TurnSnapshotRow(Base):
+    """Content-addressed turn snapshots; model activities load theirs by id."""
+
+    __tablename__ = "turn_snapshots"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    payload: Mapped[dict[str, Any]]
+    created_at: Mapped[int] = mapped_column(BigInteger)
