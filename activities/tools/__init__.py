@@ -1,0 +1,40 @@
+"""Built-in tools the model can call: read, write, edit, bash, ls, grep, find.
+
+Plain async Python with no workflow or activity imports; the caller runs them wherever it
+likes (an activity, a test) through a `ToolRegistry`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from activities.tools.base import Tool, ToolContext, ToolInputError, ToolRegistry
+from activities.tools.bash import BashTool, process_group_alive, running_process_groups
+from activities.tools.edit import EditTool
+from activities.tools.find import FindTool
+from activities.tools.grep import GrepTool
+from activities.tools.ls import LsTool
+from activities.tools.read import ReadTool
+from activities.tools.write import WriteTool
+
+__all__ = [
+    "BashTool",
+    "EditTool",
+    "FindTool",
+    "GrepTool",
+    "LsTool",
+    "ReadTool",
+    "Tool",
+    "ToolContext",
+    "ToolInputError",
+    "ToolRegistry",
+    "WriteTool",
+    "default_tools",
+    "process_group_alive",
+    "running_process_groups",
+]
+
+
+def default_tools() -> list[Tool[Any]]:
+    """Fresh instances of the built-in tools, in the order the model sees them."""
+    return [ReadTool(), WriteTool(), EditTool(), BashTool(), LsTool(), GrepTool(), FindTool()]

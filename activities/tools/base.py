@@ -1,0 +1,326 @@
+"""The tool contract: argument models, the execution context, the registry, and helpers.
+
+Tools here are plain async Python. They know nothing about workflows or activities; the
+caller decides where they run and turns a `ToolResult` into a message.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
+
+from pydantic import BaseModel, ValidationError
+
+from domain.tools import ToolResult, ToolTraits
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_LINES = 2000
+DEFAULT_MAX_BYTES = 50 * 1024
+
+SKIPPED_DIRS = frozenset({".git", "node_modules", ".venv"})
+"""Directories that recursive tools (grep, find) never descend into."""
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
+
+class ToolInputError(Exception):
+    """Bad arguments or a path outside the workspace; the message is shown to the model."""
+
+
+def _ignore_update(text: str) -> None:
+    del text
+
+
+def _ignore_process(pgid: int) -> None:
+    del pgid
+
+
+@dataclass
+class ToolContext:
+    """Where a tool runs and where its partial output goes."""
+
+    workspace: Path
+    """Absolute directory; every path argument is resolved inside it."""
+    on_update: Callable[[str], None] = field(default=_ignore_update)
+    """Called with each new chunk of partial output (bash streams its output here)."""
+    on_process: Callable[[int], None] = field(default=_ignore_process)
+    """Called with the process group id of each process the tool starts, so that a
+    later attempt can stop it if this worker dies while it runs."""
+
+
+class Tool(ABC, Generic[ArgsT]):
+    """One tool the model can call.
+
+    Subclasses set the class attributes and implement `execute`. `execute` may raise
+    `ToolInputError` for mistakes the model should correct, and `OSError` for failures
+    the registry reports as error results; anything else is a bug, reported the same way.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    """Written for the model: what the tool does, its limits, how paths work."""
+    args_model: ClassVar[type[BaseModel]]
+    """Pydantic model with `extra="forbid"`; its field descriptions reach the model."""
+    traits: ClassVar[ToolTraits] = ToolTraits()
+
+    def input_schema(self) -> dict[str, Any]:
+        """JSON schema of the arguments, as the Anthropic `tools` parameter expects.
+
+        Built once per tool class: generating a pydantic schema costs about a millisecond,
+        and every model turn asks for every tool's.
+        """
+        cls = type(self)
+        cached: dict[str, Any] | None = cls.__dict__.get("_schema_cache")
+        if cached is None:
+            cached = clean_schema(self.args_model.model_json_schema())
+            cls._schema_cache = cached  # type: ignore[attr-defined]
+        return copy.deepcopy(cached)
+
+    def parse_args(self, raw: dict[str, Any]) -> ArgsT:
+        """Validate raw model arguments, or raise `ToolInputError` naming each bad field."""
+        if not isinstance(raw, dict):
+            raise ToolInputError(f"arguments must be a JSON object, got {type(raw).__name__}")
+        try:
+            # ClassVars cannot mention ArgsT, so the link between the two is by convention.
+            return cast(ArgsT, self.args_model.model_validate(raw))
+        except ValidationError as exc:
+            raise ToolInputError(format_validation_error(exc)) from None
+
+    @abstractmethod
+    async def execute(self, args: ArgsT, ctx: ToolContext) -> ToolResult:
+        """Run the tool. Must let `asyncio.CancelledError` propagate after cleaning up."""
+
+
+class ToolRegistry:
+    """The tools available to a session, by name, in registration order."""
+
+    def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
+        self._tools: dict[str, Tool[Any]] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool[Any]) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool[Any] | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def traits_of(self, name: str) -> ToolTraits:
+        """The tool's traits, or `ToolTraits(known=False)` for a name that is not registered."""
+        tool = self._tools.get(name)
+        return tool.traits if tool is not None else ToolTraits(known=False)
+
+    def api_specs(self, active: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """`{"name", "description", "input_schema"}` for each active tool, in registry order.
+
+        `None` means every tool. Active names that are not registered are ignored, so a
+        session configured with a tool this worker lacks still gets the others.
+        """
+        wanted = None if active is None else set(active)
+        return [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
+            for t in self._tools.values()
+            if wanted is None or t.name in wanted
+        ]
+
+    async def run(self, name: str, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Parse the arguments and execute the tool, turning model mistakes into error results.
+
+        Never raises for unknown tools, bad arguments or failures inside the tool;
+        `asyncio.CancelledError` (a `BaseException`) propagates once the tool has cleaned up.
+        """
+        tool = self._tools.get(name)
+        if tool is None:
+            available = ", ".join(self._tools) or "(none)"
+            return ToolResult.error(f"Tool '{name}' not found. Available tools: {available}")
+        try:
+            args = tool.parse_args(raw_args)
+            return await tool.execute(args, ctx)
+        except ToolInputError as exc:
+            return ToolResult.error(f"Invalid arguments for tool '{name}': {exc}")
+        except OSError as exc:
+            return ToolResult.error(f"Tool '{name}' failed: {describe_os_error(exc)}")
+        except Exception as exc:
+            # A bug in the tool, not the model's fault; the model still gets a result so the
+            # run can continue, and the traceback goes to the logs.
+            logger.exception("tool %s raised", name)
+            return ToolResult.error(f"Tool '{name}' failed: {type(exc).__name__}: {exc}")
+
+
+# --- schemas and validation messages -------------------------------------------------
+
+
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Strip pydantic's noise from a JSON schema so the model sees only what matters.
+
+    Inlines `$defs`, drops `title`s and `default: null`, and collapses `X | None` (an
+    `anyOf` with a null branch) to `X`: optional arguments are simply left out.
+    """
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any, in_properties: bool = False) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if in_properties:
+            # Keys here are argument names, not schema keywords: keep them all.
+            return {key: walk(value) for key, value in node.items()}
+        if "$ref" in node:
+            target = walk(defs[node["$ref"].rsplit("/", 1)[-1]])
+            extra = {k: walk(v) for k, v in node.items() if k != "$ref"}
+            return {**target, **extra}
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in ("title", "$defs") or (key == "default" and value is None):
+                continue
+            out[key] = walk(value, in_properties=key == "properties")
+        branches = out.get("anyOf")
+        if isinstance(branches, list):
+            non_null = [b for b in branches if b != {"type": "null"}]
+            if len(non_null) == 1 and len(non_null) < len(branches):
+                del out["anyOf"]
+                out = {**non_null[0], **out}
+        return out
+
+    cleaned: dict[str, Any] = walk(schema)
+    cleaned.setdefault("properties", {})
+    cleaned.setdefault("required", [])
+    return cleaned
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """One clause per bad field, e.g. "path: Field required; offset: must be >= 1"."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(loc) for loc in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def describe_os_error(exc: OSError) -> str:
+    """`strerror` plus the file name, without Python's "[Errno N]" prefix."""
+    message = exc.strerror or str(exc)
+    return f"{message}: {exc.filename}" if exc.filename else message
+
+
+# --- paths ---------------------------------------------------------------------------
+
+
+def resolve_in_workspace(workspace: Path, path: str) -> Path:
+    """Resolve `path` (relative to the workspace, or absolute) to a real path inside it.
+
+    Symlinks are resolved before the check, so a link pointing outside the workspace is
+    rejected just like `..`. The path need not exist.
+    """
+    root = workspace.resolve()
+    try:
+        candidate = Path(path)
+        resolved = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        # RuntimeError: symlink loop; ValueError: embedded NUL byte.
+        raise ToolInputError(f"invalid path '{path}': {exc}") from None
+    if not resolved.is_relative_to(root):
+        raise ToolInputError(f"path '{path}' is outside the workspace")
+    return resolved
+
+
+def display_path(workspace: Path, path: Path) -> str:
+    """`path` relative to the workspace in POSIX form ("." for the workspace itself)."""
+    root = workspace.resolve()
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        return path.as_posix()
+    return relative.as_posix() or "."
+
+
+# --- output truncation ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """Text cut to a line and byte budget, with what was cut."""
+
+    text: str
+    truncated: bool
+    truncated_by: Literal["lines", "bytes"] | None
+    total_lines: int
+    output_lines: int
+    partial_line: bool = False
+    """A single line was larger than the byte budget and only part of it is kept."""
+
+
+def _split_lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # a trailing newline ends the last line; it does not start a new one
+    return lines
+
+
+def _cut_utf8(line: str, max_bytes: int, *, keep_end: bool) -> str:
+    data = line.encode()
+    piece = data[-max_bytes:] if keep_end else data[:max_bytes]
+    # Dropping a split multi-byte character is better than emitting a replacement char.
+    return piece.decode(errors="ignore")
+
+
+def _truncate(text: str, max_lines: int, max_bytes: int, *, from_end: bool) -> Truncation:
+    lines = _split_lines(text)
+    total = len(lines)
+    ordered = reversed(lines) if from_end else iter(lines)
+    kept: list[str] = []
+    used = 0
+    by: Literal["lines", "bytes"] | None = None
+    partial = False
+    for line in ordered:
+        if len(kept) >= max_lines:
+            by = "lines"
+            break
+        size = len(line.encode()) + (1 if kept else 0)
+        if used + size > max_bytes:
+            by = "bytes"
+            if not kept:
+                kept.append(_cut_utf8(line, max_bytes, keep_end=from_end))
+                partial = True
+            break
+        kept.append(line)
+        used += size
+    if from_end:
+        kept.reverse()
+    if by is None:
+        return Truncation(text, False, None, total, total)
+    return Truncation("\n".join(kept), True, by, total, len(kept), partial)
+
+
+def truncate_head(
+    text: str, *, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Truncation:
+    """Keep the first whole lines that fit both budgets (for file contents, search results)."""
+    return _truncate(text, max_lines, max_bytes, from_end=False)
+
+
+def truncate_tail(
+    text: str, *, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Truncation:
+    """Keep the last whole lines that fit both budgets (for command output: errors come last)."""
+    return _truncate(text, max_lines, max_bytes, from_end=True)
+
+
+def format_size(n_bytes: int) -> str:
+    if n_bytes < 1024:
+        return f"{n_bytes} B"
+    if n_bytes < 1024 * 1024:
+        return f"{n_bytes / 1024:.0f} KB"
+    return f"{n_bytes / (1024 * 1024):.1f} MB"
