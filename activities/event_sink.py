@@ -1,0 +1,77 @@
+"""Run events from inside an activity: written in the background, deltas merged.
+
+Streaming produces many small deltas; writing each in its own transaction, on the
+activity's own path, would cost more than the model call. The sink queues events in
+memory, a background task writes them every `interval` seconds while the activity
+works, and `close` writes the rest (with the activity's result, in one transaction).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+
+from domain.events import MessageUpdate
+from store import events
+from store.db import Database
+
+Extra = Callable[[Session], None]
+
+
+class EventSink:
+    def __init__(
+        self, db: Database, session_id: str, run_id: str, *, interval: float = 0.05
+    ) -> None:
+        self._db = db
+        self._session_id = session_id
+        self._run_id = run_id
+        self._interval = interval
+        self._pending: list[BaseModel] = []
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._writer: asyncio.Task[None] | None = None
+
+    def add(self, event: BaseModel) -> None:
+        last = self._pending[-1] if self._pending else None
+        if (
+            isinstance(event, MessageUpdate)
+            and isinstance(last, MessageUpdate)
+            and (last.entry_id, last.content_index, last.kind, last.attempt)
+            == (event.entry_id, event.content_index, event.kind, event.attempt)
+        ):
+            self._pending[-1] = last.model_copy(update={"delta": last.delta + event.delta})
+        else:
+            self._pending.append(event)
+        if self._writer is None:
+            self._writer = asyncio.create_task(self._write_periodically())
+
+    async def close(self, also: Extra | None = None) -> None:
+        """Write everything still queued, and `also` in the same transaction."""
+        self._closing = True
+        self._wake.set()
+        if self._writer is not None:
+            await self._writer
+            self._writer = None
+        batch, self._pending = self._pending, []
+        if batch or also:
+            await asyncio.to_thread(self._write, batch, also)
+
+    async def _write_periodically(self) -> None:
+        while not self._closing:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._interval)
+            if self._closing:
+                return
+            batch, self._pending = self._pending, []
+            if batch:
+                await asyncio.to_thread(self._write, batch, None)
+
+    def _write(self, batch: list[BaseModel], also: Extra | None) -> None:
+        with self._db.transaction() as db:
+            if also is not None:
+                also(db)
+            events.append_events(db, self._session_id, self._run_id, batch)

@@ -1,0 +1,190 @@
+"""The model turn: load the context by reference, stream the reply, stage it.
+
+The activity input names a leaf and a snapshot; the conversation itself is read from
+the store here, so no workflow payload ever carries it. Deltas go to the run-event side
+channel as they arrive; the finished message is staged for the turn's save point.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+
+import anthropic
+from sqlalchemy.orm import Session
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.anthropic_format import request_params
+from activities.anthropic_stream import StreamAccumulator
+from activities.event_sink import EventSink
+from activities.heartbeat import heartbeating
+from activities.provider_errors import classify
+from activities.save_point import save_point
+from activities.tools import ToolRegistry
+from domain.config import SnapshotRef, TurnSnapshot
+from domain.context import context_messages
+from domain.events import MessageEnd, MessageStart, MessageUpdate
+from domain.messages import AgentMessage, AssistantMessage, text_of
+from domain.tools import ToolCallRef
+from domain.transcript import llm_transcript
+from domain.turns import MODEL_TURN, ModelTurnInput, ModelTurnResult, ProviderFailure
+from store import entries, snapshots, staging
+from store.db import Database
+
+PROVIDER_ERROR = "ProviderError"
+PREVIEW_CHARS = 200
+ARGS_PREVIEW_CHARS = 100
+
+
+class ModelTurns:
+    def __init__(self, db: Database, client: anthropic.AsyncAnthropic, tools: ToolRegistry) -> None:
+        self._db = db
+        self._client = client
+        self._tools = tools
+        # Both are immutable once stored: snapshots are content-addressed, entries final.
+        self._snapshots: dict[str, TurnSnapshot] = {}
+        self._entries = entries.EntryCache()
+
+    @activity.defn(name=MODEL_TURN)
+    async def model_turn(self, data: ModelTurnInput) -> ModelTurnResult:
+        attempt = activity.info().attempt
+        snapshot, context = await asyncio.to_thread(self._load, data)
+        params = request_params(
+            snapshot,
+            llm_transcript(context),
+            self._tools.api_specs(snapshot.active_tools),
+            session_id=data.session_id,
+        )
+        sink = EventSink(self._db, data.session_id, data.run_id)
+        started = int(time.time() * 1000)
+        sink.add(
+            MessageStart(
+                entry_id=data.entry_id,
+                message=AssistantMessage(
+                    model=snapshot.model, provider="anthropic", timestamp=started
+                ),
+            )
+        )
+        stream = StreamAccumulator()
+        async with heartbeating():
+            try:
+                await self._stream(params, stream, sink, data.entry_id, attempt)
+            except asyncio.CancelledError:
+                aborted = stream.message(model=snapshot.model, timestamp=started, partial=True)
+                sink.add(MessageEnd(entry_id=data.entry_id, message=aborted))
+                await sink.close(self._stager(data, aborted))
+                raise
+            except Exception as exc:
+                failure = classify(exc)
+                if failure is None:
+                    raise
+                failed = AssistantMessage(
+                    model=snapshot.model,
+                    provider="anthropic",
+                    stop_reason="error",
+                    error_message=failure.message,
+                    timestamp=started,
+                )
+                sink.add(MessageEnd(entry_id=data.entry_id, message=failed))
+                await sink.close()
+                raise _provider_error(failure) from exc
+        message = stream.message(model=snapshot.model, timestamp=started)
+        sink.add(MessageEnd(entry_id=data.entry_id, message=message))
+        await sink.close(self._stager(data, message))
+        return ModelTurnResult(
+            snapshot=None if snapshot.id == data.snapshot.id else SnapshotRef.of(snapshot),
+            stop_reason=message.stop_reason,
+            usage=message.usage,
+            text_preview=text_of(message.content)[:PREVIEW_CHARS],
+            tool_calls=[
+                ToolCallRef(
+                    id=call.id,
+                    name=call.name,
+                    args_preview=_preview(call.arguments),
+                    traits=self._tools.traits_of(call.name),
+                )
+                for call in message.tool_calls
+            ],
+        )
+
+    async def _stream(
+        self,
+        params: dict[str, object],
+        stream: StreamAccumulator,
+        sink: EventSink,
+        entry_id: str,
+        attempt: int,
+    ) -> None:
+        response = await self._client.messages.create(**params, stream=True)  # type: ignore[call-overload]
+        finished = False
+        async with response:
+            async for event in response:
+                finished = finished or event.type == "message_stop"
+                delta = stream.add(event)
+                if delta is not None:
+                    sink.add(
+                        MessageUpdate(
+                            entry_id=entry_id,
+                            attempt=attempt,
+                            content_index=delta.content_index,
+                            kind=delta.kind,
+                            delta=delta.text,
+                            tool_name=delta.tool_name,
+                        )
+                    )
+        if not finished:
+            raise _provider_error(
+                ProviderFailure(
+                    kind="network",
+                    status=None,
+                    message="the model stream ended before message_stop",
+                    retryable=True,
+                )
+            )
+
+    def _load(self, data: ModelTurnInput) -> tuple[TurnSnapshot, list[AgentMessage]]:
+        """Commit the previous turn (its save point), then read the context it left."""
+        with self._db.transaction() as db:
+            leaf_id, ref = data.leaf_id, data.snapshot
+            if data.commit is not None:
+                saved = save_point(
+                    db,
+                    session_id=data.session_id,
+                    run_id=data.run_id,
+                    parent_id=data.leaf_id,
+                    snapshot=ref,
+                    data=data.commit,
+                )
+                leaf_id, ref = saved.leaf_id, saved.snapshot or ref
+            snapshot = self._snapshots.get(ref.id)
+            if snapshot is None:
+                snapshot = self._snapshots[ref.id] = snapshots.get_snapshot(db, ref.id)
+            path = entries.load_path(db, leaf_id, self._entries)
+        return snapshot, context_messages(path)
+
+    def _stager(self, data: ModelTurnInput, message: AssistantMessage) -> Callable[[Session], None]:
+        def stage(db: Session) -> None:
+            staging.stage_message(
+                db,
+                entry_id=data.entry_id,
+                session_id=data.session_id,
+                run_id=data.run_id,
+                message=message,
+            )
+
+        return stage
+
+
+def _provider_error(failure: ProviderFailure) -> ApplicationError:
+    # Non-retryable for Temporal: the workflow decides about retries, visibly.
+    return ApplicationError(
+        failure.message, failure.model_dump(), type=PROVIDER_ERROR, non_retryable=True
+    )
+
+
+def _preview(arguments: dict[str, object]) -> str:
+    text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= ARGS_PREVIEW_CHARS else text[: ARGS_PREVIEW_CHARS - 1] + "…"

@@ -1,0 +1,92 @@
+"""Provider failures, sorted into retryable (429, 529, 5xx, network) and not (400, 401, 403)."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from typing import Any
+
+import anthropic
+
+from domain.turns import ProviderErrorKind, ProviderFailure
+
+_BY_STATUS: dict[int, tuple[ProviderErrorKind, bool]] = {
+    400: ("bad_request", False),
+    401: ("auth", False),
+    403: ("permission", False),
+    404: ("not_found", False),
+    408: ("timeout", True),
+    409: ("server", True),
+    413: ("bad_request", False),
+    429: ("rate_limit", True),
+    529: ("overloaded", True),
+}
+_OVERFLOW_MARKERS = ("prompt is too long", "context window", "context_length")
+
+
+def classify(exc: BaseException) -> ProviderFailure | None:
+    """The provider failure behind an exception, or None if it is not one."""
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code
+        kind, retryable = _BY_STATUS.get(
+            status, ("server", True) if status >= 500 else ("other", False)
+        )
+        message = _message(exc)
+        if kind == "bad_request" and any(m in message.lower() for m in _OVERFLOW_MARKERS):
+            kind = "context_overflow"
+        return ProviderFailure(
+            kind=kind,
+            status=status,
+            message=f"{status} {message}",
+            retryable=retryable,
+            retry_after_ms=retry_after_ms(exc.response.headers) if retryable else None,
+        )
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ProviderFailure(
+            kind="timeout", status=None, message="model request timed out", retryable=True
+        )
+    if isinstance(exc, anthropic.APIConnectionError):
+        return ProviderFailure(
+            kind="network", status=None, message=f"network error: {exc}", retryable=True
+        )
+    if _is_transport_error(exc):
+        return ProviderFailure(
+            kind="network",
+            status=None,
+            message=f"stream interrupted: {exc or type(exc).__name__}",
+            retryable=True,
+        )
+    return None
+
+
+def retry_after_ms(headers: Any) -> int | None:
+    """The server's requested wait: `retry-after-ms`, or `retry-after` in seconds or as a date."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0, int(float(raw_ms)))
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0, int(float(raw) * 1000))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(raw)
+        return max(0, int((parsed.timestamp() - time.time()) * 1000)) if parsed else None
+
+
+def _message(exc: anthropic.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return f"{error.get('type', 'error')}: {error['message']}"
+    return str(exc.message)
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    """A connection dropped mid-stream surfaces as the HTTP library's own error."""
+    module = type(exc).__module__
+    return module.startswith(("httpx", "httpcore", "h11")) or isinstance(exc, ConnectionError)

@@ -1,0 +1,201 @@
+"""One tool call as one activity: run it in the session's workspace, stage its result.
+
+A tool that is not retry-safe is never run twice: a second attempt (the first one's
+worker died) answers with a result saying the call was interrupted and what is known of
+it, and the model decides what to do. Cancellation (abort, guidance) kills the tool and
+still returns a result carrying the output so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+from temporalio import activity
+
+from activities.event_sink import EventSink
+from activities.heartbeat import heartbeating
+from activities.orphans import process_identity, stop_orphan
+from activities.tools import ToolContext, ToolRegistry
+from domain.events import (
+    MessageEnd,
+    MessageStart,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+)
+from domain.messages import AssistantMessage, ToolResultMessage, text_of
+from domain.tools import ToolResult
+from domain.turns import RUN_TOOL, ToolCallInput, ToolCallOutcome
+from store import sessions, staging
+from store.db import Database
+
+PREVIEW_CHARS = 200
+TAIL_CHARS = 2000
+
+
+class OutputTail:
+    """The last `TAIL_CHARS` characters a tool printed: kept in heartbeat details."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def add(self, chunk: str) -> None:
+        self.text = (self.text + chunk)[-TAIL_CHARS:]
+
+
+class ToolCalls:
+    def __init__(self, db: Database, registry: ToolRegistry) -> None:
+        self._db = db
+        self._registry = registry
+
+    @activity.defn(name=RUN_TOOL)
+    async def run_tool(self, data: ToolCallInput) -> ToolCallOutcome:
+        info = activity.info()
+        started = time.time()
+        sink = EventSink(self._db, data.session_id, data.run_id, interval=0.1)
+        call = data.call
+        interrupted = False
+        if info.attempt > 1 and not call.traits.retry_safe:
+            result, interrupted = _interrupted_by_crash(data, info.attempt, _progress(info)), True
+        else:
+            workspace, args = await asyncio.to_thread(self._load, data)
+            sink.add(
+                ToolExecutionStart(
+                    tool_call_id=call.id, tool_name=call.name, args=args, attempt=info.attempt
+                )
+            )
+            tail = OutputTail()
+
+            def on_update(chunk: str) -> None:
+                tail.add(chunk)
+                sink.add(
+                    ToolExecutionUpdate(tool_call_id=call.id, tool_name=call.name, partial=chunk)
+                )
+
+            progress: dict[str, Any] = {
+                "started_at": started,
+                "output_tail": "",
+                "attempt": info.attempt,
+                "processes": [],
+            }
+
+            def on_process(pgid: int) -> None:
+                progress["processes"].append(process_identity(pgid))
+
+            def details() -> dict[str, Any]:
+                progress["output_tail"] = tail.text
+                return progress
+
+            async with heartbeating(details):
+                try:
+                    result = await self._execute(
+                        call.name, args, ToolContext(workspace, on_update, on_process)
+                    )
+                except asyncio.CancelledError:
+                    # Returning (not raising) hands the workflow a result for the call:
+                    # the transcript keeps its pairing and the partial output survives.
+                    result, interrupted = _cancelled(call.name, tail.text), True
+        return await self._finish(data, sink, result, started, interrupted)
+
+    async def _execute(self, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        if "__invalid_json__" in args:
+            return ToolResult.error(
+                f"Invalid arguments for tool '{name}': not valid JSON: {args['__invalid_json__']}"
+            )
+        return await self._registry.run(name, args, ctx)
+
+    async def _finish(
+        self,
+        data: ToolCallInput,
+        sink: EventSink,
+        result: ToolResult,
+        started: float,
+        interrupted: bool,
+    ) -> ToolCallOutcome:
+        call = data.call
+        duration_ms = int((time.time() - started) * 1000)
+        message = result.to_message(call.id, call.name, int(time.time() * 1000))
+        sink.add(
+            ToolExecutionEnd(
+                tool_call_id=call.id, tool_name=call.name, result=result, duration_ms=duration_ms
+            )
+        )
+        sink.add(MessageStart(entry_id=data.result_entry_id, message=message))
+        sink.add(MessageEnd(entry_id=data.result_entry_id, message=message))
+        await sink.close(self._stager(data, message))
+        text = text_of(message.content)
+        return ToolCallOutcome(
+            is_error=result.is_error,
+            terminate=result.terminate,
+            interrupted=interrupted,
+            preview=text[:PREVIEW_CHARS],
+            content_chars=len(text),
+            duration_ms=duration_ms,
+        )
+
+    def _load(self, data: ToolCallInput) -> tuple[Path, dict[str, Any]]:
+        with self._db.transaction() as db:
+            session = sessions.require_session(db, data.session_id)
+            assistant = staging.staged_message(db, data.assistant_entry_id)
+        args: dict[str, Any] = {}
+        if isinstance(assistant, AssistantMessage):
+            call = next((c for c in assistant.tool_calls if c.id == data.call.id), None)
+            args = call.arguments if call else {}
+        workspace = Path(session.workspace)
+        workspace.mkdir(parents=True, exist_ok=True)
+        return workspace, args
+
+    def _stager(self, data: ToolCallInput, message: ToolResultMessage) -> Callable[[Session], None]:
+        def stage(db: Session) -> None:
+            staging.stage_message(
+                db,
+                entry_id=data.result_entry_id,
+                session_id=data.session_id,
+                run_id=data.run_id,
+                message=message,
+            )
+
+        return stage
+
+
+def _progress(info: activity.Info) -> dict[str, Any]:
+    details = info.heartbeat_details
+    return details[0] if details and isinstance(details[0], dict) else {}
+
+
+def _interrupted_by_crash(
+    data: ToolCallInput, attempt: int, progress: dict[str, Any]
+) -> ToolResult:
+    call = data.call
+    lines = [
+        f"This `{call.name}` call was interrupted by a worker failure and was not run again, "
+        "because running it twice could repeat its side effects.",
+    ]
+    if "started_at" in progress:
+        ran_for = max(0.0, time.time() - float(progress["started_at"]))
+        lines.append(
+            f"It had started about {ran_for:.0f} s ago; it may have finished partly or fully."
+        )
+    else:
+        lines.append("It may not have started, or may have finished partly or fully.")
+    stopped = [p["pgid"] for p in progress.get("processes", []) if stop_orphan(p)]
+    if stopped:
+        lines.append(
+            f"The process it had started (group {', '.join(map(str, stopped))}) was stopped."
+        )
+    tail = str(progress.get("output_tail") or "")
+    lines.append(f"Output before the interruption:\n{tail}" if tail else "No output was recorded.")
+    lines.append("Check the current state before deciding whether to run it again.")
+    return ToolResult.error("\n".join(lines), interrupted=True, attempt=attempt)
+
+
+def _cancelled(name: str, partial: str) -> ToolResult:
+    text = f"The `{name}` call was cancelled before it finished."
+    if partial:
+        text += f"\nOutput before it was stopped:\n{partial}"
+    return ToolResult.error(text, cancelled=True)

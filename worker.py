@@ -1,0 +1,94 @@
+"""The duragent worker: hosts the session workflows and every activity they call.
+
+Run it with `duragent worker`; run as many as you like, on as many machines as share the
+Temporal cluster and the database. `build_worker` is the one place that wires the parts
+together, for the CLI, the tests and embedders alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import anthropic
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities.bookkeeping import Bookkeeping
+from activities.model_turn import ModelTurns
+from activities.tool_call import ToolCalls
+from activities.tools import ToolRegistry, default_tools
+from client.connection import connect_temporal, open_store
+from settings import Settings
+from store.db import Database
+from workflows.session_run import SessionRun
+
+# Heartbeats carry cancellation to activities; letting one through every 100 ms keeps
+# abort latency low (the default throttle would hold them back for seconds).
+HEARTBEAT_THROTTLE = timedelta(milliseconds=100)
+
+
+def model_client(settings: Settings) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(
+        api_key=settings.anthropic_api_key or "offline",
+        base_url=settings.anthropic_base_url,
+        # Retries are the workflow's, where they are visible and abortable.
+        max_retries=0,
+        timeout=anthropic.Timeout(
+            connect=10.0, read=settings.model_read_timeout_s, write=30.0, pool=10.0
+        ),
+    )
+
+
+def build_worker(
+    client: Client,
+    db: Database,
+    settings: Settings,
+    *,
+    tools: ToolRegistry | None = None,
+    model: anthropic.AsyncAnthropic | None = None,
+) -> Worker:
+    registry = tools or ToolRegistry(default_tools())
+    bookkeeping = Bookkeeping(db)
+    return Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=[SessionRun],
+        activities=[
+            bookkeeping.start_run,
+            bookkeeping.finish_run,
+            bookkeeping.record_events,
+            ModelTurns(db, model or model_client(settings), registry).model_turn,
+            ToolCalls(db, registry).run_tool,
+        ],
+        activity_executor=ThreadPoolExecutor(max_workers=32),
+        max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+        default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+        # After a worker dies, its cached runs move to another worker this quickly.
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
+        workflow_runner=workflow_runner(),
+    )
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox, with our pure domain package passed through (loaded once, shared)."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules("domain")
+    )
+
+
+async def run_worker(settings: Settings) -> None:
+    client = await connect_temporal(settings)
+    db = open_store(settings)
+    async with build_worker(client, db, settings):
+        await asyncio.Event().wait()
+
+
+def main() -> None:
+    asyncio.run(run_worker(Settings.from_env()))
+
+
+if __name__ == "__main__":
+    main()

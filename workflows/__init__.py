@@ -1,0 +1,1 @@
+"""Deterministic orchestration only: every piece of I/O is an activity."""

@@ -1,0 +1,120 @@
+"""How the workflow calls its activities: names, timeouts, retry policies.
+
+Bookkeeping steps (start, finish, events) are short store writes and run as local
+activities: a marker in history instead of a task round trip through the server. The
+save point of each turn rides on the next model call (see `ModelTurnInput.commit`).
+The model call and tool calls are regular activities: they run long, heartbeat so a
+crashed worker is noticed, and are cancelled through heartbeats on abort.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TypeVar, cast
+
+from pydantic import BaseModel
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.workflow import ActivityCancellationType
+
+with workflow.unsafe.imports_passed_through():
+    from domain.runs import RunOptions
+    from domain.turns import (
+        FINISH_RUN,
+        MODEL_TURN,
+        RECORD_EVENTS,
+        RUN_TOOL,
+        START_RUN,
+        FinishRunInput,
+        FinishRunResult,
+        ModelTurnInput,
+        ModelTurnResult,
+        RecordEventsInput,
+        StartRunInput,
+        StartRunResult,
+        ToolCallInput,
+        ToolCallOutcome,
+    )
+
+PROVIDER_ERROR = "ProviderError"
+T = TypeVar("T")
+
+# Store writes retry until the database is back (a locked file, a restarted server).
+_STORE_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=10),
+)
+_STORE_TIMEOUT = timedelta(seconds=30)
+_STORE_DEADLINE = timedelta(hours=1)
+
+
+async def _store_step(name: str, data: BaseModel, result_type: type[T], summary: str) -> T:
+    result = await workflow.execute_local_activity(
+        name,
+        data,
+        result_type=result_type,
+        start_to_close_timeout=_STORE_TIMEOUT,
+        schedule_to_close_timeout=_STORE_DEADLINE,
+        retry_policy=_STORE_RETRY,
+        summary=summary,
+    )
+    return cast(T, result)
+
+
+async def start_run(data: StartRunInput) -> StartRunResult:
+    return await _store_step(START_RUN, data, StartRunResult, "start run")
+
+
+async def finish_run(data: FinishRunInput) -> FinishRunResult:
+    return await _store_step(FINISH_RUN, data, FinishRunResult, f"finish run: {data.status}")
+
+
+async def record_events(data: RecordEventsInput) -> None:
+    summary = ", ".join(event.type for event in data.events)
+    await _store_step(RECORD_EVENTS, data, type(None), summary)
+
+
+async def model_turn(data: ModelTurnInput, options: RunOptions, attempt: int) -> ModelTurnResult:
+    result = await workflow.execute_activity(
+        MODEL_TURN,
+        data,
+        result_type=ModelTurnResult,
+        activity_id=f"turn-{data.turn}-model-{attempt}",
+        start_to_close_timeout=timedelta(seconds=options.model_timeout_s),
+        heartbeat_timeout=timedelta(seconds=options.model_heartbeat_timeout_s),
+        # Provider failures come back to the workflow, which backs off in the `retry`
+        # phase where clients can see it; Temporal retries only crashes and timeouts.
+        retry_policy=RetryPolicy(
+            initial_interval=timedelta(seconds=1),
+            maximum_interval=timedelta(seconds=30),
+            maximum_attempts=5,
+            non_retryable_error_types=[PROVIDER_ERROR],
+        ),
+        cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        summary=f"turn {data.turn}: "
+        + (f"save turn {data.commit.turn}, then " if data.commit else "")
+        + f"call {data.snapshot.model}",
+    )
+    return cast(ModelTurnResult, result)
+
+
+async def run_tool(data: ToolCallInput, options: RunOptions) -> ToolCallOutcome:
+    result = await workflow.execute_activity(
+        RUN_TOOL,
+        data,
+        result_type=ToolCallOutcome,
+        activity_id=f"turn-{data.turn}-tool-{data.call.id}",
+        start_to_close_timeout=timedelta(seconds=options.tool_timeout_s),
+        heartbeat_timeout=timedelta(seconds=options.tool_heartbeat_timeout_s),
+        # A tool that is not retry-safe answers its second attempt with "interrupted"
+        # instead of running again, so retrying the activity is always safe.
+        retry_policy=RetryPolicy(
+            initial_interval=timedelta(seconds=1),
+            maximum_interval=timedelta(seconds=10),
+            maximum_attempts=3,
+        ),
+        cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        summary=f"{data.call.name} {data.call.args_preview}"[:120],
+    )
+    return cast(ToolCallOutcome, result)
