@@ -1,0 +1,39 @@
+"""Errors a client call can end with, each naming what was wrong."""
+
+from __future__ import annotations
+
+
+class DuragentError(Exception):
+    """Base class: every client error says what went wrong in its message."""
+
+
+class SessionBusy(DuragentError):
+    """The session already has an open run (or compaction, or navigation)."""
+
+    def __init__(self, session_id: str, run_id: str | None, workflow_id: str) -> None:
+        running = f"run {run_id}" if run_id else "an operation"
+        super().__init__(
+            f"session {session_id} is busy: {running} is in progress (workflow {workflow_id}); "
+            "wait for it, steer it, or abort it"
+        )
+        self.session_id = session_id
+        self.run_id = run_id
+        self.workflow_id = workflow_id
+
+
+class SessionNotFound(DuragentError, LookupError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} does not exist")
+        self.session_id = session_id
+
+
+class InvalidPrompt(DuragentError, ValueError):
+    pass
+
+
+class SessionIdle(DuragentError):
+    """Steering, follow-ups and aborts need a run in progress."""
+
+    def __init__(self, session_id: str, what: str) -> None:
+        super().__init__(f"session {session_id} has no run in progress: cannot {what}")
+        self.session_id = session_id
