@@ -1,0 +1,103 @@
+"""Record workflow histories of representative runs, for the replay test.
+
+    python tests/histories/record.py            # re-record every scenario
+    python tests/histories/record.py tools      # just one
+
+Starts its own dev server, offline model and worker. Re-record after a deliberate
+workflow change only when the old histories no longer matter; otherwise guard the
+change with `workflow.patched()` and keep the old files: they prove old runs replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent)]
+
+from client.connection import connect_temporal  # noqa: E402
+from settings import Settings  # noqa: E402
+from support import Stack, open_stack  # noqa: E402
+from temporal_dev import DevServer  # noqa: E402
+
+
+@dataclass
+class Scenario:
+    name: str
+    script: dict[str, Any]
+    drive: Callable[[Stack, str], Awaitable[None]]
+
+
+async def prompt_and_wait(stack: Stack, session_id: str) -> None:
+    handle = await stack.client.prompt(session_id, "Make two files and check them.")
+    await handle.result()
+
+
+SCENARIOS = [
+    Scenario(
+        "tools",
+        {
+            "conversations": {
+                "*": [
+                    {"reply": [{"text": "Looking."}, {"tool_use": {"name": "ls", "input": {}}}]},
+                    {
+                        "reply": [
+                            {"tool_use": {"name": "write", "input": {"path": "a.txt", "content": "a"}}},
+                            {"tool_use": {"name": "bash", "input": {"command": "echo b > b.txt"}}},
+                        ]
+                    },
+                    {"reply": [{"text": "Done."}]},
+                ]
+            }
+        },
+        prompt_and_wait,
+    ),
+    Scenario(
+        "provider_retry",
+        {
+            "conversations": {
+                "*": [
+                    {"error": {"status": 529, "message": "Overloaded", "retry_after": 0.1}},
+                    {"error": {"status": 400, "message": "bad on purpose"}},
+                ]
+            }
+        },
+        prompt_and_wait,
+    ),
+]
+
+
+async def record(names: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        server = DevServer(Path(tmp) / "temporal.db")
+        await server.astart()
+        try:
+            temporal = await connect_temporal(
+                Settings.from_env(home=Path(tmp), temporal_address=server.address)
+            )
+            for scenario in SCENARIOS:
+                if names and scenario.name not in names:
+                    continue
+                home = Path(tmp) / scenario.name
+                home.mkdir()
+                async with open_stack(home, temporal, server.address, scenario.script) as stack:
+                    session = stack.client.create_session()
+                    async with stack.worker():
+                        await scenario.drive(stack, session.id)
+                    handle = temporal.get_workflow_handle(f"session-{session.id}")
+                    history = await handle.fetch_history()
+                    target = HERE / f"{scenario.name}.json"
+                    target.write_text(history.to_json())
+                    print(f"recorded {target.name}: {len(history.events)} events")
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(record(sys.argv[1:]))

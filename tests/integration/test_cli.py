@@ -1,0 +1,50 @@
+"""The README's main command, as a newcomer runs it: `duragent run "..."` from nothing."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def duragent(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "DURAGENT_"))}
+    env["COLUMNS"] = "200"
+    return subprocess.run(
+        [sys.executable, "-m", "client.cli", *args],
+        cwd=cwd,
+        env={**env, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_run_starts_everything_it_needs_and_streams_the_demo(tmp_path: Path) -> None:
+    address = f"--temporal-address=127.0.0.1:{free_port()}"
+    ran = duragent(tmp_path, address, "run", "Write a hello script and run it")
+    assert ran.returncode == 0, ran.stderr
+    assert "offline model" in ran.stderr and "not Claude" in ran.stderr
+    assert "Started a Temporal dev server" in ran.stderr
+    assert "→ bash" in ran.stdout and "hello from duragent" in ran.stdout
+    assert "run completed after 4 turn(s)" in ran.stdout
+    session = re.search(r"duragent show ([0-9a-f]{32})", ran.stderr)
+    assert session is not None
+    workspace = tmp_path / ".duragent" / "workspaces" / session.group(1)
+    assert (workspace / "hello.py").read_text() == "print('hello from duragent')\n"
+
+    listed = duragent(tmp_path, "sessions")
+    assert session.group(1) in listed.stdout
+    shown = duragent(tmp_path, "show", session.group(1))
+    assert shown.returncode == 0 and "completed" in shown.stdout and "hello.py" in shown.stdout
+    missing = duragent(tmp_path, "show", "nope")
+    assert missing.returncode == 2 and "does not exist" in missing.stderr

@@ -1,0 +1,81 @@
+"""The worker is SIGKILLed mid-run; a new worker finishes it, every entry exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from support import Stack, assert_valid_pairing, eventually, transcript_roles
+
+from domain.entries import MessageEntry
+from domain.messages import ToolResultMessage, text_of
+
+SLOW_COMMAND = "echo started >> log.txt; echo working; sleep 8; echo finished >> log.txt"
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                # 1st model call: hangs; the worker is killed while it waits.
+                {"hang": True},
+                # The retried call (on the new worker) plans a slow, non-retry-safe command.
+                {
+                    "reply": [
+                        {"text": "Running it."},
+                        {"tool_use": {"name": "bash", "input": {"command": SLOW_COMMAND}}},
+                    ]
+                },
+                # After the second crash the model is told the call was interrupted.
+                {"reply": [{"text": "It was interrupted; I will not repeat it."}]},
+            ]
+        }
+    }
+)
+async def test_worker_killed_during_model_call_and_during_tool_call(stack: Stack) -> None:
+    session = stack.client.create_session()
+    workspace = Path(session.workspace)
+    first = stack.spawn_worker()
+    handle = await stack.client.prompt(session.id, "do the slow thing")
+
+    await eventually(lambda: len(stack.model.requests_for(session.id)) == 1, timeout=30)
+    stack.kill(first)
+
+    second = stack.spawn_worker()
+    log = workspace / "log.txt"
+    await eventually(lambda: log.exists() and "started" in log.read_text(), timeout=30)
+    command_started = time.monotonic()
+    await asyncio.sleep(0.5)  # heartbeats (every 100 ms) carry the process and its output
+    stack.kill(second)
+
+    third = stack.spawn_worker()
+    result = await asyncio.wait_for(handle.result(), timeout=60)
+    stack.kill(third)
+
+    assert result.status == "completed", result.error
+    assert result.final_text == "It was interrupted; I will not repeat it."
+    path = stack.client.path(session.id)
+    assert transcript_roles(path) == ["user", "assistant", "toolResult", "assistant"]
+    assert_valid_pairing(path)
+    interrupted = path[2]
+    assert isinstance(interrupted, MessageEntry) and isinstance(
+        interrupted.message, ToolResultMessage
+    )
+    assert interrupted.message.is_error
+    assert "interrupted by a worker failure" in text_of(interrupted.message.content)
+    assert "not run again" in text_of(interrupted.message.content)
+
+    assert "was stopped" in text_of(interrupted.message.content)
+    assert "working" in text_of(interrupted.message.content)  # its output so far
+
+    # Nothing twice: the command started once, and the orphan it left was stopped
+    # before it could finish; every entry stored once.
+    await asyncio.sleep(max(0.0, command_started + 9 - time.monotonic()))
+    assert log.read_text() == "started\n"
+    entries = stack.client.entries(session.id)
+    assert len(entries) == len({e.id for e in entries}) == 4
+    assert [d.role for d in stack.client.display_messages(session.id)] == transcript_roles(path)
+    # The model was asked three times: the hung call, its retry, the final turn.
+    assert len(stack.model.requests_for(session.id)) == 3

@@ -1,0 +1,31 @@
+"""Recorded histories of representative runs replay against today's workflow code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from worker import workflow_runner
+from workflows.session_run import SessionRun
+
+HISTORIES = sorted((Path(__file__).parents[1] / "histories").glob("*.json"))
+
+
+def test_histories_are_recorded() -> None:
+    assert {p.stem for p in HISTORIES} >= {"tools", "provider_retry"}
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
+async def test_history_replays(path: Path) -> None:
+    history = WorkflowHistory.from_json(f"session-{path.stem}", path.read_text())
+    replayer = Replayer(
+        workflows=[SessionRun],
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),
+    )
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
+    assert result.replay_failure is None

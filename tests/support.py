@@ -1,0 +1,160 @@
+"""What the tests share: a real dev server, a store, the offline model, workers.
+
+`Stack` bundles one test's parts. Workers run in-process (same event loop) or as real
+child processes that a test can SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from client.api import DuragentClient
+from domain.entries import MessageEntry, SessionEntry
+from domain.messages import AssistantMessage, ToolResultMessage
+from offline_model import OfflineModelServer, Script
+from settings import Settings
+from store.db import Database
+from worker import build_worker
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Stack:
+    settings: Settings
+    db: Database
+    temporal: Client
+    model: OfflineModelServer
+    client: DuragentClient
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def worker(self, **kwargs: Any) -> Worker:
+        """An in-process worker: `async with stack.worker():`."""
+        return build_worker(self.temporal, self.db, self.settings, **kwargs)
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            DURAGENT_HOME=str(self.settings.home),
+            DURAGENT_DATABASE_URL=self.settings.database_url,
+            TEMPORAL_ADDRESS=self.settings.temporal_address,
+            DURAGENT_TASK_QUEUE=self.settings.task_queue,
+            ANTHROPIC_BASE_URL=self.model.base_url,
+            DURAGENT_HEARTBEAT_TIMEOUT=str(self.settings.heartbeat_timeout_s),
+            PYTHONPATH=str(REPO),
+        )
+        env.pop("ANTHROPIC_API_KEY", None)
+        return env
+
+    def spawn_worker(self) -> subprocess.Popen[bytes]:
+        """A worker in its own process (its own process group), for crash tests."""
+        log = open(self.settings.home / f"worker-{len(self.processes)}.log", "wb")  # noqa: SIM115
+        process = subprocess.Popen(
+            [sys.executable, "-c", "import worker; worker.main()"],
+            cwd=REPO,
+            env=self.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.processes.append(process)
+        return process
+
+    def kill(self, process: subprocess.Popen[bytes]) -> None:
+        """SIGKILL the worker's whole process group, as a machine failure would."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+    def close(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                self.kill(process)
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool] | bool], *, timeout: float = 20.0, interval: float = 0.05
+) -> None:
+    """Wait until `check()` is true; fail with the timeout otherwise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if isinstance(result, Awaitable):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        await asyncio.sleep(interval)
+
+
+@contextlib.asynccontextmanager
+async def open_stack(
+    home: Path, temporal: Client, address: str, script: Script | dict[str, Any]
+) -> AsyncIterator[Stack]:
+    script_model = script if isinstance(script, Script) else Script.model_validate(script)
+    model = OfflineModelServer(script_model)
+    await model.__aenter__()
+    settings = Settings.from_env(
+        home=home,
+        database_url=f"sqlite:///{home / 'duragent.db'}",
+        temporal_address=address,
+        task_queue=f"test-{uuid.uuid4().hex[:12]}",
+        anthropic_base_url=model.base_url,
+        heartbeat_timeout_s=3.0,
+    )
+    settings = settings.model_copy(update={"anthropic_api_key": None})
+    db = Database(settings.database_url)
+    stack = Stack(
+        settings=settings,
+        db=db,
+        temporal=temporal,
+        model=model,
+        client=DuragentClient(temporal, db, settings),
+    )
+    try:
+        yield stack
+    finally:
+        stack.close()
+        await model.__aexit__(None, None, None)
+        db.dispose()
+
+
+def transcript_roles(path: list[SessionEntry]) -> list[str]:
+    """The message roles along a path, e.g. ['user', 'assistant', 'toolResult', ...]."""
+    return [e.message.role for e in path if isinstance(e, MessageEntry)]
+
+
+def assert_valid_pairing(path: list[SessionEntry]) -> None:
+    """Every tool call on the path has exactly one result right after its message."""
+    messages = [e.message for e in path if isinstance(e, MessageEntry)]
+    for i, message in enumerate(messages):
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            following: list[str] = []
+            for nxt in messages[i + 1 :]:
+                if not isinstance(nxt, ToolResultMessage):
+                    break
+                following.append(nxt.tool_call_id)
+            assert following == [c.id for c in message.tool_calls], (
+                f"tool calls {[c.id for c in message.tool_calls]} answered by {following}"
+            )
+        if isinstance(message, ToolResultMessage):
+            previous = next(
+                (m for m in reversed(messages[:i]) if not isinstance(m, ToolResultMessage)), None
+            )
+            assert isinstance(previous, AssistantMessage), "tool result without a tool call"
+            assert message.tool_call_id in [c.id for c in previous.tool_calls]
