@@ -1,0 +1,72 @@
+"""What the benchmarks share: a dev server, a store, the offline model, a worker."""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import sys
+import tempfile
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from temporal_dev import DevServer  # noqa: E402
+
+from client.api import DuragentClient  # noqa: E402
+from client.connection import connect_temporal  # noqa: E402
+from offline_model import OfflineModelServer, Script  # noqa: E402
+from settings import Settings  # noqa: E402
+from store.db import Database  # noqa: E402
+
+
+@dataclass
+class Bench:
+    settings: Settings
+    client: DuragentClient
+    model: OfflineModelServer
+    home: Path
+
+
+@contextlib.asynccontextmanager
+async def bench_stack(script: Script | dict[str, Any]) -> AsyncIterator[Bench]:
+    """A fresh dev server, store and offline model in a temporary directory."""
+    script_model = script if isinstance(script, Script) else Script.model_validate(script)
+    with tempfile.TemporaryDirectory(prefix="duragent-bench-") as tmp:
+        home = Path(tmp)
+        server = DevServer(home / "temporal.db")
+        await server.astart()
+        model = OfflineModelServer(script_model)
+        model.start()
+        try:
+            settings = Settings.from_env(
+                home=home,
+                database_url=f"sqlite:///{home / 'duragent.db'}",
+                temporal_address=server.address,
+                task_queue=f"bench-{uuid.uuid4().hex[:8]}",
+                anthropic_base_url=model.base_url,
+            ).model_copy(update={"anthropic_api_key": None})
+            temporal = await connect_temporal(settings)
+            db = Database(settings.database_url)
+            yield Bench(settings, DuragentClient(temporal, db, settings), model, home)
+            db.dispose()
+        finally:
+            model.stop()
+            server.stop()
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return (
+        ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+        if ordered
+        else float("nan")
+    )

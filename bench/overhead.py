@@ -1,0 +1,130 @@
+"""Orchestration overhead per turn: duragent vs a plain in-process asyncio loop.
+
+The same scripted 20-turn conversation (one `read` call per turn, the offline model's
+latency fixed) runs through duragent (workflow, activities, store) and through a plain
+loop that calls the same model server with the same SDK and runs the same tools, side
+by side, alternating, several rounds. Per-turn time is the median turn duration.
+
+    python bench/overhead.py [--rounds 5] [--turns 20] [--latency-ms 50]
+
+Last line: `overhead: X ms/turn` (duragent median minus plain median).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from common import Bench, bench_stack, median
+
+from activities.anthropic_format import request_params
+from activities.anthropic_stream import StreamAccumulator
+from activities.tools import ToolContext, ToolRegistry, default_tools
+from domain.config import SessionConfig, TurnSnapshot
+from domain.messages import AgentMessage, user_text
+from domain.transcript import llm_transcript
+from worker import build_worker, model_client
+
+
+def script(turns: int, latency_ms: int) -> dict[str, Any]:
+    steps: list[dict[str, Any]] = [
+        {
+            "delay_ms": latency_ms,
+            "reply": [
+                {"text": f"Step {i}: reading the notes."},
+                {"tool_use": {"name": "read", "input": {"path": "notes.txt"}}},
+            ],
+        }
+        for i in range(turns)
+    ]
+    steps.append({"delay_ms": latency_ms, "reply": [{"text": "Finished."}]})
+    return {"conversations": {"*": steps}}
+
+
+async def plain_loop(bench: Bench, workspace: Path, turns: int) -> list[float]:
+    """The baseline: the agent loop with nothing durable about it."""
+    client = model_client(bench.settings)
+    tools = ToolRegistry(default_tools())
+    config = SessionConfig(model=bench.settings.model)
+    snapshot = TurnSnapshot(
+        model=config.model,
+        thinking_level="off",
+        system_prompt=config.system_prompt,
+        active_tools=None,
+        max_tokens=config.max_tokens,
+    )
+    key = uuid.uuid4().hex
+    messages: list[AgentMessage] = [user_text("Read the notes, many times.", 0)]
+    durations: list[float] = []
+    for _ in range(turns + 1):
+        began = time.perf_counter()
+        params = request_params(
+            snapshot, llm_transcript(messages), tools.api_specs(None), session_id=key
+        )
+        stream = StreamAccumulator()
+        async with await client.messages.create(**params, stream=True) as response:
+            async for event in response:
+                stream.add(event)
+        reply = stream.message(model=snapshot.model, timestamp=0)
+        messages.append(reply)
+        for call in reply.tool_calls:
+            result = await tools.run(call.name, call.arguments, ToolContext(workspace))
+            messages.append(result.to_message(call.id, call.name, 0))
+        durations.append((time.perf_counter() - began) * 1000)
+    await client.close()
+    return durations
+
+
+async def duragent_run(bench: Bench, workspace: Path) -> list[float]:
+    session = bench.client.create_session(workspace=workspace)
+    handle = await bench.client.prompt(session.id, "Read the notes, many times.")
+    await handle.result()
+    starts = [
+        e.created_at
+        async for e in bench.client.events(session.id, follow=False)
+        if e.type in ("turn_start", "agent_end")
+    ]
+    return [float(b - a) for a, b in itertools.pairwise(starts)]
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--latency-ms", type=int, default=50)
+    args = parser.parse_args()
+
+    async with bench_stack(script(args.turns, args.latency_ms)) as bench:
+        workspace = bench.home / "workspace"
+        workspace.mkdir()
+        (workspace / "notes.txt").write_text("notes\n" * 50)
+        worker = build_worker(bench.client.temporal, bench.client.db, bench.settings)
+        async with worker:
+            await duragent_run(bench, workspace)  # warm-up: caches, sandbox, connections
+            await plain_loop(bench, workspace, args.turns)
+            ours: list[float] = []
+            plain: list[float] = []
+            for round_no in range(args.rounds):
+                d = await duragent_run(bench, workspace)
+                p = await plain_loop(bench, workspace, args.turns)
+                ours += d
+                plain += p
+                print(
+                    f"round {round_no + 1}: duragent {median(d):.1f} ms/turn,"
+                    f" plain {median(p):.1f} ms/turn"
+                )
+    ours_ms, plain_ms = median(ours), median(plain)
+    print(f"model latency fixed at {args.latency_ms} ms; {args.turns} tool turns + 1 final turn")
+    print(f"duragent: {ours_ms:.1f} ms/turn (median of {len(ours)} turns)")
+    print(f"plain asyncio loop: {plain_ms:.1f} ms/turn (median of {len(plain)} turns)")
+    print(f"ratio: {ours_ms / plain_ms:.2f}x")
+    print(f"overhead: {ours_ms - plain_ms:.1f} ms/turn")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
