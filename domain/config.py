@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from domain.resources import Resource, ResourceKind
+
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high"]
 QueueMode = Literal["all", "one-at-a-time"]
 
@@ -54,12 +56,18 @@ class TurnSnapshot(BaseModel):
     model: str
     thinking_level: ThinkingLevel
     system_prompt: str
+    """As configured (or as an extension's provider made it); skills are listed after it."""
     active_tools: list[str] | None
     max_tokens: int
+    resources: tuple[Resource, ...] = ()
+    """Skills and prompt templates visible to this turn."""
+
+    def resource(self, kind: ResourceKind, name: str) -> Resource | None:
+        return next((r for r in self.resources if r.kind == kind and r.name == name), None)
 
     @property
     def id(self) -> str:
-        canonical = json.dumps(self.model_dump(), sort_keys=True, separators=(",", ":"))
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return "snap_" + hashlib.sha256(canonical.encode()).hexdigest()[:24]
 
 

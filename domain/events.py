@@ -116,6 +116,24 @@ class RetryScheduled(_Event):
     error: str
 
 
+class QueueConsumed(_Event):
+    """A steering or follow-up message reached the model, in this turn."""
+
+    type: Literal["queue_consumed"] = "queue_consumed"
+    queue: Literal["steering", "follow_up", "next_turn"]
+    entry_id: str
+    turn: int
+
+
+class RunAborted(_Event):
+    """The run was aborted; these queued messages were dropped and returned to the caller."""
+
+    type: Literal["run_aborted"] = "run_aborted"
+    turn: int
+    cleared_steering: list[str] = Field(default_factory=list)
+    cleared_follow_ups: list[str] = Field(default_factory=list)
+
+
 class PhaseChanged(_Event):
     type: Literal["phase_changed"] = "phase_changed"
     phase: str
@@ -136,7 +154,7 @@ AgentEvent = Annotated[
 ]
 
 HarnessEvent = Annotated[
-    SavePoint | RetryScheduled | PhaseChanged,
+    SavePoint | RetryScheduled | PhaseChanged | QueueConsumed | RunAborted,
     Field(discriminator="type"),
 ]
 
@@ -153,7 +171,9 @@ RunEventPayload = Annotated[
     | ToolExecutionEnd
     | SavePoint
     | RetryScheduled
-    | PhaseChanged,
+    | PhaseChanged
+    | QueueConsumed
+    | RunAborted,
     Field(discriminator="type"),
 ]
 

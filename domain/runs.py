@@ -6,11 +6,24 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from domain.config import SessionConfig
+from domain.entries import SessionEntry
 from domain.messages import AgentMessage, Usage
+from domain.queues import QueuedMessage
 
 RunStatus = Literal["running", "completed", "error", "aborted"]
 Phase = Literal["idle", "turn", "compaction", "branch_summary", "retry"]
 RunKind = Literal["prompt", "skill", "template"]
+
+
+class Invocation(BaseModel):
+    """A skill or prompt template to run, resolved from the run's first turn snapshot."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["skill", "template"]
+    name: str
+    args: list[str] = Field(default_factory=list)
 
 
 def session_workflow_id(session_id: str) -> str:
@@ -45,8 +58,11 @@ class RunInput(BaseModel):
 
     session_id: str
     run_id: str
-    prompt: list[AgentMessage]
+    prompt: list[AgentMessage] = Field(default_factory=list)
+    """The user's messages; empty when `invocation` names a skill or template."""
     kind: RunKind = "prompt"
+    invocation: Invocation | None = None
+    """Set for skill and template runs (kind says which)."""
     options: RunOptions = Field(default_factory=RunOptions)
     max_turns: int | None = None
     """Stop (status completed, stop reason noted) after this many turns; None: no limit."""
@@ -64,3 +80,22 @@ class RunResult(BaseModel):
     leaf_id: str | None = None
     final_text: str = ""
     """The last assistant message's text, for callers that want the answer."""
+    cleared_steering: list[str] = Field(default_factory=list)
+    """On abort: steering messages that were queued and never delivered (their text)."""
+    cleared_follow_ups: list[str] = Field(default_factory=list)
+
+
+class RunView(BaseModel):
+    """A running session as its workflow sees it (the `state` query)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    phase: Phase
+    turn: int
+    config: SessionConfig | None
+    """The latest config: what getters return (changes apply from the next turn)."""
+    steering: list[QueuedMessage] = Field(default_factory=list)
+    follow_ups: list[QueuedMessage] = Field(default_factory=list)
+    pending_writes: list[SessionEntry] = Field(default_factory=list)
+    """Writes waiting for the next save point; session reads do not include them."""

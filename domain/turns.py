@@ -11,11 +11,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.config import SnapshotRef
+from domain.changes import SessionChange
+from domain.config import SessionConfig, SnapshotRef
 from domain.entries import SessionEntry
 from domain.events import RunEventPayload
+from domain.hooks import NextTurn
 from domain.messages import AgentMessage, StopReason, Usage
-from domain.runs import Phase, RunKind, RunStatus
+from domain.queues import QueuedMessage
+from domain.runs import Invocation, Phase, RunKind, RunStatus
 from domain.tools import ToolCallRef
 
 START_RUN = "start_run"
@@ -23,6 +26,7 @@ MODEL_TURN = "model_turn"
 RUN_TOOL = "run_tool"
 FINISH_RUN = "finish_run"
 RECORD_EVENTS = "record_events"
+APPLY_CHANGES = "apply_changes"
 
 
 class _Contract(BaseModel):
@@ -35,13 +39,21 @@ class StartRunInput(_Contract):
     workflow_id: str
     kind: RunKind
     prompt: list[AgentMessage]
+    invocation: Invocation | None = None
+    """A skill or template, resolved from the first snapshot into the prompt."""
     prompt_entry_ids: list[str]
     """Entry ids for the prompt messages, chosen in the workflow."""
+    timestamp: int = 0
+    """When the run started (workflow time), for messages made from a skill or template."""
 
 
 class StartRunResult(_Contract):
     leaf_id: str
     snapshot: SnapshotRef
+    config: SessionConfig | None = None
+    """The session's harness config at the start (queue modes, for getters)."""
+    workflow_hooks: list[str] = Field(default_factory=list)
+    """Import paths of the worker's workflow hooks (see `domain.hooks`)."""
 
 
 class CommitSlot(_Contract):
@@ -49,6 +61,11 @@ class CommitSlot(_Contract):
 
     entry_id: str
     fallback: AgentMessage | None = None
+
+
+class QueueConsumption(_Contract):
+    entry_id: str
+    queue: Literal["steering", "follow_up"]
 
 
 class TurnCommit(_Contract):
@@ -67,9 +84,10 @@ class TurnCommit(_Contract):
     """The run's usage so far, for its run state."""
     continues: bool = True
     """Another turn follows: take the next snapshot and emit its turn_start."""
-    config_changed: bool = False
-    """Session config (system prompt, limits) changed during the turn: take a new snapshot
-    even if no config entry is among `entries`."""
+    session_config: SessionConfig | None = None
+    """Session-wide config set during the turn, stored before the next snapshot is taken."""
+    consumed: list[QueueConsumption] = Field(default_factory=list)
+    """Queued messages among `entries`, recorded as consumed by this turn."""
 
     def leaf_after(self, parent_id: str) -> str:
         """The session leaf once this is committed below `parent_id`."""
@@ -78,12 +96,6 @@ class TurnCommit(_Contract):
         if self.slots:
             return self.slots[-1].entry_id
         return parent_id
-
-
-class SavePointResult(_Contract):
-    leaf_id: str
-    snapshot: SnapshotRef | None
-    """The next turn's snapshot when it differs from the last one."""
 
 
 class ModelTurnInput(_Contract):
@@ -104,6 +116,8 @@ class ModelTurnInput(_Contract):
     """The snapshot of the previous turn; `commit` may replace it with a newer one."""
     commit: TurnCommit | None = None
     """The previous turn, saved below `leaf_id` before the call."""
+    override: NextTurn | None = None
+    """Model or thinking level for this turn only (a workflow hook's prepare_next_turn)."""
 
 
 ProviderErrorKind = Literal[
@@ -168,10 +182,15 @@ class FinishRunInput(_Contract):
     usage: Usage
     error: str | None = None
     parent_id: str
-    commit: TurnCommit | None = None
-    """The last turn, saved below `parent_id` first."""
+    commits: list[TurnCommit] = Field(default_factory=list)
+    """Turns still to save below `parent_id`, in order (the last one; after an abort, the
+    interrupted one too)."""
     entries: list[SessionEntry] = Field(default_factory=list)
-    """Pending writes still unflushed when the run ended, flushed after `commit`."""
+    """Pending writes still unflushed when the run ended, flushed after the commits."""
+    session_config: SessionConfig | None = None
+    """Session-wide config set since the last save point."""
+    leftover: list[QueuedMessage] = Field(default_factory=list)
+    """Queued messages the run never consumed; kept for the session's next run."""
     last_assistant_entry_id: str | None = None
 
 
@@ -187,3 +206,8 @@ class RecordEventsInput(_Contract):
     """Dedup key prefix: recording the same step twice stores its events once."""
     events: list[RunEventPayload]
     phase: Phase | None = None
+
+
+class ApplyChangesInput(_Contract):
+    session_id: str
+    changes: list[SessionChange]

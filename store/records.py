@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from domain.config import SessionConfig
-from domain.messages import Usage
+from domain.messages import AgentMessage, Usage
 from domain.runs import Phase, RunStatus
 
 
@@ -66,3 +66,21 @@ class DisplayMessage(BaseModel):
     role: str
     message: dict[str, Any]
     created_at: int
+
+
+class QueueItem(BaseModel):
+    """An input-queue item (see `store.input_queue`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    session_id: str
+    kind: Literal["next_turn", "guidance"]
+    status: Literal["pending", "consumed", "cancelled"]
+    run_id: str | None
+    text: str
+    message: AgentMessage
+    position: int
+    created_at: int
+    updated_at: int
+    consumed_at: int | None

@@ -141,3 +141,24 @@ class TurnSnapshotRow(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     payload: Mapped[dict[str, Any]]
     created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class InputQueueRow(Base):
+    """Input sent to a session outside a run's signals: `next_turn` messages waiting for
+    the next user-initiated run (and, later, runtime guidance)."""
+
+    __tablename__ = "input_queue"
+    __table_args__ = (Index("ix_input_queue_session_status", "session_id", "status", "position"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(20))
+    status: Mapped[str] = mapped_column(String(20))
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    """The run it is bound to (guidance), or the run that consumed it."""
+    text: Mapped[str] = mapped_column(Text)
+    message: Mapped[dict[str, Any]]
+    position: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+    consumed_at: Mapped[int | None] = mapped_column(BigInteger)

@@ -1,0 +1,100 @@
+"""Changes to a session made by clients and extensions: config setters and facade writes.
+
+While a run is open they reach it as a signal and wait as pending writes until its next
+save point; when the session is idle a short workflow under the same id applies them,
+so writes are serialized with runs by Temporal itself.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from domain.config import QueueMode, SessionConfig, ThinkingLevel
+from domain.entries import (
+    ActiveToolsChangeEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    LabelEntry,
+    ModelChangeEntry,
+    SessionEntry,
+    SessionInfoEntry,
+    ThinkingLevelChangeEntry,
+)
+
+FacadeEntry = CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry
+
+
+class ConfigChange(BaseModel):
+    """Setters, all optional. Model, thinking level and active tools are branch-scoped
+    (stored as entries on the path); the rest is session-wide."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = None
+    thinking_level: ThinkingLevel | None = None
+    active_tools: list[str] | None = None
+    system_prompt: str | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    steering_mode: QueueMode | None = None
+    follow_up_mode: QueueMode | None = None
+
+    def entries(self, change_id: str, timestamp: int) -> list[SessionEntry]:
+        """The branch-scoped part as entries, with ids derived from the change's."""
+        made: list[SessionEntry] = []
+        if self.model is not None:
+            made.append(
+                ModelChangeEntry(
+                    id=f"{change_id}.model", parent_id=None, timestamp=timestamp, model=self.model
+                )
+            )
+        if self.thinking_level is not None:
+            made.append(
+                ThinkingLevelChangeEntry(
+                    id=f"{change_id}.thinking",
+                    parent_id=None,
+                    timestamp=timestamp,
+                    thinking_level=self.thinking_level,
+                )
+            )
+        if self.active_tools is not None:
+            made.append(
+                ActiveToolsChangeEntry(
+                    id=f"{change_id}.tools",
+                    parent_id=None,
+                    timestamp=timestamp,
+                    active_tools=self.active_tools,
+                )
+            )
+        return made
+
+    def apply(self, config: SessionConfig) -> SessionConfig:
+        """The config with every given field set (what getters return afterwards)."""
+        return config.model_copy(update=self.model_dump(exclude_none=True))
+
+    def session_wide(self) -> bool:
+        return any(
+            value is not None
+            for value in (
+                self.system_prompt,
+                self.max_tokens,
+                self.steering_mode,
+                self.follow_up_mode,
+            )
+        )
+
+
+class SessionChange(BaseModel):
+    """One client call's change. The id is the caller's, so a retried call applies once."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    config: ConfigChange | None = None
+    entries: list[FacadeEntry] = Field(default_factory=list)
+    """Facade writes (custom entries and messages, labels, the session name), ids set."""
+    timestamp: int
+
+    def all_entries(self) -> list[SessionEntry]:
+        """What this change appends to the tree: config entries, then facade writes."""
+        config = self.config.entries(self.id, self.timestamp) if self.config else []
+        return [*config, *self.entries]

@@ -1,0 +1,38 @@
+"""Steering and follow-up queues (seed 000): what was sent, and how much a drain takes."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from domain.config import QueueMode
+from domain.messages import AgentMessage, text_of
+
+
+class QueuedMessage(BaseModel):
+    """A message sent to a running session. The id is the sender's: sending the same
+    message twice (a retried call) queues it once, and it becomes the entry's id."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    message: AgentMessage
+
+    @property
+    def text(self) -> str:
+        return text_of(self.message.content)
+
+
+def drain(queue: list[QueuedMessage], mode: QueueMode) -> list[QueuedMessage]:
+    """Take from the front of `queue` (in place): everything, or one message."""
+    taken = queue[:] if mode == "all" else queue[:1]
+    del queue[: len(taken)]
+    return taken
+
+
+def enqueue(queue: list[QueuedMessage], item: QueuedMessage, seen: set[str]) -> bool:
+    """Append unless an item with this id was ever queued; True if appended."""
+    if item.id in seen:
+        return False
+    seen.add(item.id)
+    queue.append(item)
+    return True
