@@ -8,6 +8,7 @@ together, for the CLI, the tests and embedders alike.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -17,12 +18,15 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.bookkeeping import Bookkeeping
+from activities.extensions import Extension, Extensions
 from activities.model_turn import ModelTurns
+from activities.snapshots import SnapshotTaker
 from activities.tool_call import ToolCalls
 from activities.tools import ToolRegistry, default_tools
 from client.connection import connect_temporal, open_store
 from settings import Settings
 from store.db import Database
+from workflows.session_changes import SessionChanges
 from workflows.session_run import SessionRun
 
 # Heartbeats carry cancellation to activities; letting one through every 100 ms keeps
@@ -49,19 +53,26 @@ def build_worker(
     *,
     tools: ToolRegistry | None = None,
     model: anthropic.AsyncAnthropic | None = None,
+    extensions: Sequence[Extension] = (),
 ) -> Worker:
+    """A worker for `settings.task_queue`: the session workflows and their activities,
+    with the built-in tools (or `tools`) and the given extensions' hooks."""
     registry = tools or ToolRegistry(default_tools())
-    bookkeeping = Bookkeeping(db)
+    hooks = Extensions(extensions)
+    taker = SnapshotTaker(hooks, settings.home / "resources")
+    bookkeeping = Bookkeeping(db, hooks, taker)
+    models = ModelTurns(db, model or model_client(settings), registry, hooks, taker)
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[SessionRun],
+        workflows=[SessionRun, SessionChanges],
         activities=[
             bookkeeping.start_run,
             bookkeeping.finish_run,
+            bookkeeping.apply_changes,
             bookkeeping.record_events,
-            ModelTurns(db, model or model_client(settings), registry).model_turn,
-            ToolCalls(db, registry).run_tool,
+            models.model_turn,
+            ToolCalls(db, registry, hooks).run_tool,
         ],
         activity_executor=ThreadPoolExecutor(max_workers=32),
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,

@@ -15,6 +15,7 @@ from domain.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from domain.resources import skills_section
 from domain.transcript import LlmMessage
 
 Block = dict[str, Any]
@@ -50,10 +51,10 @@ def request_params(
         "messages": api_messages(transcript),
         "metadata": {"user_id": session_id},
     }
-    if snapshot.system_prompt:
-        params["system"] = [
-            {"type": "text", "text": snapshot.system_prompt, "cache_control": _CACHE}
-        ]
+    skills = [r for r in snapshot.resources if r.kind == "skill"]
+    system = snapshot.system_prompt + skills_section(skills)
+    if system:
+        params["system"] = [{"type": "text", "text": system, "cache_control": _CACHE}]
     if tools:
         params["tools"] = tools
     params.update(thinking_params(snapshot))

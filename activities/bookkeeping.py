@@ -1,31 +1,37 @@
-"""The store writes that open and close a run, and phase events in between.
+"""The store writes that open and close a run, idle-session changes, phase events.
 
-All are idempotent: entry ids come from the workflow and events carry dedup keys, so a
-retried step (or a replayed workflow task) writes nothing twice.
+All are idempotent: entry ids come from the workflow (or the caller) and events carry
+dedup keys, so a retried step (or a replayed workflow task) writes nothing twice.
 """
 
 from __future__ import annotations
 
+from sqlalchemy.orm import Session
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.extensions import Extensions
 from activities.save_point import chain, displayed, keyed, message_events, save_point
-from domain.config import SnapshotRef
-from domain.context import derive_path_state, take_snapshot
-from domain.entries import MessageEntry
-from domain.events import AgentEnd, AgentStart, TurnStart
-from domain.messages import AssistantMessage, text_of
+from activities.snapshots import SnapshotTaker
+from domain.config import TurnSnapshot
+from domain.context import derive_path_state
+from domain.entries import MessageEntry, SessionEntry
+from domain.events import AgentEnd, AgentStart, QueueConsumed, TurnStart
+from domain.messages import AgentMessage, AssistantMessage, text_of, user_text
+from domain.resources import expand_template, skill_invocation
 from domain.turns import (
+    APPLY_CHANGES,
     FINISH_RUN,
     RECORD_EVENTS,
     START_RUN,
+    ApplyChangesInput,
     FinishRunInput,
     FinishRunResult,
     RecordEventsInput,
     StartRunInput,
     StartRunResult,
 )
-from store import display, entries, events, runs, sessions, snapshots
+from store import display, entries, events, input_queue, runs, sessions, snapshots
 from store.db import Database
 from store.errors import SessionNotFound
 
@@ -33,19 +39,24 @@ from store.errors import SessionNotFound
 class Bookkeeping:
     """Local activities: short store transactions recorded as markers in history."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, extensions: Extensions, taker: SnapshotTaker) -> None:
         self._db = db
+        self._extensions = extensions
+        self._taker = taker
 
     @activity.defn(name=START_RUN)
     def start_run(self, data: StartRunInput) -> StartRunResult:
-        """Record the run, append the prompt after the session's leaf, take the first snapshot."""
+        """Record the run; append queued next_turn messages and the prompt below the leaf;
+        take the first snapshot (a skill or template resolves from it)."""
         with self._db.transaction() as db:
-            try:
-                session = sessions.require_session(db, data.session_id)
-            except SessionNotFound as err:
+            # Recorded on its own first: a run whose prompt cannot be resolved still has
+            # a run state and an agent_start to match its agent_end.
+            if sessions.get_session(db, data.session_id) is None:
                 raise ApplicationError(
-                    str(err), type="SessionNotFound", non_retryable=True
-                ) from err
+                    str(SessionNotFound(data.session_id)),
+                    type="SessionNotFound",
+                    non_retryable=True,
+                )
             runs.insert_run(
                 db,
                 run_id=data.run_id,
@@ -53,53 +64,96 @@ class Bookkeeping:
                 workflow_id=data.workflow_id,
                 kind=data.kind,
             )
-            done = entries.existing_ids(db, data.prompt_entry_ids)
-            if done:  # a retry: the prompt is in, and the leaf moved past it already
-                leaf_id = data.prompt_entry_ids[-1]
+            start = [AgentStart(run_id=data.run_id)]
+            events.append_events(
+                db, data.session_id, data.run_id, keyed(f"{data.run_id}/run", start)
+            )
+        with self._db.transaction() as db:
+            session = sessions.require_session(db, data.session_id)
+            state = derive_path_state(entries.load_path(db, session.leaf_id), session.config)
+            ref = self._taker.take(db, session, state)
+            if entries.existing_ids(db, data.prompt_entry_ids):
+                leaf_id = data.prompt_entry_ids[-1]  # a retry: the prompt is in already
             else:
-                prompt = chain(
-                    session.leaf_id,
-                    [
-                        MessageEntry(id=entry_id, parent_id=None, timestamp=m.timestamp, message=m)
-                        for entry_id, m in zip(data.prompt_entry_ids, data.prompt, strict=True)
-                    ],
-                )
-                entries.insert_entries(db, data.session_id, prompt, run_id=data.run_id)
-                leaf_id = prompt[-1].id
-                sessions.set_leaf(db, data.session_id, leaf_id)
-                display.append_display(db, data.session_id, data.run_id, displayed(prompt))
-                events.append_events(
-                    db,
-                    data.session_id,
-                    data.run_id,
-                    keyed(
-                        f"{data.run_id}/start",
-                        [
-                            AgentStart(run_id=data.run_id),
-                            TurnStart(turn=1),
-                            *message_events(prompt),
-                        ],
-                    ),
-                )
-            state = derive_path_state(entries.load_path(db, leaf_id), session.config)
-            snapshot = take_snapshot(state, session.config)
-            snapshots.put_snapshot(db, snapshot)
-        return StartRunResult(leaf_id=leaf_id, snapshot=SnapshotRef.of(snapshot))
+                prompt = self._prompt(data, snapshots.get_snapshot(db, ref.id))
+                leaf_id = self._append_prompt(db, data, session.leaf_id, prompt)
+        return StartRunResult(
+            leaf_id=leaf_id,
+            snapshot=ref,
+            config=session.config,
+            workflow_hooks=self._extensions.workflow_hooks,
+        )
+
+    def _prompt(self, data: StartRunInput, snapshot: TurnSnapshot) -> list[AgentMessage]:
+        """The run's user messages: as given, or a skill or template resolved from the
+        snapshot the first turn runs with."""
+        invocation = data.invocation
+        if invocation is None:
+            return list(data.prompt)
+        resource = snapshot.resource(invocation.kind, invocation.name)
+        if resource is None:
+            known = sorted(r.name for r in snapshot.resources if r.kind == invocation.kind)
+            raise ApplicationError(
+                f"no {invocation.kind} named {invocation.name!r}"
+                f" (available: {', '.join(known) or 'none'})",
+                type="UnknownResource",
+                non_retryable=True,
+            )
+        text = (
+            skill_invocation(resource, invocation.args)
+            if invocation.kind == "skill"
+            else expand_template(resource.body, invocation.args)
+        )
+        return [user_text(text, data.timestamp)]
+
+    def _append_prompt(
+        self, db: Session, data: StartRunInput, parent: str | None, prompt: list[AgentMessage]
+    ) -> str:
+        """next_turn messages (seed 004: before the user's), then the prompt; the new leaf."""
+        waiting = input_queue.list_items(db, data.session_id, kind="next_turn")
+        taken = [item for item in waiting if input_queue.consume(db, item.id, data.run_id)]
+        appended: list[SessionEntry] = chain(
+            parent,
+            [
+                *(
+                    MessageEntry(
+                        id=item.id, parent_id=None, timestamp=item.created_at, message=item.message
+                    )
+                    for item in taken
+                ),
+                *(
+                    MessageEntry(id=entry_id, parent_id=None, timestamp=m.timestamp, message=m)
+                    for entry_id, m in zip(data.prompt_entry_ids, prompt, strict=True)
+                ),
+            ],
+        )
+        entries.insert_entries(db, data.session_id, appended, run_id=data.run_id)
+        sessions.set_leaf(db, data.session_id, appended[-1].id)
+        display.append_display(db, data.session_id, data.run_id, displayed(appended))
+        started = [
+            TurnStart(turn=1),
+            *message_events(appended),
+            *(QueueConsumed(queue="next_turn", entry_id=item.id, turn=1) for item in taken),
+        ]
+        events.append_events(
+            db, data.session_id, data.run_id, keyed(f"{data.run_id}/start", started)
+        )
+        return appended[-1].id
 
     @activity.defn(name=FINISH_RUN)
     def finish_run(self, data: FinishRunInput) -> FinishRunResult:
-        """Commit the last turn, flush what is still pending, record the outcome, agent_end."""
+        """Save the last turn(s), flush pending writes, keep unconsumed queued messages for
+        the next run, record the outcome, emit agent_end."""
         with self._db.transaction() as db:
             leaf_id = data.parent_id
-            if data.commit is not None:
+            for commit in data.commits:
                 leaf_id = save_point(
                     db,
                     session_id=data.session_id,
                     run_id=data.run_id,
-                    parent_id=data.parent_id,
-                    snapshot=None,
-                    data=data.commit,
-                ).leaf_id
+                    parent_id=leaf_id,
+                    data=commit,
+                )
             done = entries.existing_ids(db, [e.id for e in data.entries])
             flushed = chain(leaf_id, list(data.entries))
             fresh = [e for e in flushed if e.id not in done]
@@ -107,7 +161,17 @@ class Bookkeeping:
             if flushed:
                 leaf_id = flushed[-1].id
                 sessions.set_leaf(db, data.session_id, leaf_id)
+            if data.session_config is not None:
+                sessions.set_config(db, data.session_id, data.session_config)
             display.append_display(db, data.session_id, data.run_id, displayed(fresh))
+            for item in data.leftover:
+                input_queue.add_item(
+                    db,
+                    item_id=item.id,
+                    session_id=data.session_id,
+                    kind="next_turn",
+                    message=item.message,
+                )
             runs.update_run(
                 db,
                 data.run_id,
@@ -134,6 +198,27 @@ class Bookkeeping:
                 if isinstance(last, MessageEntry) and isinstance(last.message, AssistantMessage):
                     final_text = text_of(last.message.content)
         return FinishRunResult(leaf_id=leaf_id, final_text=final_text)
+
+    @activity.defn(name=APPLY_CHANGES)
+    def apply_changes(self, data: ApplyChangesInput) -> None:
+        """Apply changes to an idle session: entries below its leaf, session-wide config."""
+        with self._db.transaction() as db:
+            session = sessions.require_session(db, data.session_id)
+            config = session.config
+            new: list[SessionEntry] = []
+            for change in data.changes:
+                new += change.all_entries()
+                if change.config is not None and change.config.session_wide():
+                    config = change.config.apply(config).model_copy(update={"model": config.model})
+            done = entries.existing_ids(db, [e.id for e in new])
+            fresh = [e for e in new if e.id not in done]
+            if fresh:
+                linked = chain(session.leaf_id, fresh)
+                entries.insert_entries(db, data.session_id, linked)
+                sessions.set_leaf(db, data.session_id, linked[-1].id)
+                display.append_display(db, data.session_id, None, displayed(linked))
+            if config != session.config:
+                sessions.set_config(db, data.session_id, config)
 
     @activity.defn(name=RECORD_EVENTS)
     def record_events(self, data: RecordEventsInput) -> None:

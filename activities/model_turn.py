@@ -1,4 +1,4 @@
-"""The model turn: load the context by reference, stream the reply, stage it.
+"""The model turn: save the previous turn, take the turn snapshot, stream the reply.
 
 The activity input names a leaf and a snapshot; the conversation itself is read from
 the store here, so no workflow payload ever carries it. Deltas go to the run-event side
@@ -20,18 +20,20 @@ from temporalio.exceptions import ApplicationError
 from activities.anthropic_format import request_params
 from activities.anthropic_stream import StreamAccumulator
 from activities.event_sink import EventSink
+from activities.extensions import Extensions, TurnContext
 from activities.heartbeat import heartbeating
 from activities.provider_errors import classify
 from activities.save_point import save_point
+from activities.snapshots import SnapshotTaker
 from activities.tools import ToolRegistry
 from domain.config import SnapshotRef, TurnSnapshot
-from domain.context import context_messages
+from domain.context import context_messages, derive_path_state
 from domain.events import MessageEnd, MessageStart, MessageUpdate
 from domain.messages import AgentMessage, AssistantMessage, text_of
 from domain.tools import ToolCallRef
-from domain.transcript import llm_transcript
+from domain.transcript import repair_pairing
 from domain.turns import MODEL_TURN, ModelTurnInput, ModelTurnResult, ProviderFailure
-from store import entries, snapshots, staging
+from store import entries, sessions, snapshots, staging
 from store.db import Database
 
 PROVIDER_ERROR = "ProviderError"
@@ -40,10 +42,19 @@ ARGS_PREVIEW_CHARS = 100
 
 
 class ModelTurns:
-    def __init__(self, db: Database, client: anthropic.AsyncAnthropic, tools: ToolRegistry) -> None:
+    def __init__(
+        self,
+        db: Database,
+        client: anthropic.AsyncAnthropic,
+        tools: ToolRegistry,
+        extensions: Extensions,
+        snapshot_taker: SnapshotTaker,
+    ) -> None:
         self._db = db
         self._client = client
         self._tools = tools
+        self._extensions = extensions
+        self._taker = snapshot_taker
         # Both are immutable once stored: snapshots are content-addressed, entries final.
         self._snapshots: dict[str, TurnSnapshot] = {}
         self._entries = entries.EntryCache()
@@ -51,23 +62,21 @@ class ModelTurns:
     @activity.defn(name=MODEL_TURN)
     async def model_turn(self, data: ModelTurnInput) -> ModelTurnResult:
         attempt = activity.info().attempt
-        snapshot, context = await asyncio.to_thread(self._load, data)
+        snapshot, context = await asyncio.to_thread(self._prepare, data)
+        if data.override is not None:
+            snapshot = snapshot.model_copy(update=data.override.model_dump(exclude_none=True))
+        turn = TurnContext(data.session_id, data.run_id, data.turn, snapshot.model)
+        context = await self._extensions.transform_context(context, turn)
         params = request_params(
             snapshot,
-            llm_transcript(context),
+            repair_pairing(self._extensions.convert_to_llm(context)),
             self._tools.api_specs(snapshot.active_tools),
             session_id=data.session_id,
         )
         sink = EventSink(self._db, data.session_id, data.run_id)
         started = int(time.time() * 1000)
-        sink.add(
-            MessageStart(
-                entry_id=data.entry_id,
-                message=AssistantMessage(
-                    model=snapshot.model, provider="anthropic", timestamp=started
-                ),
-            )
-        )
+        skeleton = AssistantMessage(model=snapshot.model, provider="anthropic", timestamp=started)
+        sink.add(MessageStart(entry_id=data.entry_id, message=skeleton))
         stream = StreamAccumulator()
         async with heartbeating():
             try:
@@ -81,12 +90,8 @@ class ModelTurns:
                 failure = classify(exc)
                 if failure is None:
                     raise
-                failed = AssistantMessage(
-                    model=snapshot.model,
-                    provider="anthropic",
-                    stop_reason="error",
-                    error_message=failure.message,
-                    timestamp=started,
+                failed = skeleton.model_copy(
+                    update={"stop_reason": "error", "error_message": failure.message}
                 )
                 sink.add(MessageEnd(entry_id=data.entry_id, message=failed))
                 await sink.close()
@@ -109,6 +114,28 @@ class ModelTurns:
                 for call in message.tool_calls
             ],
         )
+
+    def _prepare(self, data: ModelTurnInput) -> tuple[TurnSnapshot, list[AgentMessage]]:
+        """Save the previous turn, take this turn's snapshot, read the context."""
+        with self._db.transaction() as db:
+            leaf_id, ref = data.leaf_id, data.snapshot
+            if data.commit is not None:
+                leaf_id = save_point(
+                    db,
+                    session_id=data.session_id,
+                    run_id=data.run_id,
+                    parent_id=data.leaf_id,
+                    data=data.commit,
+                )
+            path = entries.load_path(db, leaf_id, self._entries)
+            if data.commit is not None:
+                # Seed 004: every save point where the loop goes on takes a fresh snapshot.
+                session = sessions.require_session(db, data.session_id)
+                ref = self._taker.take(db, session, derive_path_state(path, session.config))
+            snapshot = self._snapshots.get(ref.id)
+            if snapshot is None:
+                snapshot = self._snapshots[ref.id] = snapshots.get_snapshot(db, ref.id)
+        return snapshot, context_messages(path)
 
     async def _stream(
         self,
@@ -144,26 +171,6 @@ class ModelTurns:
                     retryable=True,
                 )
             )
-
-    def _load(self, data: ModelTurnInput) -> tuple[TurnSnapshot, list[AgentMessage]]:
-        """Commit the previous turn (its save point), then read the context it left."""
-        with self._db.transaction() as db:
-            leaf_id, ref = data.leaf_id, data.snapshot
-            if data.commit is not None:
-                saved = save_point(
-                    db,
-                    session_id=data.session_id,
-                    run_id=data.run_id,
-                    parent_id=data.leaf_id,
-                    snapshot=ref,
-                    data=data.commit,
-                )
-                leaf_id, ref = saved.leaf_id, saved.snapshot or ref
-            snapshot = self._snapshots.get(ref.id)
-            if snapshot is None:
-                snapshot = self._snapshots[ref.id] = snapshots.get_snapshot(db, ref.id)
-            path = entries.load_path(db, leaf_id, self._entries)
-        return snapshot, context_messages(path)
 
     def _stager(self, data: ModelTurnInput, message: AssistantMessage) -> Callable[[Session], None]:
         def stage(db: Session) -> None:

@@ -2,9 +2,12 @@
 
 The turn's staged messages go in first, in call order (the assistant message, then its
 tool results), then the pending writes and queued messages. The session leaf moves to
-the end of that chain, display messages and events are written, and the next turn's
-snapshot is taken, all in one transaction. Entry ids were chosen by the workflow and
-events carry dedup keys, so committing the same turn twice changes nothing.
+the end of that chain, and display messages and events are written, all in one
+transaction. Entry ids were chosen by the workflow and events carry dedup keys, so
+committing the same turn twice changes nothing.
+
+Whatever the turn left unfinished, the stored transcript stays valid: a tool call
+without a result gets one saying so.
 """
 
 from __future__ import annotations
@@ -15,37 +18,29 @@ from pydantic import BaseModel
 from sqlalchemy.orm import Session
 from temporalio.exceptions import ApplicationError
 
-from domain.config import SnapshotRef
-from domain.context import fold_path_state, take_snapshot
-from domain.entries import (
-    ActiveToolsChangeEntry,
-    CustomMessageEntry,
-    MessageEntry,
-    ModelChangeEntry,
-    SessionEntry,
-    ThinkingLevelChangeEntry,
+from domain.entries import CustomMessageEntry, MessageEntry, SessionEntry
+from domain.events import MessageEnd, MessageStart, QueueConsumed, SavePoint, TurnEnd, TurnStart
+from domain.messages import (
+    AgentMessage,
+    AssistantMessage,
+    CustomMessage,
+    TextContent,
+    ToolResultMessage,
 )
-from domain.events import MessageEnd, MessageStart, SavePoint, TurnEnd, TurnStart
-from domain.messages import AgentMessage, AssistantMessage, CustomMessage
-from domain.turns import SavePointResult, TurnCommit
-from store import display, entries, events, runs, sessions, snapshots, staging
+from domain.transcript import MISSING_RESULT_TEXT
+from domain.turns import TurnCommit
+from store import display, entries, events, runs, sessions, staging
 from store.events import KeyedEvent
 
 
 def save_point(
-    db: Session,
-    *,
-    session_id: str,
-    run_id: str,
-    parent_id: str,
-    snapshot: SnapshotRef | None,
-    data: TurnCommit,
-) -> SavePointResult:
-    """Commit `data` below `parent_id`; `snapshot` is the turn's (None when the run ends)."""
+    db: Session, *, session_id: str, run_id: str, parent_id: str, data: TurnCommit
+) -> str:
+    """Commit `data` below `parent_id`; returns the new leaf id."""
     slot_ids = [slot.entry_id for slot in data.slots]
     done = entries.existing_ids(db, [*slot_ids, *(e.id for e in data.entries)])
     staged = staging.staged_messages(db, [i for i in slot_ids if i not in done])
-    turn_entries: list[SessionEntry] = []
+    turn_messages: list[tuple[str, AgentMessage]] = []
     for slot in data.slots:
         message = staged.get(slot.entry_id) or slot.fallback
         if message is None and slot.entry_id not in done:
@@ -54,17 +49,19 @@ def save_point(
                 non_retryable=True,
             )
         if message is not None:
-            turn_entries.append(
-                MessageEntry(
-                    id=slot.entry_id, parent_id=None, timestamp=message.timestamp, message=message
-                )
-            )
+            turn_messages.append((slot.entry_id, message))
+    turn_entries: list[SessionEntry] = [
+        MessageEntry(id=entry_id, parent_id=None, timestamp=m.timestamp, message=m)
+        for entry_id, m in with_missing_results(turn_messages)
+    ]
     committed = chain(parent_id, [*turn_entries, *data.entries])
     fresh = [e for e in committed if e.id not in done]
     entries.insert_entries(db, session_id, fresh, run_id=run_id)
     staging.drop_staged(db, slot_ids)
-    leaf_id = data.leaf_after(parent_id)
+    leaf_id = committed[-1].id if committed else parent_id
     sessions.set_leaf(db, session_id, leaf_id)
+    if data.session_config is not None:
+        sessions.set_config(db, session_id, data.session_config)
     display.append_display(db, session_id, run_id, displayed(fresh))
     runs.update_run(db, run_id, turns=data.turn, usage=data.usage, phase="turn")
 
@@ -75,10 +72,7 @@ def save_point(
             turn=data.turn,
             assistant_entry_id=slot_ids[0] if slot_ids else None,
             tool_result_entry_ids=slot_ids[1:],
-            stop_reason=assistant.message.stop_reason
-            if isinstance(assistant, MessageEntry)
-            and isinstance(assistant.message, AssistantMessage)
-            else None,
+            stop_reason=_stop_reason(assistant),
         ),
         SavePoint(
             turn=data.turn,
@@ -87,29 +81,47 @@ def save_point(
             pending_writes_flushed=sum(1 for e in queued if not is_message(e)),
         ),
     ]
-    next_ref: SnapshotRef | None = None
     if data.continues:
-        turn_events += [TurnStart(turn=data.turn + 1), *message_events(queued)]
-        if snapshot is not None and (data.config_changed or any(is_config(e) for e in queued)):
-            next_ref = next_snapshot(db, session_id, snapshot, queued)
+        turn_events.append(TurnStart(turn=data.turn + 1))
+        turn_events += message_events(queued)
+        turn_events += [
+            QueueConsumed(queue=c.queue, entry_id=c.entry_id, turn=data.turn + 1)
+            for c in data.consumed
+        ]
     events.append_events(db, session_id, run_id, keyed(f"{run_id}/turn-{data.turn}", turn_events))
-    return SavePointResult(leaf_id=leaf_id, snapshot=next_ref)
+    return leaf_id
 
 
-def next_snapshot(
-    db: Session, session_id: str, previous: SnapshotRef, queued: Sequence[SessionEntry]
-) -> SnapshotRef:
-    """The previous snapshot with the config changes among `queued` and the session's
-    latest config applied."""
-    last = snapshots.get_snapshot(db, previous.id)
-    session = sessions.require_session(db, session_id)
-    snapshot = take_snapshot(fold_path_state(last, queued), session.config)
-    snapshots.put_snapshot(db, snapshot)
-    return SnapshotRef.of(snapshot)
+def with_missing_results(
+    messages: list[tuple[str, AgentMessage]],
+) -> list[tuple[str, AgentMessage]]:
+    """Add an error result for each tool call of the turn's assistant message that has
+    none among the turn's messages (a stored call must always have its result)."""
+    if not messages or not isinstance(messages[0][1], AssistantMessage):
+        return messages
+    assistant = messages[0][1]
+    answered = {m.tool_call_id for _, m in messages[1:] if isinstance(m, ToolResultMessage)}
+    missing = [
+        (
+            f"{messages[0][0]}.{call.id}"[:64],
+            ToolResultMessage(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                content=[TextContent(text=MISSING_RESULT_TEXT)],
+                is_error=True,
+                timestamp=assistant.timestamp,
+            ),
+        )
+        for call in assistant.tool_calls
+        if call.id not in answered
+    ]
+    return [*messages, *missing]
 
 
-def is_config(entry: SessionEntry) -> bool:
-    return isinstance(entry, ModelChangeEntry | ThinkingLevelChangeEntry | ActiveToolsChangeEntry)
+def _stop_reason(entry: SessionEntry | None) -> str | None:
+    if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
+        return entry.message.stop_reason
+    return None
 
 
 def is_message(entry: SessionEntry) -> bool:

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from temporalio import activity
 
 from activities.event_sink import EventSink
+from activities.extensions import Extensions, ToolCallContext
 from activities.heartbeat import heartbeating
 from activities.orphans import process_identity, stop_orphan
 from activities.tools import ToolContext, ToolRegistry
@@ -28,7 +29,7 @@ from domain.events import (
     ToolExecutionStart,
     ToolExecutionUpdate,
 )
-from domain.messages import AssistantMessage, ToolResultMessage, text_of
+from domain.messages import AssistantMessage, ToolCall, ToolResultMessage, text_of
 from domain.tools import ToolResult
 from domain.turns import RUN_TOOL, ToolCallInput, ToolCallOutcome
 from store import sessions, staging
@@ -49,65 +50,82 @@ class OutputTail:
 
 
 class ToolCalls:
-    def __init__(self, db: Database, registry: ToolRegistry) -> None:
+    def __init__(self, db: Database, registry: ToolRegistry, extensions: Extensions) -> None:
         self._db = db
         self._registry = registry
+        self._extensions = extensions
 
     @activity.defn(name=RUN_TOOL)
     async def run_tool(self, data: ToolCallInput) -> ToolCallOutcome:
         info = activity.info()
         started = time.time()
         sink = EventSink(self._db, data.session_id, data.run_id, interval=0.1)
+        if info.attempt > 1 and not data.call.traits.retry_safe:
+            result = _interrupted_by_crash(data, info.attempt, _progress(info))
+            return await self._finish(data, sink, result, started, interrupted=True)
+        workspace, assistant, tool_call = await asyncio.to_thread(self._load, data)
+        args = tool_call.arguments if tool_call else {}
+        sink.add(
+            ToolExecutionStart(
+                tool_call_id=data.call.id, tool_name=data.call.name, args=args, attempt=info.attempt
+            )
+        )
+        hook = (
+            ToolCallContext(data.session_id, data.run_id, data.turn, assistant, tool_call, args)
+            if assistant is not None and tool_call is not None
+            else None
+        )
+        blocked = await self._extensions.before_tool_call(hook) if hook else None
+        if blocked is not None:
+            result = ToolResult.error(f"Tool call blocked: {blocked.reason}", blocked=True)
+            return await self._finish(data, sink, result, started, interrupted=False)
+        result, interrupted = await self._execute(data, args, workspace, sink, started)
+        if hook is not None and not interrupted:
+            result = await self._extensions.after_tool_call(hook, result)
+        return await self._finish(data, sink, result, started, interrupted=interrupted)
+
+    async def _execute(
+        self,
+        data: ToolCallInput,
+        args: dict[str, Any],
+        workspace: Path,
+        sink: EventSink,
+        started: float,
+    ) -> tuple[ToolResult, bool]:
+        """Run the tool while heartbeating; (result, interrupted)."""
         call = data.call
-        interrupted = False
-        if info.attempt > 1 and not call.traits.retry_safe:
-            result, interrupted = _interrupted_by_crash(data, info.attempt, _progress(info)), True
-        else:
-            workspace, args = await asyncio.to_thread(self._load, data)
-            sink.add(
-                ToolExecutionStart(
-                    tool_call_id=call.id, tool_name=call.name, args=args, attempt=info.attempt
-                )
-            )
-            tail = OutputTail()
-
-            def on_update(chunk: str) -> None:
-                tail.add(chunk)
-                sink.add(
-                    ToolExecutionUpdate(tool_call_id=call.id, tool_name=call.name, partial=chunk)
-                )
-
-            progress: dict[str, Any] = {
-                "started_at": started,
-                "output_tail": "",
-                "attempt": info.attempt,
-                "processes": [],
-            }
-
-            def on_process(pgid: int) -> None:
-                progress["processes"].append(process_identity(pgid))
-
-            def details() -> dict[str, Any]:
-                progress["output_tail"] = tail.text
-                return progress
-
-            async with heartbeating(details):
-                try:
-                    result = await self._execute(
-                        call.name, args, ToolContext(workspace, on_update, on_process)
-                    )
-                except asyncio.CancelledError:
-                    # Returning (not raising) hands the workflow a result for the call:
-                    # the transcript keeps its pairing and the partial output survives.
-                    result, interrupted = _cancelled(call.name, tail.text), True
-        return await self._finish(data, sink, result, started, interrupted)
-
-    async def _execute(self, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if "__invalid_json__" in args:
+            bad = args["__invalid_json__"]
             return ToolResult.error(
-                f"Invalid arguments for tool '{name}': not valid JSON: {args['__invalid_json__']}"
-            )
-        return await self._registry.run(name, args, ctx)
+                f"Invalid arguments for tool '{call.name}': not JSON: {bad}"
+            ), False
+        tail = OutputTail()
+        progress: dict[str, Any] = {
+            "started_at": started,
+            "output_tail": "",
+            "attempt": activity.info().attempt,
+            "processes": [],
+        }
+
+        def on_update(chunk: str) -> None:
+            tail.add(chunk)
+            sink.add(ToolExecutionUpdate(tool_call_id=call.id, tool_name=call.name, partial=chunk))
+
+        def on_process(pgid: int) -> None:
+            progress["processes"].append(process_identity(pgid))
+
+        def details() -> dict[str, Any]:
+            progress["output_tail"] = tail.text
+            return progress
+
+        async with heartbeating(details):
+            try:
+                ctx = ToolContext(workspace, on_update, on_process)
+                return await self._registry.run(call.name, args, ctx), False
+            except asyncio.CancelledError:
+                # Returning (not raising) hands the workflow a result for the call:
+                # the transcript keeps its pairing and the partial output survives.
+                return _cancelled(call.name, tail.text), True
 
     async def _finish(
         self,
@@ -115,6 +133,7 @@ class ToolCalls:
         sink: EventSink,
         result: ToolResult,
         started: float,
+        *,
         interrupted: bool,
     ) -> ToolCallOutcome:
         call = data.call
@@ -138,17 +157,20 @@ class ToolCalls:
             duration_ms=duration_ms,
         )
 
-    def _load(self, data: ToolCallInput) -> tuple[Path, dict[str, Any]]:
+    def _load(self, data: ToolCallInput) -> tuple[Path, AssistantMessage | None, ToolCall | None]:
+        """The workspace, and the call with its full arguments from the staged message."""
         with self._db.transaction() as db:
             session = sessions.require_session(db, data.session_id)
-            assistant = staging.staged_message(db, data.assistant_entry_id)
-        args: dict[str, Any] = {}
-        if isinstance(assistant, AssistantMessage):
-            call = next((c for c in assistant.tool_calls if c.id == data.call.id), None)
-            args = call.arguments if call else {}
+            staged = staging.staged_message(db, data.assistant_entry_id)
+        assistant = staged if isinstance(staged, AssistantMessage) else None
+        call = (
+            next((c for c in assistant.tool_calls if c.id == data.call.id), None)
+            if assistant
+            else None
+        )
         workspace = Path(session.workspace)
         workspace.mkdir(parents=True, exist_ok=True)
-        return workspace, args
+        return workspace, assistant, call
 
     def _stager(self, data: ToolCallInput, message: ToolResultMessage) -> Callable[[Session], None]:
         def stage(db: Session) -> None:

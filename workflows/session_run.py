@@ -1,25 +1,39 @@
 """The agent loop (seed 000's runLoop) as a Temporal workflow: one run of a session.
 
-    start run -> [ model turn -> tool calls -> save point ]* -> finish run
+    start run -> [ model turn -> tool calls -> drain steering ]* -> follow-ups? -> finish
 
-Each model turn and each tool call is an activity; the store writes between them are
-local activities. Activities exchange references and small results with this code, so
-the workflow history grows with the new content of each turn, not with the context.
+Each model turn and each tool call is an activity; the save point of a turn rides on the
+next model call (or on finish). Activities exchange references and small results with
+this code, so the workflow history grows with each turn's new content, not the context.
+Steering, follow-ups and config changes arrive as signals; abort is cancellation.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from functools import partial
+from typing import Literal
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, FailureError
 
 with workflow.unsafe.imports_passed_through():
+    from domain.changes import SessionChange
     from domain.config import SnapshotRef
+    from domain.entries import CustomMessageEntry, SessionEntry
     from domain.events import PhaseChanged, RetryScheduled, RunEventPayload
+    from domain.hooks import NextTurn, ToolOutcomeSummary, TurnSummary
     from domain.messages import AssistantMessage, TextContent, ToolResultMessage, Usage
-    from domain.runs import Phase, RunInput, RunResult, RunStatus, session_workflow_id
+    from domain.queues import QueuedMessage
+    from domain.runs import (
+        Phase,
+        RunInput,
+        RunResult,
+        RunStatus,
+        RunView,
+        session_workflow_id,
+    )
     from domain.tools import ToolCallRef
     from domain.turns import (
         CommitSlot,
@@ -35,105 +49,178 @@ with workflow.unsafe.imports_passed_through():
     )
 
 from workflows import steps
+from workflows.hook_runner import HookError, HookRunner
+from workflows.inbox import Inbox, queued_entries
 from workflows.tool_batch import ToolRun, run_tool_calls
+
+ABORT_NOTE = (
+    "The user aborted the run here. Tool calls that had not finished were stopped; "
+    "their results say so. Do not assume they completed."
+)
 
 
 @workflow.defn(name="SessionRun")
 class SessionRun:
+    _run: RunInput
+
     def __init__(self) -> None:
         self._phase: Phase = "idle"
         self._turn = 0
+        self._inbox = Inbox()
+        self._run_id = ""
+        # What an abort must save: the committed leaf, turns handed to an activity but
+        # not yet known saved, and the turn in progress.
+        self._leaf = ""
+        self._unsaved: list[TurnCommit] = []
+        self._current: tuple[str, list[ToolCallRef], list[str]] | None = None
+        self._usage = Usage()
+
+    # Signals and queries: clients steer the run; none of these need the run idle.
+
+    @workflow.signal
+    def steer(self, item: QueuedMessage) -> None:
+        """Delivered after the current turn's tool calls, before the next model call."""
+        self._inbox.steer(item)
+
+    @workflow.signal
+    def follow_up(self, item: QueuedMessage) -> None:
+        """Delivered when the agent would otherwise stop."""
+        self._inbox.follow_up(item)
+
+    @workflow.signal
+    def change(self, change: SessionChange) -> None:
+        """Config setters and session writes: pending until the next save point."""
+        self._inbox.change(change)
 
     @workflow.query
     def phase(self) -> Phase:
         return self._phase
 
     @workflow.query
-    def turn(self) -> int:
-        return self._turn
+    def state(self) -> RunView:
+        return RunView(
+            run_id=self._run_id,
+            phase=self._phase,
+            turn=self._turn,
+            config=self._inbox.config,
+            steering=self._inbox.steering,
+            follow_ups=self._inbox.follow_ups,
+            pending_writes=self._inbox.pending_writes,
+        )
+
+    # The run.
 
     @workflow.run
     async def run(self, run: RunInput) -> RunResult:
-        self._run = run
-        self._phase = "turn"
-        started = await steps.start_run(
-            StartRunInput(
-                session_id=run.session_id,
-                run_id=run.run_id,
-                workflow_id=session_workflow_id(run.session_id),
-                kind=run.kind,
-                prompt=run.prompt,
-                prompt_entry_ids=[self._new_id() for _ in run.prompt],
+        self._run, self._run_id, self._phase = run, run.run_id, "turn"
+        try:
+            return await self._loop(run)
+        except asyncio.CancelledError:
+            return await self._abort()
+
+    async def _loop(self, run: RunInput) -> RunResult:
+        try:
+            started = await steps.start_run(
+                StartRunInput(
+                    session_id=run.session_id,
+                    run_id=run.run_id,
+                    workflow_id=session_workflow_id(run.session_id),
+                    kind=run.kind,
+                    prompt=run.prompt,
+                    invocation=run.invocation,
+                    prompt_entry_ids=[self._new_id() for _ in range(max(1, len(run.prompt)))],
+                    timestamp=self._now_ms(),
+                )
             )
-        )
-        leaf, snapshot = started.leaf_id, started.snapshot
-        usage, error = Usage(), None
-        status: RunStatus = "completed"
+            hooks = HookRunner(started.workflow_hooks)
+        except FailureError as err:  # e.g. a skill that does not exist
+            if _cancelled(err):
+                raise asyncio.CancelledError from err
+            return await self._finish([], "error", _root_message(err), None)
+        except HookError as err:
+            self._leaf = started.leaf_id
+            return await self._finish([], "error", str(err), None)
+        self._leaf, snapshot = started.leaf_id, started.snapshot
+        self._inbox.config = self._inbox.config or started.config
         commit: TurnCommit | None = None
+        override: NextTurn | None = None
         while True:
             self._turn += 1
             assistant_id = self._new_id()
-            reply = await self._call_model(leaf, assistant_id, snapshot, commit)
+            self._current = (assistant_id, [], [])
+            self._unsaved = [commit] if commit else []
+            reply = await self._call_model(snapshot, commit, override)
             if commit is not None:  # the model activity saved the previous turn first
-                leaf = commit.leaf_after(leaf)
-            if isinstance(reply, ModelTurnResult):
-                usage = usage.plus(reply.usage)
-                snapshot, calls = reply.snapshot or snapshot, reply.tool_calls
-                result_ids = [self._new_id() for _ in calls]
-                outcomes = await run_tool_calls(
-                    calls,
-                    partial(
-                        self._run_tool,
-                        assistant_id,
-                        dict(zip((c.id for c in calls), result_ids, strict=True)),
-                    ),
+                self._leaf, self._unsaved = commit.leaf_after(self._leaf), []
+            if isinstance(reply, ProviderFailure):
+                slot = CommitSlot(
+                    entry_id=assistant_id, fallback=self._error_reply(reply, snapshot)
                 )
-                slots = [
-                    CommitSlot(entry_id=assistant_id),
-                    *self._result_slots(calls, result_ids, outcomes),
-                ]
-            else:
-                status, error, calls = "error", reply.message, []
-                slots = [
-                    CommitSlot(entry_id=assistant_id, fallback=self._error_reply(reply, snapshot))
-                ]
-            stop = status == "error" or not calls or self._turn_limit_reached()
-            commit = TurnCommit(turn=self._turn, slots=slots, usage=usage, continues=not stop)
+                commit = self._commit([slot], continues=False)
+                return await self._finish([commit], "error", reply.message, assistant_id)
+            self._usage = self._usage.plus(reply.usage)
+            snapshot = reply.snapshot or snapshot
+            calls, result_ids = reply.tool_calls, [self._new_id() for _ in reply.tool_calls]
+            self._current = (assistant_id, calls, result_ids)
+            ids = dict(zip([c.id for c in calls], result_ids, strict=True))
+            run_one = partial(self._run_tool, assistant_id, ids)
+            outcomes = await run_tool_calls(calls, run_one)
+            slots = [
+                CommitSlot(entry_id=assistant_id),
+                *self._result_slots(calls, result_ids, outcomes),
+            ]
+            summary = self._summary(reply, snapshot, calls, outcomes)
+            try:
+                stop = hooks.should_stop_after_turn(summary) or self._terminated(outcomes)
+                override = None if stop else hooks.prepare_next_turn(summary)
+            except HookError as err:
+                commit = self._commit(slots, continues=False)
+                return await self._finish([commit], "error", str(err), assistant_id)
+            stop = stop or self._turn_limit_reached()
+            # Steering waits for every call of the turn; follow-ups for the agent to stop.
+            queued = [] if stop else self._inbox.take_steering()
+            queue: Literal["steering", "follow_up"] = "steering"
+            if not stop and not calls and not queued:
+                queued, queue = self._inbox.take_follow_ups(), "follow_up"
+            stop = stop or (not calls and not queued)
+            commit = self._commit(slots, continues=not stop, queued=queued, queue=queue)
+            self._current = None
             if stop:
-                break
-        return await self._finish(leaf, commit, status, error, usage, assistant_id)
+                return await self._finish([commit], "completed", None, assistant_id)
 
     async def _call_model(
-        self, leaf: str, entry_id: str, snapshot: SnapshotRef, commit: TurnCommit | None
+        self, snapshot: SnapshotRef, commit: TurnCommit | None, override: NextTurn | None
     ) -> ModelTurnResult | ProviderFailure:
         """One model turn; retryable provider failures back off here, in the `retry` phase."""
         run = self._run
+        assert self._current is not None
         request = ModelTurnInput(
             session_id=run.session_id,
             run_id=run.run_id,
             turn=self._turn,
-            leaf_id=leaf,
-            entry_id=entry_id,
+            leaf_id=self._leaf,
+            entry_id=self._current[0],
             snapshot=snapshot,
             commit=commit,
+            override=override,
         )
         attempt = 1
         while True:
             try:
                 return await steps.model_turn(request, run.options, attempt)
             except ActivityError as err:
+                if _cancelled(err):  # the run is being aborted
+                    raise asyncio.CancelledError from err
                 failure = _provider_failure(err)
             if not failure.retryable or attempt > run.options.provider_retries:
                 return failure
             delay_ms = failure.retry_after_ms or int(
                 run.options.provider_backoff_s * 1000 * 2 ** (attempt - 1)
             )
-            await self._set_phase(
-                "retry",
-                RetryScheduled(
-                    turn=self._turn, attempt=attempt, delay_ms=delay_ms, error=failure.message
-                ),
+            retry = RetryScheduled(
+                turn=self._turn, attempt=attempt, delay_ms=delay_ms, error=failure.message
             )
+            await self._set_phase("retry", retry)
             await workflow.sleep(timedelta(milliseconds=delay_ms))
             await self._set_phase("turn")
             attempt += 1
@@ -153,31 +240,158 @@ class SessionRun:
             self._run.options,
         )
 
+    def _commit(
+        self,
+        slots: list[CommitSlot],
+        *,
+        continues: bool,
+        queued: list[QueuedMessage] | None = None,
+        queue: Literal["steering", "follow_up"] = "steering",
+        extra: list[SessionEntry] | None = None,
+    ) -> TurnCommit:
+        """The finished turn: its messages, pending writes, then the queued messages that
+        start the next turn."""
+        writes, session_config = self._inbox.take_writes()
+        entries, consumed = queued_entries(queued or [], queue)
+        return TurnCommit(
+            turn=self._turn,
+            slots=slots,
+            entries=[*writes, *(extra or []), *entries],
+            usage=self._usage,
+            continues=continues,
+            session_config=session_config,
+            consumed=consumed,
+        )
+
     def _result_slots(
         self, calls: list[ToolCallRef], result_ids: list[str], outcomes: list[ToolRun]
     ) -> list[CommitSlot]:
         slots = []
         for call, result_id, outcome in zip(calls, result_ids, outcomes, strict=True):
-            if isinstance(outcome, ToolCallOutcome):
-                slots.append(CommitSlot(entry_id=result_id))
-            else:
+            fallback = None
+            if not isinstance(outcome, ToolCallOutcome):
                 # The activity gave up (its retries are spent): the model still gets a
                 # result for the call, saying what went wrong.
-                slots.append(
+                fallback = self._tool_error(call, f"The tool call failed: {_root_message(outcome)}")
+            slots.append(CommitSlot(entry_id=result_id, fallback=fallback))
+        return slots
+
+    def _summary(
+        self,
+        reply: ModelTurnResult,
+        snapshot: SnapshotRef,
+        calls: list[ToolCallRef],
+        outcomes: list[ToolRun],
+    ) -> TurnSummary:
+        return TurnSummary(
+            turn=self._turn,
+            model=snapshot.model,
+            stop_reason=reply.stop_reason,
+            text_preview=reply.text_preview,
+            usage=reply.usage,
+            run_usage=self._usage,
+            tools=[
+                ToolOutcomeSummary(
+                    name=call.name,
+                    args_preview=call.args_preview,
+                    is_error=not isinstance(outcome, ToolCallOutcome) or outcome.is_error,
+                    preview=outcome.preview if isinstance(outcome, ToolCallOutcome) else "",
+                )
+                for call, outcome in zip(calls, outcomes, strict=True)
+            ],
+        )
+
+    def _terminated(self, outcomes: list[ToolRun]) -> bool:
+        """A tool's result asked the run to stop (afterToolCall's `terminate`)."""
+        return any(isinstance(o, ToolCallOutcome) and o.terminate for o in outcomes)
+
+    def _turn_limit_reached(self) -> bool:
+        limit = self._run.max_turns
+        return limit is not None and self._turn >= limit
+
+    async def _abort(self) -> RunResult:
+        """Save what the aborted turn produced, mark the abort for the model, drop the
+        queues (returned to the caller), and end the run as aborted."""
+        if not self._leaf:  # aborted before the run started: nothing of it is stored
+            return await self._finish([], "aborted", None, None, cleared=self._inbox.clear_queues())
+        commits = list(self._unsaved)
+        marker = CustomMessageEntry(
+            id=self._new_id(),
+            parent_id=None,
+            timestamp=self._now_ms(),
+            custom_type="abort",
+            content=[TextContent(text=ABORT_NOTE)],
+        )
+        steering, follow_ups = self._inbox.clear_queues()
+        if self._current is not None:
+            assistant_id, calls, result_ids = self._current
+            aborted = AssistantMessage(
+                stop_reason="aborted", error_message="aborted by the user", timestamp=self._now_ms()
+            )
+            slots = [
+                CommitSlot(entry_id=assistant_id, fallback=aborted),
+                *(
                     CommitSlot(
                         entry_id=result_id,
-                        fallback=ToolResultMessage(
-                            tool_call_id=call.id,
-                            tool_name=call.name,
-                            content=[
-                                TextContent(text=f"The tool call failed: {_root_message(outcome)}")
-                            ],
-                            is_error=True,
-                            timestamp=self._now_ms(),
-                        ),
+                        fallback=self._tool_error(call, "Aborted by the user before it finished."),
                     )
-                )
-        return slots
+                    for call, result_id in zip(calls, result_ids, strict=True)
+                ),
+            ]
+            commits.append(self._commit(slots, continues=False, extra=[marker]))
+        else:
+            commits.append(self._commit([], continues=False, extra=[marker]))
+        return await self._finish(
+            commits,
+            "aborted",
+            None,
+            self._current[0] if self._current else None,
+            cleared=(steering, follow_ups),
+        )
+
+    async def _finish(
+        self,
+        commits: list[TurnCommit],
+        status: RunStatus,
+        error: str | None,
+        last_assistant_id: str | None,
+        cleared: tuple[list[QueuedMessage], list[QueuedMessage]] | None = None,
+    ) -> RunResult:
+        run = self._run
+        writes, session_config = self._inbox.take_writes()
+        # Queued messages the run never reached wait for the session's next run, unless
+        # the user aborted (then they go back to the caller).
+        leftover = [] if cleared else [*self._inbox.steering, *self._inbox.follow_ups]
+        finished = await steps.finish_run(
+            FinishRunInput(
+                session_id=run.session_id,
+                run_id=run.run_id,
+                status=status,
+                turns=self._turn,
+                usage=self._usage,
+                error=error,
+                parent_id=self._leaf,
+                commits=commits,
+                entries=writes,
+                session_config=session_config,
+                leftover=leftover,
+                last_assistant_entry_id=last_assistant_id,
+            )
+        )
+        self._phase = "idle"
+        steering, follow_ups = cleared or ([], [])
+        return RunResult(
+            session_id=run.session_id,
+            run_id=run.run_id,
+            status=status,
+            turns=self._turn,
+            usage=self._usage,
+            error=error,
+            leaf_id=finished.leaf_id,
+            final_text=finished.final_text,
+            cleared_steering=[item.text for item in steering],
+            cleared_follow_ups=[item.text for item in follow_ups],
+        )
 
     def _error_reply(self, failure: ProviderFailure, snapshot: SnapshotRef) -> AssistantMessage:
         return AssistantMessage(
@@ -188,43 +402,13 @@ class SessionRun:
             timestamp=self._now_ms(),
         )
 
-    def _turn_limit_reached(self) -> bool:
-        limit = self._run.max_turns
-        return limit is not None and self._turn >= limit
-
-    async def _finish(
-        self,
-        leaf: str,
-        commit: TurnCommit,
-        status: RunStatus,
-        error: str | None,
-        usage: Usage,
-        last_assistant_id: str | None,
-    ) -> RunResult:
-        run = self._run
-        finished = await steps.finish_run(
-            FinishRunInput(
-                session_id=run.session_id,
-                run_id=run.run_id,
-                status=status,
-                turns=self._turn,
-                usage=usage,
-                error=error,
-                parent_id=leaf,
-                commit=commit,
-                last_assistant_entry_id=last_assistant_id,
-            )
-        )
-        self._phase = "idle"
-        return RunResult(
-            session_id=run.session_id,
-            run_id=run.run_id,
-            status=status,
-            turns=self._turn,
-            usage=usage,
-            error=error,
-            leaf_id=finished.leaf_id,
-            final_text=finished.final_text,
+    def _tool_error(self, call: ToolCallRef, text: str) -> ToolResultMessage:
+        return ToolResultMessage(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            content=[TextContent(text=text)],
+            is_error=True,
+            timestamp=self._now_ms(),
         )
 
     async def _set_phase(self, phase: Phase, *events: RunEventPayload) -> None:
@@ -252,6 +436,11 @@ def _provider_failure(err: ActivityError) -> ProviderFailure:
     if isinstance(cause, ApplicationError) and cause.type == steps.PROVIDER_ERROR and cause.details:
         return ProviderFailure.model_validate(cause.details[0])
     return ProviderFailure(kind="other", status=None, message=_root_message(err), retryable=False)
+
+
+def _cancelled(err: FailureError) -> bool:
+    """The step failed because the run is being cancelled (aborted)."""
+    return isinstance(err, CancelledError) or isinstance(err.cause, CancelledError)
 
 
 def _root_message(err: BaseException) -> str:

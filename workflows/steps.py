@@ -20,11 +20,13 @@ from temporalio.workflow import ActivityCancellationType
 with workflow.unsafe.imports_passed_through():
     from domain.runs import RunOptions
     from domain.turns import (
+        APPLY_CHANGES,
         FINISH_RUN,
         MODEL_TURN,
         RECORD_EVENTS,
         RUN_TOOL,
         START_RUN,
+        ApplyChangesInput,
         FinishRunInput,
         FinishRunResult,
         ModelTurnInput,
@@ -68,6 +70,10 @@ async def start_run(data: StartRunInput) -> StartRunResult:
 
 async def finish_run(data: FinishRunInput) -> FinishRunResult:
     return await _store_step(FINISH_RUN, data, FinishRunResult, f"finish run: {data.status}")
+
+
+async def apply_changes(data: ApplyChangesInput) -> None:
+    await _store_step(APPLY_CHANGES, data, type(None), f"apply {len(data.changes)} change(s)")
 
 
 async def record_events(data: RecordEventsInput) -> None:

@@ -1,0 +1,146 @@
+"""Extensions: hooks a worker runs for every session it hosts.
+
+Registered with the worker (`build_worker(..., extensions=[...])`). The methods here run
+in activities, so they may do I/O and see the whole context:
+
+| hook (seed 000) | runs in | when |
+|---|---|---|
+| `system_prompt` (snapshot provider) | the activity taking a turn snapshot | once per snapshot |
+| `transform_context` | the model activity | before each model call |
+| `convert_to_llm` | the model activity | after `transform_context` |
+| `before_tool_call` | the tool activity | before the tool runs; may block it |
+| `after_tool_call` | the tool activity | after it ran; may override the result |
+| `should_stop_after_turn`, `prepare_next_turn` | the workflow | after each turn |
+
+The last two decide the loop, so they must be deterministic: they live in a
+`domain.hooks.WorkflowHooks` subclass named by `workflow_hooks` (an import path), which
+the workflow imports inside Temporal's sandbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from domain.messages import AgentMessage, AssistantMessage, ToolCall, ToolResultContent
+from domain.tools import ToolResult
+from domain.transcript import LlmMessage, default_convert_to_llm
+from store.records import SessionRecord
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    session_id: str
+    run_id: str
+    turn: int
+    model: str
+
+
+@dataclass(frozen=True)
+class ToolCallContext:
+    session_id: str
+    run_id: str
+    turn: int
+    assistant_message: AssistantMessage
+    tool_call: ToolCall
+    args: dict[str, Any]
+
+
+class BlockToolCall(BaseModel):
+    """Returned by `before_tool_call`: the call does not run; the model gets `reason`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str
+
+
+class ToolResultOverride(BaseModel):
+    """Returned by `after_tool_call`: each field that is set replaces the result's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: list[ToolResultContent] | None = None
+    details: dict[str, Any] | None = None
+    is_error: bool | None = None
+    terminate: bool | None = None
+
+    def apply(self, result: ToolResult) -> ToolResult:
+        return result.model_copy(update=self.model_dump(exclude_none=True))
+
+
+class Extension:
+    """Override the hooks you need; the defaults change nothing."""
+
+    name = "extension"
+    workflow_hooks: str | None = None
+    """`"package.module:ClassName"` of a `domain.hooks.WorkflowHooks` subclass, or None."""
+
+    def system_prompt(self, current: str, session: SessionRecord) -> str | None:
+        """Provider callback: the system prompt for a new snapshot (None: keep `current`).
+        Runs in a worker thread; may block briefly."""
+        return None
+
+    async def transform_context(
+        self, messages: list[AgentMessage], turn: TurnContext
+    ) -> list[AgentMessage]:
+        return messages
+
+    def convert_to_llm(self, messages: list[AgentMessage]) -> list[LlmMessage] | None:
+        """Map agent messages to model messages (None: the default conversion)."""
+        return None
+
+    async def before_tool_call(self, call: ToolCallContext) -> BlockToolCall | None:
+        return None
+
+    async def after_tool_call(
+        self, call: ToolCallContext, result: ToolResult
+    ) -> ToolResultOverride | None:
+        return None
+
+
+class Extensions:
+    """The worker's extensions applied in registration order."""
+
+    def __init__(self, extensions: Sequence[Extension] = ()) -> None:
+        self.items = list(extensions)
+
+    @property
+    def workflow_hooks(self) -> list[str]:
+        return [e.workflow_hooks for e in self.items if e.workflow_hooks]
+
+    def system_prompt(self, configured: str, session: SessionRecord) -> str:
+        prompt = configured
+        for extension in self.items:
+            prompt = extension.system_prompt(prompt, session) or prompt
+        return prompt
+
+    async def transform_context(
+        self, messages: list[AgentMessage], turn: TurnContext
+    ) -> list[AgentMessage]:
+        for extension in self.items:
+            messages = await extension.transform_context(messages, turn)
+        return messages
+
+    def convert_to_llm(self, messages: list[AgentMessage]) -> list[LlmMessage]:
+        for extension in self.items:
+            converted = extension.convert_to_llm(messages)
+            if converted is not None:
+                return converted
+        return default_convert_to_llm(messages)
+
+    async def before_tool_call(self, call: ToolCallContext) -> BlockToolCall | None:
+        for extension in self.items:
+            blocked = await extension.before_tool_call(call)
+            if blocked is not None:
+                return blocked
+        return None
+
+    async def after_tool_call(self, call: ToolCallContext, result: ToolResult) -> ToolResult:
+        for extension in self.items:
+            override = await extension.after_tool_call(call, result)
+            if override is not None:
+                result = override.apply(result)
+        return result

@@ -1,0 +1,35 @@
+"""Taking turn snapshots (seed 004's createTurnState): config, resources, providers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy.orm import Session
+
+from activities.extensions import Extensions
+from activities.resources import load_resources
+from domain.config import SnapshotRef, TurnSnapshot
+from domain.context import PathState
+from store import snapshots
+from store.records import SessionRecord
+
+
+class SnapshotTaker:
+    """Makes the snapshot a turn runs with; provider callbacks run once per snapshot."""
+
+    def __init__(self, extensions: Extensions, shared_resources: Path | None = None) -> None:
+        self._extensions = extensions
+        self._shared = shared_resources
+
+    def take(self, db: Session, session: SessionRecord, state: PathState) -> SnapshotRef:
+        config = session.config
+        snapshot = TurnSnapshot(
+            model=state.model,
+            thinking_level=state.thinking_level,
+            system_prompt=self._extensions.system_prompt(config.system_prompt, session),
+            active_tools=state.active_tools,
+            max_tokens=config.max_tokens,
+            resources=load_resources(Path(session.workspace), self._shared),
+        )
+        snapshots.put_snapshot(db, snapshot)
+        return SnapshotRef.of(snapshot)

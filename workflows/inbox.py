@@ -1,0 +1,79 @@
+"""What clients send a running session, held in the workflow until a save point.
+
+Signal handlers only record: steering and follow-ups go to their queues (deduplicated by
+the sender's id), config changes update the config getters return and become pending
+writes. The loop drains all of it at its boundaries.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from domain.changes import SessionChange
+    from domain.config import QueueMode, SessionConfig
+    from domain.entries import MessageEntry, SessionEntry
+    from domain.queues import QueuedMessage, drain, enqueue
+    from domain.turns import QueueConsumption
+
+
+class Inbox:
+    def __init__(self) -> None:
+        self.steering: list[QueuedMessage] = []
+        self.follow_ups: list[QueuedMessage] = []
+        self.pending_writes: list[SessionEntry] = []
+        self.config: SessionConfig | None = None
+        self.session_config_changed = False
+        self._seen: set[str] = set()
+
+    def steer(self, item: QueuedMessage) -> None:
+        enqueue(self.steering, item, self._seen)
+
+    def follow_up(self, item: QueuedMessage) -> None:
+        enqueue(self.follow_ups, item, self._seen)
+
+    def change(self, change: SessionChange) -> None:
+        if change.id in self._seen:
+            return
+        self._seen.add(change.id)
+        self.pending_writes += change.all_entries()
+        if change.config is not None and self.config is not None:
+            self.config = change.config.apply(self.config)
+            self.session_config_changed |= change.config.session_wide()
+
+    def take_steering(self) -> list[QueuedMessage]:
+        return drain(self.steering, self._mode("steering"))
+
+    def take_follow_ups(self) -> list[QueuedMessage]:
+        return drain(self.follow_ups, self._mode("follow_up"))
+
+    def take_writes(self) -> tuple[list[SessionEntry], SessionConfig | None]:
+        """Pending writes and (if changed) the session config, for a save point."""
+        writes, self.pending_writes = self.pending_writes, []
+        config = self.config if self.session_config_changed else None
+        self.session_config_changed = False
+        return writes, config
+
+    def clear_queues(self) -> tuple[list[QueuedMessage], list[QueuedMessage]]:
+        steering, follow_ups = self.steering, self.follow_ups
+        self.steering, self.follow_ups = [], []
+        return steering, follow_ups
+
+    def _mode(self, queue: str) -> QueueMode:
+        if self.config is None:
+            return "one-at-a-time"
+        return self.config.steering_mode if queue == "steering" else self.config.follow_up_mode
+
+
+def queued_entries(
+    items: list[QueuedMessage], queue: Literal["steering", "follow_up"]
+) -> tuple[list[SessionEntry], list[QueueConsumption]]:
+    """Queued messages as entries (their ids are the senders'), and their consumption."""
+    made: list[SessionEntry] = [
+        MessageEntry(id=i.id, parent_id=None, timestamp=i.message.timestamp, message=i.message)
+        for i in items
+    ]
+    consumed = [QueueConsumption(entry_id=i.id, queue=queue) for i in items]
+    return made, consumed
