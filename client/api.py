@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from pydantic import ValidationError
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import (
     SearchAttributeKey,
@@ -21,18 +24,37 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from client.connection import connect_temporal, open_store
-from client.errors import InvalidPrompt, SessionBusy, SessionNotFound
-from domain.config import SessionConfig
-from domain.entries import SessionEntry
+from client.errors import InvalidChange, InvalidPrompt, SessionBusy, SessionIdle, SessionNotFound
+from domain.changes import ConfigChange, FacadeEntry, SessionChange
+from domain.config import QueueMode, SessionConfig, ThinkingLevel
+from domain.context import derive_path_state
+from domain.entries import (
+    CustomEntry,
+    CustomMessageEntry,
+    LabelEntry,
+    SessionEntry,
+    SessionInfoEntry,
+)
 from domain.input import PromptInput, normalize_prompt_input
-from domain.messages import AgentMessage, UserMessage, text_of
-from domain.runs import Phase, RunInput, RunKind, RunOptions, RunResult, session_workflow_id
+from domain.messages import AgentMessage, TextContent, UserMessage, text_of
+from domain.queues import QueuedMessage
+from domain.runs import (
+    Invocation,
+    Phase,
+    RunInput,
+    RunKind,
+    RunOptions,
+    RunResult,
+    RunView,
+    session_workflow_id,
+)
 from settings import Settings
-from store import display, entries, events, runs, sessions
+from store import display, entries, events, input_queue, runs, sessions
 from store.clock import now_ms
 from store.db import Database
 from store.errors import SessionNotFound as StoreSessionNotFound
-from store.records import DisplayMessage, RunRecord, SessionRecord, StoredEvent
+from store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
+from workflows.session_changes import SessionChanges
 from workflows.session_run import SessionRun
 
 SESSION_ID_ATTR = SearchAttributeKey.for_keyword("DuragentSessionId")
@@ -43,6 +65,17 @@ MAX_PROMPT_BYTES = 256 * 1024
 """Prompts enter workflow history once; Temporal warns above 256 KB per payload."""
 
 EVENT_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class SessionStatus:
+    phase: Phase
+    config: SessionConfig
+    """The latest config (what getters return)."""
+    run: RunView | None
+    """The open run's view: queues and pending writes. None when idle."""
+    next_turn: list[QueueItem]
+    """Messages waiting for the next run."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +170,6 @@ class DuragentClient:
         session_id: str,
         prompt: PromptInput,
         *,
-        kind: RunKind = "prompt",
         max_turns: int | None = None,
         options: RunOptions | None = None,
     ) -> RunHandle:
@@ -153,12 +185,41 @@ class DuragentClient:
                 f"prompt is {size} bytes; the limit is {MAX_PROMPT_BYTES} bytes "
                 "(put large content in a workspace file and refer to it)"
             )
+        return await self._start(session_id, messages, None, max_turns, options)
+
+    async def skill(
+        self, session_id: str, name: str, args: Sequence[str] = (), **kwargs: Any
+    ) -> RunHandle:
+        """Run the skill `name` (a markdown file in the session's skills) with `args`."""
+        self.get_session(session_id)
+        invocation = Invocation(kind="skill", name=name, args=list(args))
+        return await self._start(session_id, [], invocation, **kwargs)
+
+    async def prompt_from_template(
+        self, session_id: str, name: str, args: Sequence[str] = (), **kwargs: Any
+    ) -> RunHandle:
+        """Run the prompt template `name` with positional `args` ($1, $2, $@)."""
+        self.get_session(session_id)
+        invocation = Invocation(kind="template", name=name, args=list(args))
+        return await self._start(session_id, [], invocation, **kwargs)
+
+    async def _start(
+        self,
+        session_id: str,
+        messages: list[AgentMessage],
+        invocation: Invocation | None,
+        max_turns: int | None = None,
+        options: RunOptions | None = None,
+    ) -> RunHandle:
+        """prompt, skill and promptFromTemplate share this one flow (seed 004)."""
         run_id = uuid.uuid4().hex
+        kind: RunKind = invocation.kind if invocation else "prompt"
         run_input = RunInput(
             session_id=session_id,
             run_id=run_id,
             prompt=messages,
             kind=kind,
+            invocation=invocation,
             max_turns=max_turns,
             options=options or self.default_options(),
         )
@@ -179,7 +240,8 @@ class DuragentClient:
                     ]
                 ),
                 memo={"run_id": run_id, "kind": "run"},
-                static_summary=f"{kind}: {_first_line(messages)}",
+                static_summary=f"{kind}: "
+                + (invocation.name if invocation else _first_line(messages)),
             )
         except WorkflowAlreadyStartedError as err:
             raise await self._busy(session_id) from err
@@ -209,20 +271,230 @@ class DuragentClient:
             )
         return result
 
-    async def phase(self, session_id: str) -> Phase:
-        """The session's phase: `idle` unless a run is open."""
+    async def _open_run(self, session_id: str) -> WorkflowHandle[SessionRun, RunResult] | None:
+        """The session's open run, or None when it is idle (or doing something else)."""
         self.get_session(session_id)
-        handle = self.temporal.get_workflow_handle(session_workflow_id(session_id))
+        handle = self.temporal.get_workflow_handle_for(
+            SessionRun.run, session_workflow_id(session_id)
+        )
         try:
             described = await handle.describe()
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
-                return "idle"
+                return None
             raise
-        if described.status != WorkflowExecutionStatus.RUNNING:
+        running = described.status == WorkflowExecutionStatus.RUNNING
+        return handle if running and described.workflow_type == "SessionRun" else None
+
+    async def phase(self, session_id: str) -> Phase:
+        """The session's phase: `idle` unless a run is open."""
+        handle = await self._open_run(session_id)
+        if handle is None:
             return "idle"
         phase: Phase = await handle.query(SessionRun.phase)
         return phase
+
+    async def status(self, session_id: str) -> SessionStatus:
+        """Phase, latest config, queued messages and pending writes of a session."""
+        handle = await self._open_run(session_id)
+        with self.db.transaction() as db:
+            session = sessions.require_session(db, session_id)
+            waiting = input_queue.list_items(db, session_id, kind="next_turn")
+            path = entries.load_path(db, session.leaf_id)
+        if handle is not None:
+            with contextlib.suppress(RPCError):
+                view: RunView = await handle.query(SessionRun.state)
+                return SessionStatus(
+                    phase=view.phase,
+                    config=view.config or session.config,
+                    run=view,
+                    next_turn=waiting,
+                )
+        state = derive_path_state(path, session.config)
+        config = session.config.model_copy(update=state.model_dump())
+        return SessionStatus(phase="idle", config=config, run=None, next_turn=waiting)
+
+    # Steering a run ------------------------------------------------------------------
+
+    async def steer(
+        self, session_id: str, message: PromptInput, *, item_id: str | None = None
+    ) -> str:
+        """Queue a message for the open run: it reaches the model after the current turn's
+        tool calls have all finished. Returns the item id (resend with it: delivered once)."""
+        return await self._queue(session_id, message, item_id, SessionRun.steer, "steer")
+
+    async def follow_up(
+        self, session_id: str, message: PromptInput, *, item_id: str | None = None
+    ) -> str:
+        """Queue a message for when the open run's agent would otherwise stop."""
+        return await self._queue(session_id, message, item_id, SessionRun.follow_up, "follow up")
+
+    async def _queue(
+        self,
+        session_id: str,
+        message: PromptInput,
+        item_id: str | None,
+        signal: Any,
+        what: str,
+    ) -> str:
+        item = QueuedMessage(id=item_id or uuid.uuid4().hex, message=self._one_message(message))
+        handle = await self._open_run(session_id)
+        if handle is None:
+            raise SessionIdle(session_id, what)
+        try:
+            await handle.signal(signal, item)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise SessionIdle(session_id, what) from err
+            raise
+        return item.id
+
+    def next_turn(self, session_id: str, message: PromptInput) -> QueueItem:
+        """Queue a message for the session's next run, inserted before its prompt (seed
+        004's nextTurn). Stored, so it waits through restarts; allowed while busy."""
+        self.get_session(session_id)
+        with self.db.transaction() as db:
+            return input_queue.add_item(
+                db,
+                item_id=uuid.uuid4().hex,
+                session_id=session_id,
+                kind="next_turn",
+                message=self._one_message(message),
+            )
+
+    def next_turn_items(self, session_id: str) -> list[QueueItem]:
+        """next_turn messages still waiting for a run."""
+        self.get_session(session_id)
+        with self.db.transaction() as db:
+            return input_queue.list_items(db, session_id, kind="next_turn")
+
+    async def abort(self, session_id: str) -> RunResult:
+        """Abort the open run: running tools are killed, finished results kept, queued
+        steering and follow-ups dropped and returned in the result."""
+        handle = await self._open_run(session_id)
+        if handle is None:
+            raise SessionIdle(session_id, "abort")
+        await handle.cancel()
+        return await handle.result()
+
+    # Config setters and session writes (seed 004's allowed-during-turn operations) ---
+
+    async def change(self, session_id: str, change: SessionChange) -> None:
+        """Apply a change: pending in the open run until its next save point, or applied
+        at once (by a short workflow under the session's id) when the session is idle."""
+        self.get_session(session_id)
+        handle = await self.temporal.start_workflow(
+            SessionChanges.run,
+            session_id,
+            id=session_workflow_id(session_id),
+            task_queue=self.settings.task_queue,
+            start_signal="change",
+            start_signal_args=[change],
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            search_attributes=TypedSearchAttributes(
+                [
+                    SearchAttributePair(SESSION_ID_ATTR, session_id),
+                    SearchAttributePair(KIND_ATTR, "changes"),
+                ]
+            ),
+        )
+        # Idle session: wait until the change is stored, so a read or a prompt right
+        # after sees it. (A busy session's run holds it as a pending write instead.)
+        described = await handle.describe()
+        if described.workflow_type == "SessionChanges":
+            await handle.result()
+
+    async def configure(self, session_id: str, **fields: Any) -> None:
+        """Set config: model, thinking_level, active_tools, system_prompt, max_tokens,
+        steering_mode, follow_up_mode. Getters see it at once; turns from the next one."""
+        try:
+            config = ConfigChange(**fields)
+        except ValidationError as err:
+            raise InvalidChange(str(err)) from err
+        await self.change(session_id, self._change(config=config))
+
+    async def set_model(self, session_id: str, model: str) -> None:
+        await self.configure(session_id, model=model)
+
+    async def set_thinking_level(self, session_id: str, level: ThinkingLevel) -> None:
+        await self.configure(session_id, thinking_level=level)
+
+    async def set_active_tools(self, session_id: str, tools: Sequence[str]) -> None:
+        await self.configure(session_id, active_tools=list(tools))
+
+    async def set_system_prompt(self, session_id: str, prompt: str) -> None:
+        await self.configure(session_id, system_prompt=prompt)
+
+    async def set_queue_modes(
+        self,
+        session_id: str,
+        *,
+        steering: QueueMode | None = None,
+        follow_up: QueueMode | None = None,
+    ) -> None:
+        await self.configure(session_id, steering_mode=steering, follow_up_mode=follow_up)
+
+    async def append_custom_entry(
+        self, session_id: str, custom_type: str, data: dict[str, Any] | None = None
+    ) -> str:
+        """Store extension state in the session (never sent to the model)."""
+        entry = CustomEntry(
+            id=uuid.uuid4().hex,
+            parent_id=None,
+            timestamp=now_ms(),
+            custom_type=custom_type,
+            data=data or {},
+        )
+        await self.change(session_id, self._change(entries=[entry]))
+        return entry.id
+
+    async def append_custom_message(
+        self, session_id: str, custom_type: str, text: str, *, display: bool = True
+    ) -> str:
+        """A message of an extension's that the model sees (and the UI, if `display`)."""
+        entry = CustomMessageEntry(
+            id=uuid.uuid4().hex,
+            parent_id=None,
+            timestamp=now_ms(),
+            custom_type=custom_type,
+            content=[TextContent(text=text)],
+            display=display,
+        )
+        await self.change(session_id, self._change(entries=[entry]))
+        return entry.id
+
+    async def set_label(self, session_id: str, entry_id: str, label: str | None) -> None:
+        entry = LabelEntry(
+            id=uuid.uuid4().hex, parent_id=None, timestamp=now_ms(), target_id=entry_id, label=label
+        )
+        await self.change(session_id, self._change(entries=[entry]))
+
+    async def set_name(self, session_id: str, name: str) -> None:
+        entry = SessionInfoEntry(id=uuid.uuid4().hex, parent_id=None, timestamp=now_ms(), name=name)
+        await self.change(session_id, self._change(entries=[entry]))
+
+    async def pending_writes(self, session_id: str) -> list[SessionEntry]:
+        """Writes waiting for the open run's next save point (not in session reads yet)."""
+        status = await self.status(session_id)
+        return status.run.pending_writes if status.run else []
+
+    @staticmethod
+    def _change(
+        *, config: ConfigChange | None = None, entries: list[FacadeEntry] | None = None
+    ) -> SessionChange:
+        return SessionChange(
+            id=uuid.uuid4().hex, config=config, entries=entries or [], timestamp=now_ms()
+        )
+
+    @staticmethod
+    def _one_message(message: PromptInput) -> AgentMessage:
+        try:
+            messages = normalize_prompt_input(message, now_ms())
+        except ValueError as err:
+            raise InvalidPrompt(str(err)) from err
+        if len(messages) != 1:
+            raise InvalidPrompt(f"expected one message, got {len(messages)}")
+        return messages[0]
 
     async def events(
         self,

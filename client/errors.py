@@ -37,3 +37,7 @@ class SessionIdle(DuragentError):
     def __init__(self, session_id: str, what: str) -> None:
         super().__init__(f"session {session_id} has no run in progress: cannot {what}")
         self.session_id = session_id
+
+
+class InvalidChange(DuragentError, ValueError):
+    """A config setter or session write with a bad value."""

@@ -79,3 +79,50 @@ async def test_worker_killed_during_model_call_and_during_tool_call(stack: Stack
     assert [d.role for d in stack.client.display_messages(session.id)] == transcript_roles(path)
     # The model was asked three times: the hung call, its retry, the final turn.
     assert len(stack.model.requests_for(session.id)) == 3
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {
+                    "reply": [
+                        {
+                            "tool_use": {
+                                "name": "bash",
+                                "input": {"command": "echo go >> runs.txt; sleep 5"},
+                            }
+                        }
+                    ]
+                },
+                {"reply": [{"text": "Noted the steer."}]},
+            ]
+        }
+    }
+)
+async def test_steer_signalled_before_a_crash_is_delivered_once(stack: Stack) -> None:
+    session = stack.client.create_session()
+    first = stack.spawn_worker()
+    handle = await stack.client.prompt(session.id, "work")
+    runs = Path(session.workspace) / "runs.txt"
+    await eventually(lambda: runs.exists(), timeout=30)
+    steer_id = await stack.client.steer(session.id, "also update the docs")
+    stack.kill(first)  # the steer is in the run's history, not yet in any model request
+    second = stack.spawn_worker()
+    result = await asyncio.wait_for(handle.result(), timeout=60)
+    stack.kill(second)
+
+    assert result.status == "completed", result.error
+    requests = stack.model.requests_for(session.id)
+    assert len(requests) == 2
+    steered = [
+        b["text"]
+        for m in requests[1].body["messages"]
+        for b in m["content"]
+        if m["role"] == "user" and b["type"] == "text"
+    ]
+    assert steered.count("also update the docs") == 1
+    path = stack.client.path(session.id)
+    assert [e.id for e in path].count(steer_id) == 1
+    assert transcript_roles(path) == ["user", "assistant", "toolResult", "user", "assistant"]
+    assert runs.read_text() == "go\n"  # the bash call was not run twice

@@ -1,0 +1,172 @@
+"""Abort is workflow cancellation: work stops, finished results stay, the session works."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from support import Stack, assert_valid_pairing, eventually, transcript_roles
+
+from domain.entries import CustomMessageEntry, MessageEntry
+from domain.messages import AssistantMessage, ToolResultMessage, text_of
+
+
+async def seen(stack: Stack, session_id: str, kind: str, **match: object) -> bool:
+    async for event in stack.client.events(session_id, follow=False):
+        if event.type == kind and all(event.payload.get(k) == v for k, v in match.items()):
+            return True
+    return False
+
+
+def group_alive(pgid: int) -> bool:
+    from activities.tools import process_group_alive
+
+    return process_group_alive(pgid)
+
+
+async def prompt_again_works(stack: Stack, session_id: str) -> None:
+    """A new prompt after the abort succeeds; the server (which checks tool pairing like
+    the real API) accepted the transcript, and it tells the model about the abort."""
+    result = await (await stack.client.prompt(session_id, "carry on")).result()
+    assert result.status == "completed", result.error
+    sent = stack.model.requests_for(session_id)[-1]
+    assert sent.status == 200
+    texts = [
+        b.get("text", "")
+        for m in sent.body["messages"]
+        for b in m["content"]
+        if m["role"] == "user"
+    ]
+    assert any("aborted the run" in t for t in texts)
+    assert_valid_pairing(stack.client.path(session_id))
+
+
+LONG_TEXT = "This is a long streamed answer that the user will interrupt. " * 20
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {"chunk_delay_ms": 100, "reply": [{"text": LONG_TEXT}]},
+                {"reply": [{"text": "Carrying on."}]},
+            ]
+        }
+    }
+)
+async def test_abort_during_a_model_stream(stack: Stack) -> None:
+    session = stack.client.create_session()
+    async with stack.worker():
+        run = await stack.client.prompt(session.id, "talk")
+        await stack.client.follow_up(session.id, "and then more")
+        await eventually(lambda: seen(stack, session.id, "message_update"))
+        result = await stack.client.abort(session.id)
+        assert result.status == "aborted" and result.run_id == run.run_id
+        assert result.cleared_follow_ups == ["and then more"]
+        path = stack.client.path(session.id)
+        assert transcript_roles(path) == ["user", "assistant"]
+        partial = path[1]
+        assert isinstance(partial, MessageEntry) and isinstance(partial.message, AssistantMessage)
+        assert partial.message.stop_reason == "aborted"
+        assert 0 < len(text_of(partial.message.content)) < len(LONG_TEXT)
+        assert isinstance(path[2], CustomMessageEntry) and path[2].custom_type == "abort"
+        record = stack.client.run_state(run.run_id)
+        assert record is not None and record.status == "aborted"
+        assert stack.client.next_turn_items(session.id) == []  # cleared, not kept
+        await prompt_again_works(stack, session.id)
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {
+                    "reply": [
+                        {
+                            "tool_use": {
+                                "name": "bash",
+                                "input": {"command": "echo $$ > pid.txt; echo started; sleep 60"},
+                            }
+                        }
+                    ]
+                },
+                {"reply": [{"text": "Carrying on."}]},
+            ]
+        }
+    }
+)
+async def test_abort_kills_a_running_bash_command(stack: Stack) -> None:
+    session = stack.client.create_session()
+    pid_file = Path(session.workspace) / "pid.txt"
+    async with stack.worker():
+        await stack.client.prompt(session.id, "run it")
+        await eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+        pgid = int(pid_file.read_text())
+        await eventually(lambda: seen(stack, session.id, "tool_execution_update"))
+        assert group_alive(pgid)
+        result = await stack.client.abort(session.id)
+        assert result.status == "aborted"
+        await eventually(lambda: not group_alive(pgid), timeout=5)
+        path = stack.client.path(session.id)
+        assert transcript_roles(path) == ["user", "assistant", "toolResult"]
+        cancelled = path[2]
+        assert isinstance(cancelled, MessageEntry) and isinstance(
+            cancelled.message, ToolResultMessage
+        )
+        assert cancelled.message.is_error
+        assert "cancelled before it finished" in text_of(cancelled.message.content)
+        assert "started" in text_of(cancelled.message.content)  # the output so far
+        await prompt_again_works(stack, session.id)
+    assert os.path.exists(pid_file)
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {
+                    "reply": [
+                        {
+                            "tool_use": {
+                                "name": "write",
+                                "input": {"path": "done.txt", "content": "kept"},
+                            }
+                        },
+                        {"tool_use": {"name": "bash", "input": {"command": "sleep 60"}}},
+                        {"tool_use": {"name": "read", "input": {"path": "done.txt"}}},
+                    ]
+                },
+                {"reply": [{"text": "Carrying on."}]},
+            ]
+        }
+    }
+)
+async def test_abort_during_a_parallel_batch_keeps_finished_results(stack: Stack) -> None:
+    session = stack.client.create_session()
+    async with stack.worker():
+        await stack.client.prompt(session.id, "do three things")
+        await eventually(lambda: seen(stack, session.id, "tool_execution_end", tool_name="write"))
+        await eventually(lambda: seen(stack, session.id, "tool_execution_start", tool_name="bash"))
+        await stack.client.steer(session.id, "never mind that")
+        result = await stack.client.abort(session.id)
+        assert result.cleared_steering == ["never mind that"]
+        path = stack.client.path(session.id)
+        assert transcript_roles(path) == [
+            "user",
+            "assistant",
+            "toolResult",
+            "toolResult",
+            "toolResult",
+        ]
+        results = [
+            e.message
+            for e in path[2:5]
+            if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
+        ]
+        written, slept, read = results
+        assert not written.is_error and "done.txt" in text_of(written.content)
+        assert slept.is_error and "cancelled" in text_of(slept.content)
+        assert "kept" in text_of(read.content) or "cancelled" in text_of(read.content)
+        assert_valid_pairing(path)
+        await prompt_again_works(stack, session.id)

@@ -1,0 +1,214 @@
+"""Steering, follow-ups, next_turn and live config: the run changes course, never breaks."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from support import Stack, assert_valid_pairing, eventually, transcript_roles
+
+from client.errors import SessionIdle
+from domain.entries import MessageEntry, ModelChangeEntry
+from domain.messages import ToolResultMessage, UserMessage, text_of
+
+
+def user_texts(request_body: dict[str, Any]) -> list[str]:
+    """The text blocks of every user message the model was sent."""
+    return [
+        block["text"]
+        for message in request_body["messages"]
+        if message["role"] == "user"
+        for block in message["content"]
+        if block["type"] == "text"
+    ]
+
+
+async def event_seen(stack: Stack, session_id: str, kind: str, **match: Any) -> bool:
+    async for event in stack.client.events(session_id, follow=False):
+        if event.type == kind and all(event.payload.get(k) == v for k, v in match.items()):
+            return True
+    return False
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {
+                    "reply": [
+                        {
+                            "tool_use": {
+                                "name": "bash",
+                                "input": {"command": "sleep 1.5; echo slow-done"},
+                            }
+                        },
+                        {"tool_use": {"name": "write", "input": {"path": "a.txt", "content": "a"}}},
+                    ]
+                },
+                {"reply": [{"text": "Switching to React."}]},
+            ]
+        }
+    }
+)
+async def test_steer_during_a_long_tool_call_reaches_the_next_model_call(stack: Stack) -> None:
+    session = stack.client.create_session()
+    async with stack.worker():
+        run = await stack.client.prompt(session.id, "build it")
+        await eventually(
+            lambda: event_seen(stack, session.id, "tool_execution_start", tool_name="bash")
+        )
+        steer_id = await stack.client.steer(session.id, "Wait, use React")
+        await stack.client.steer(session.id, "Wait, use React", item_id=steer_id)  # a resend
+        result = await run.result()
+    assert result.status == "completed" and result.final_text == "Switching to React."
+
+    # The slow call finished (not cancelled, not skipped); its sibling too.
+    path = stack.client.path(session.id)
+    assert transcript_roles(path) == [
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "user",
+        "assistant",
+    ]
+    bash_result = path[2]
+    assert isinstance(bash_result, MessageEntry) and isinstance(
+        bash_result.message, ToolResultMessage
+    )
+    assert "slow-done" in text_of(bash_result.message.content)
+    assert path[4].id == steer_id  # delivered once, with the sender's id
+    assert_valid_pairing(path)
+
+    second = stack.model.requests_for(session.id)[1].body
+    assert user_texts(second)[-1] == "Wait, use React"
+    last = second["messages"][-1]["content"]
+    assert [b["type"] for b in last] == ["tool_result", "tool_result", "text"]
+    assert await event_seen(stack, session.id, "queue_consumed", queue="steering", turn=2)
+
+
+GATED_THEN_REPLIES = {
+    "conversations": {
+        "*": [
+            {"wait_for": "go", "reply": [{"text": "first"}]},
+            {"reply": [{"text": "second"}]},
+            {"reply": [{"text": "third"}]},
+        ]
+    }
+}
+
+
+@pytest.mark.script(GATED_THEN_REPLIES)
+@pytest.mark.parametrize("mode,expected_requests", [("all", 2), ("one-at-a-time", 3)])
+async def test_follow_ups_in_both_modes(stack: Stack, mode: str, expected_requests: int) -> None:
+    session = stack.client.create_session()
+    async with stack.worker():
+        await stack.client.set_queue_modes(session.id, follow_up=mode)  # type: ignore[arg-type]
+        run = await stack.client.prompt(session.id, "start")
+        await eventually(lambda: len(stack.model.requests_for(session.id)) == 1)
+        await stack.client.follow_up(session.id, "then A")
+        await stack.client.follow_up(session.id, "then B")
+        status = await stack.client.status(session.id)
+        assert status.run is not None and [f.text for f in status.run.follow_ups] == [
+            "then A",
+            "then B",
+        ]
+        stack.model.release("go")
+        result = await run.result()
+    requests = stack.model.requests_for(session.id)
+    assert len(requests) == expected_requests
+    assert user_texts(requests[-1].body)[-2:] == ["then A", "then B"]
+    if mode == "one-at-a-time":
+        assert user_texts(requests[1].body)[-1] == "then A"
+    assert result.status == "completed"
+    assert [m for m in transcript_roles(stack.client.path(session.id))].count("user") == 3
+
+
+@pytest.mark.script(
+    {"conversations": {"*": [{"reply": [{"text": "ok"}]}, {"reply": [{"text": "ok"}]}]}}
+)
+async def test_steer_and_abort_need_a_run_and_next_turn_waits_for_the_next_one(
+    stack: Stack,
+) -> None:
+    session = stack.client.create_session()
+    with pytest.raises(SessionIdle, match="steer"):
+        await stack.client.steer(session.id, "hello?")
+    with pytest.raises(SessionIdle, match="abort"):
+        await stack.client.abort(session.id)
+    stack.client.next_turn(session.id, "Context: the repo uses tabs.")
+    async with stack.worker():
+        await (await stack.client.prompt(session.id, "first task")).result()
+        stack.client.next_turn(session.id, "Context: now spaces.")
+        await (await stack.client.prompt(session.id, "second task")).result()
+    first, second = (r.body for r in stack.model.requests_for(session.id))
+    assert user_texts(first) == ["Context: the repo uses tabs.", "first task"]
+    assert user_texts(second)[-2:] == ["Context: now spaces.", "second task"]
+    assert stack.client.next_turn_items(session.id) == []
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {
+                    "reply": [
+                        {"tool_use": {"name": "bash", "input": {"command": "sleep 1; echo ok"}}}
+                    ]
+                },
+                {"reply": [{"text": "done"}]},
+            ]
+        }
+    }
+)
+async def test_config_change_mid_turn_applies_from_the_next_turn(stack: Stack) -> None:
+    session = stack.client.create_session(model="claude-first")
+    async with stack.worker():
+        run = await stack.client.prompt(session.id, "go")
+        await eventually(lambda: event_seen(stack, session.id, "tool_execution_start"))
+        await stack.client.set_model(session.id, "claude-second")
+        await stack.client.set_system_prompt(session.id, "You are terse.")
+        status = await stack.client.status(session.id)
+        assert status.config.model == "claude-second"  # getters: the latest config
+        pending = await stack.client.pending_writes(session.id)
+        assert [e.type for e in pending] == ["model_change"]
+        assert not any(isinstance(e, ModelChangeEntry) for e in stack.client.path(session.id))
+        await run.result()
+        # Idle again: a setter applies at once.
+        await stack.client.set_model(session.id, "claude-third")
+        assert (await stack.client.status(session.id)).config.model == "claude-third"
+    first, second = (r.body for r in stack.model.requests_for(session.id))
+    assert first["model"] == "claude-first" and second["model"] == "claude-second"
+    assert "terse" not in first["system"][0]["text"] and second["system"][0]["text"].startswith(
+        "You are terse."
+    )
+    types = [e.type for e in stack.client.path(session.id)]
+    assert types == ["message", "message", "message", "model_change", "message", "model_change"]
+
+
+@pytest.mark.script({"conversations": {"*": [{"wait_for": "go", "reply": [{"text": "done"}]}]}})
+async def test_two_clients_racing_to_prompt_one_session(stack: Stack) -> None:
+    from client.api import DuragentClient
+    from client.connection import connect_temporal
+    from client.errors import SessionBusy
+
+    session = stack.client.create_session()
+    other = DuragentClient(await connect_temporal(stack.settings), stack.db, stack.settings)
+    async with stack.worker():
+        outcomes = await asyncio.gather(
+            stack.client.prompt(session.id, "mine"),
+            other.prompt(session.id, "no, mine"),
+            return_exceptions=True,
+        )
+        busy = [o for o in outcomes if isinstance(o, SessionBusy)]
+        started = [o for o in outcomes if not isinstance(o, BaseException)]
+        assert len(busy) == 1 and len(started) == 1
+        assert started[0].run_id in str(busy[0])
+        stack.model.release("go")
+        await started[0].result()
+    prompts = [
+        text_of(e.message.content)
+        for e in stack.client.path(session.id)
+        if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage)
+    ]
+    assert len(prompts) == 1
