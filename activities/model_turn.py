@@ -126,6 +126,7 @@ class ModelTurns:
                     run_id=data.run_id,
                     parent_id=data.leaf_id,
                     data=data.commit,
+                    cache=self._entries,
                 )
             path = entries.load_path(db, leaf_id, self._entries)
             if data.commit is not None:

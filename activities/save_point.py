@@ -34,9 +34,16 @@ from store.events import KeyedEvent
 
 
 def save_point(
-    db: Session, *, session_id: str, run_id: str, parent_id: str, data: TurnCommit
+    db: Session,
+    *,
+    session_id: str,
+    run_id: str,
+    parent_id: str,
+    data: TurnCommit,
+    cache: entries.EntryCache | None = None,
 ) -> str:
-    """Commit `data` below `parent_id`; returns the new leaf id."""
+    """Commit `data` below `parent_id`; returns the new leaf id. With `cache`, the
+    appended entries and the new path are remembered there."""
     slot_ids = [slot.entry_id for slot in data.slots]
     done = entries.existing_ids(db, [*slot_ids, *(e.id for e in data.entries)])
     staged = staging.staged_messages(db, [i for i in slot_ids if i not in done])
@@ -57,6 +64,8 @@ def save_point(
     committed = chain(parent_id, [*turn_entries, *data.entries])
     fresh = [e for e in committed if e.id not in done]
     entries.insert_entries(db, session_id, fresh, run_id=run_id)
+    if cache is not None and not done:
+        cache.extend(parent_id, committed)
     staging.drop_staged(db, slot_ids)
     leaf_id = committed[-1].id if committed else parent_id
     sessions.set_leaf(db, session_id, leaf_id)

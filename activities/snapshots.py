@@ -20,6 +20,7 @@ class SnapshotTaker:
     def __init__(self, extensions: Extensions, shared_resources: Path | None = None) -> None:
         self._extensions = extensions
         self._shared = shared_resources
+        self._stored: set[str] = set()
 
     def take(self, db: Session, session: SessionRecord, state: PathState) -> SnapshotRef:
         config = session.config
@@ -31,5 +32,8 @@ class SnapshotTaker:
             max_tokens=config.max_tokens,
             resources=load_resources(Path(session.workspace), self._shared),
         )
-        snapshots.put_snapshot(db, snapshot)
-        return SnapshotRef.of(snapshot)
+        ref = SnapshotRef.of(snapshot)
+        if ref.id not in self._stored:  # content-addressed: once stored, always stored
+            snapshots.put_snapshot(db, snapshot)
+            self._stored.add(ref.id)
+        return ref

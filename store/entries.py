@@ -64,15 +64,19 @@ def get_entry(db: Session, entry_id: str) -> SessionEntry | None:
 
 
 class EntryCache:
-    """Parsed entries by id, for a worker that reads the same paths turn after turn.
+    """Parsed entries and known paths, for a worker that reads the same paths turn after
+    turn.
 
-    A stored entry never changes, so caching it is always safe; only what a turn added
-    since the last read is fetched and parsed.
+    A stored entry never changes, and neither does the path from the root to it, so
+    caching both is always safe. A turn's path is its previous path plus what the save
+    point just appended (`extend`): in the steady state a model turn reads no entries.
     """
 
-    def __init__(self, capacity: int = 50_000) -> None:
+    def __init__(self, capacity: int = 50_000, paths: int = 256) -> None:
         self._capacity = capacity
+        self._path_capacity = paths
         self._entries: OrderedDict[str, SessionEntry] = OrderedDict()
+        self._paths: OrderedDict[str, tuple[str, ...]] = OrderedDict()
 
     def get(self, entry_id: str) -> SessionEntry | None:
         entry = self._entries.get(entry_id)
@@ -85,6 +89,27 @@ class EntryCache:
         self._entries.move_to_end(entry.id)
         while len(self._entries) > self._capacity:
             self._entries.popitem(last=False)
+
+    def path(self, leaf_id: str) -> tuple[str, ...] | None:
+        ids = self._paths.get(leaf_id)
+        if ids is not None:
+            self._paths.move_to_end(leaf_id)
+        return ids
+
+    def remember_path(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._paths[ids[-1]] = tuple(ids)
+            self._paths.move_to_end(ids[-1])
+            while len(self._paths) > self._path_capacity:
+                self._paths.popitem(last=False)
+
+    def extend(self, parent_id: str | None, chain: Sequence[SessionEntry]) -> None:
+        """Record entries just appended below `parent_id`, one after another."""
+        base = () if parent_id is None else self.path(parent_id)
+        for entry in chain:
+            self.put(entry)
+        if base is not None and chain:
+            self.remember_path([*base, *(e.id for e in chain)])
 
 
 def path_ids(db: Session, leaf_id: str) -> list[str]:
@@ -110,7 +135,8 @@ def load_path(
     """The entries from the root down to `leaf_id` (empty for an empty session)."""
     if leaf_id is None:
         return []
-    ids = path_ids(db, leaf_id)
+    cached = cache.path(leaf_id) if cache is not None else None
+    ids = list(cached) if cached is not None else path_ids(db, leaf_id)
     known = {i: e for i in ids if cache is not None and (e := cache.get(i)) is not None}
     missing = [i for i in ids if i not in known]
     for start in range(0, len(missing), _BATCH):
@@ -120,6 +146,8 @@ def load_path(
             known[entry.id] = entry
             if cache is not None:
                 cache.put(entry)
+    if cache is not None and cached is None:
+        cache.remember_path(ids)
     return [known[i] for i in ids]
 
 
