@@ -12,6 +12,7 @@
 | `ANTHROPIC_BASE_URL` | Anthropic's; set by the CLI to the offline model when there is no key |
 | `DURAGENT_OFFLINE_SCRIPT` | the bundled demo script |
 | `DURAGENT_HEARTBEAT_TIMEOUT` | `10` seconds |
+| `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ class Settings(BaseModel):
     anthropic_base_url: str | None = None
     offline_script: Path | None = None
     heartbeat_timeout_s: float = 10.0
+    heartbeat_throttle_ms: int = 50
+    """At most one heartbeat per running activity this often: the abort latency bound,
+    against one RPC per running activity per interval."""
     model_read_timeout_s: float = 120.0
     """Seconds without a byte from the model before the stream counts as hung."""
 
@@ -67,6 +71,7 @@ class Settings(BaseModel):
             "anthropic_base_url": env.get("ANTHROPIC_BASE_URL") or None,
             "offline_script": env.get("DURAGENT_OFFLINE_SCRIPT") or None,
             "heartbeat_timeout_s": float(env.get("DURAGENT_HEARTBEAT_TIMEOUT", "10")),
+            "heartbeat_throttle_ms": int(env.get("DURAGENT_HEARTBEAT_THROTTLE_MS", "50")),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
