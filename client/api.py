@@ -24,7 +24,14 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from client.connection import connect_temporal, open_store
-from client.errors import InvalidChange, InvalidPrompt, SessionBusy, SessionIdle, SessionNotFound
+from client.errors import (
+    InvalidChange,
+    InvalidPrompt,
+    SessionBusy,
+    SessionIdle,
+    SessionNotFound,
+    TemporalUnreachable,
+)
 from domain.changes import ConfigChange, FacadeEntry, SessionChange
 from domain.config import QueueMode, SessionConfig, ThinkingLevel
 from domain.context import derive_path_state
@@ -96,7 +103,11 @@ class DuragentClient:
 
     @classmethod
     async def connect(cls, settings: Settings) -> DuragentClient:
-        return cls(await connect_temporal(settings), open_store(settings), settings)
+        try:
+            temporal = await connect_temporal(settings)
+        except RuntimeError as err:
+            raise TemporalUnreachable(settings.temporal_address, str(err)) from err
+        return cls(temporal, open_store(settings), settings)
 
     # Sessions -------------------------------------------------------------------------
 
@@ -158,6 +169,11 @@ class DuragentClient:
         self.get_session(session_id)
         with self.db.transaction() as db:
             return runs.list_runs(db, session_id)
+
+    def cursor(self, session_id: str) -> int:
+        """The session's newest event seq: follow from here to see only what comes next."""
+        with self.db.transaction() as db:
+            return events.latest_seq(db, session_id)
 
     def run_state(self, run_id: str) -> RunRecord | None:
         with self.db.transaction() as db:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -14,10 +14,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from client.api import DuragentClient
+from client.api import DuragentClient, RunHandle
 from client.errors import DuragentError
 from client.render import EventPrinter
 from client.services import ensure_model, ensure_temporal, local_services
+from domain.config import SessionConfig
 from domain.entries import MessageEntry, SessionEntry
 from domain.messages import AssistantMessage, ToolResultMessage, text_of
 from settings import Settings
@@ -35,7 +36,7 @@ EXIT_CODES = {"completed": 0, "error": 1, "aborted": 130}
 
 
 @app.callback()
-def configure(
+def global_options(
     ctx: typer.Context,
     home: Annotated[
         Path | None, typer.Option(help="State directory [env DURAGENT_HOME, default ./.duragent]")
@@ -99,34 +100,212 @@ def run(
     """
     settings: Settings = ctx.obj
 
+    async def start(client: DuragentClient) -> tuple[str, RunHandle]:
+        if session is None:
+            record = client.create_session(workspace=workspace, name=name)
+            _announce(f"Session {record.id} (workspace {record.workspace})")
+        else:
+            record = client.get_session(session)
+        return record.id, await client.prompt(record.id, prompt, max_turns=max_turns)
+
+    raise typer.Exit(_run(_follow(settings, start)))
+
+
+@app.command()
+def skill(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    name: Annotated[str, typer.Argument(help="Skill name (.duragent/skills/NAME.md).")],
+    args: Annotated[list[str] | None, typer.Argument(help="Text passed after the skill.")] = None,
+) -> None:
+    """Run a skill in a session and stream what happens."""
+
+    async def start(client: DuragentClient) -> tuple[str, RunHandle]:
+        return session, await client.skill(session, name, args or [])
+
+    raise typer.Exit(_run(_follow(ctx.obj, start)))
+
+
+@app.command()
+def template(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    name: Annotated[str, typer.Argument(help="Template name (.duragent/prompts/NAME.md).")],
+    args: Annotated[
+        list[str] | None, typer.Argument(help="Positional arguments ($1, $2, $@).")
+    ] = None,
+) -> None:
+    """Run a prompt template with arguments in a session and stream what happens."""
+
+    async def start(client: DuragentClient) -> tuple[str, RunHandle]:
+        return session, await client.prompt_from_template(session, name, args or [])
+
+    raise typer.Exit(_run(_follow(ctx.obj, start)))
+
+
+async def _follow(
+    settings: Settings, start: Callable[[DuragentClient], Awaitable[tuple[str, RunHandle]]]
+) -> int:
+    """Start a run (services started as needed), print its events, return its exit code."""
+    async with local_services(settings, _announce) as ready:
+        client = await DuragentClient.connect(ready)
+        session_id, handle = await start(client)
+        printer = EventPrinter(console)
+        cursor = client.cursor(session_id)
+        async for event in client.events(session_id, run_id=handle.run_id, after=cursor):
+            printer.show(event)
+        result = await handle.result()
+        _announce(f"Inspect it: duragent show {session_id}")
+        return EXIT_CODES[result.status]
+
+
+@app.command()
+def steer(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    text: Annotated[str, typer.Argument(help="The message.")],
+) -> None:
+    """Steer the running agent: TEXT reaches the model after the current tool calls finish."""
+    _signal(ctx.obj, lambda c: c.steer(session, text), "steering queued")
+
+
+@app.command("follow-up")
+def follow_up(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    text: Annotated[str, typer.Argument(help="The message.")],
+) -> None:
+    """Queue TEXT for when the running agent would otherwise stop."""
+    _signal(ctx.obj, lambda c: c.follow_up(session, text), "follow-up queued")
+
+
+@app.command("next-turn")
+def next_turn(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    text: Annotated[str, typer.Argument(help="The message.")],
+) -> None:
+    """Queue TEXT for the session's next run, before its prompt (allowed while busy)."""
+    client = _store_client(ctx.obj)
+    try:
+        item = client.next_turn(session, text)
+    except DuragentError as error:
+        err.print(f"[red]error:[/] {escape(str(error))}")
+        raise typer.Exit(2) from None
+    console.print(f"queued for the next run: {item.id}")
+
+
+@app.command()
+def configure(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    model: Annotated[str | None, typer.Option(help="Model for the next turns.")] = None,
+    thinking: Annotated[
+        str | None, typer.Option(help="Thinking level: off, minimal, low, medium, high.")
+    ] = None,
+    tools: Annotated[
+        str | None, typer.Option(help="Active tools, comma-separated (empty: none).")
+    ] = None,
+    system_prompt: Annotated[str | None, typer.Option(help="System prompt.")] = None,
+    steering_mode: Annotated[
+        str | None, typer.Option(help="Steering queue mode: all or one-at-a-time.")
+    ] = None,
+    follow_up_mode: Annotated[
+        str | None, typer.Option(help="Follow-up queue mode: all or one-at-a-time.")
+    ] = None,
+) -> None:
+    """Change a session's config. A running run uses it from its next turn."""
+    fields = {
+        "model": model,
+        "thinking_level": thinking,
+        "active_tools": None if tools is None else [t for t in tools.split(",") if t],
+        "system_prompt": system_prompt,
+        "steering_mode": steering_mode,
+        "follow_up_mode": follow_up_mode,
+    }
+    settings: Settings = ctx.obj
+
+    async def main() -> None:
+        async with local_services(settings, _announce) as ready:
+            client = await DuragentClient.connect(ready)
+            await client.configure(session, **{k: v for k, v in fields.items() if v is not None})
+            console.print(_config_line((await client.status(session)).config))
+
+    _run(main())
+
+
+@app.command()
+def status(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Phase, config, queued messages and pending writes of a session."""
+
+    async def main() -> None:
+        client = await DuragentClient.connect(ctx.obj)
+        state = await client.status(session)
+        if as_json:
+            view = {
+                "phase": state.phase,
+                "config": state.config.model_dump(),
+                "run": state.run.model_dump(mode="json") if state.run else None,
+                "next_turn": [i.model_dump(mode="json") for i in state.next_turn],
+            }
+            console.out(json.dumps(view, indent=2))
+            return
+        run_line = f" (run {state.run.run_id}, turn {state.run.turn})" if state.run else ""
+        console.print(f"[bold]{state.phase}[/]{run_line}")
+        console.print(_config_line(state.config))
+        if state.run:
+            for item in state.run.steering:
+                console.print(f"  steering: {escape(item.text)}")
+            for item in state.run.follow_ups:
+                console.print(f"  follow-up: {escape(item.text)}")
+            for entry in state.run.pending_writes:
+                console.print(f"  pending write: {entry.type}")
+        for queued in state.next_turn:
+            console.print(f"  next turn: {escape(queued.text)}")
+
+    _run(main())
+
+
+@app.command()
+def abort(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+) -> None:
+    """Abort the running agent: running tools are killed, finished results kept."""
+    settings: Settings = ctx.obj
+
     async def main() -> int:
         async with local_services(settings, _announce) as ready:
             client = await DuragentClient.connect(ready)
-            if session is None:
-                record = client.create_session(workspace=workspace, name=name)
-                _announce(f"Session {record.id} (workspace {record.workspace})")
-            else:
-                record = client.get_session(session)
-            handle = await client.prompt(record.id, prompt, max_turns=max_turns)
-            printer = EventPrinter(console)
-            async for event in client.events(
-                record.id, run_id=handle.run_id, after=_cursor(client, record.id)
-            ):
-                printer.show(event)
-            result = await handle.result()
-            _announce(f"Inspect it: duragent show {record.id}")
-            return EXIT_CODES[result.status]
+            result = await client.abort(session)
+            console.print(f"run {result.run_id} aborted after {result.turns} turn(s)")
+            for text in [*result.cleared_steering, *result.cleared_follow_ups]:
+                console.print(f"  dropped: {escape(text)}")
+            return 0
 
     raise typer.Exit(_run(main()))
 
 
-def _cursor(client: DuragentClient, session_id: str) -> int:
-    """The newest event before this run, so the stream shows this run only."""
-    from store import events
+def _signal(
+    settings: Settings, send: Callable[[DuragentClient], Awaitable[str]], done: str
+) -> None:
+    async def main() -> None:
+        client = await DuragentClient.connect(settings)
+        console.print(f"{done}: {await send(client)}")
 
-    with client.db.transaction() as db:
-        latest = events.read_events(db, session_id, after=0, limit=1_000_000)
-    return latest[-1].seq if latest else 0
+    _run(main())
+
+
+def _config_line(config: SessionConfig) -> str:
+    tools = "all" if config.active_tools is None else ",".join(config.active_tools) or "none"
+    return (
+        f"model {config.model}, thinking {config.thinking_level}, tools {tools}, "
+        f"steering {config.steering_mode}, follow-ups {config.follow_up_mode}"
+    )
 
 
 @app.command()

@@ -41,3 +41,11 @@ class SessionIdle(DuragentError):
 
 class InvalidChange(DuragentError, ValueError):
     """A config setter or session write with a bad value."""
+
+
+class TemporalUnreachable(DuragentError):
+    def __init__(self, address: str, detail: str) -> None:
+        super().__init__(
+            f"Temporal at {address} is not reachable ({detail.splitlines()[0][:200]}); "
+            "start it with `duragent dev-server` or set TEMPORAL_ADDRESS"
+        )

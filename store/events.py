@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from itertools import groupby
 
 from pydantic import BaseModel
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from store.clock import now_ms
@@ -81,3 +81,8 @@ def read_events(
         )
         for row in db.scalars(query)
     ]
+
+
+def latest_seq(db: Session, session_id: str) -> int:
+    seq = db.scalar(select(func.max(RunEventRow.seq)).where(RunEventRow.session_id == session_id))
+    return int(seq or 0)

@@ -7,6 +7,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -48,3 +49,53 @@ def test_run_starts_everything_it_needs_and_streams_the_demo(tmp_path: Path) -> 
     assert shown.returncode == 0 and "completed" in shown.stdout and "hello.py" in shown.stdout
     missing = duragent(tmp_path, "show", "nope")
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_steer_status_and_abort_a_running_session_from_the_command_line(tmp_path: Path) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        "conversations:\n"
+        "  '*':\n"
+        "    - reply:\n"
+        "        - tool_use: {name: bash, input: {command: 'echo working; sleep 60'}}\n"
+    )
+    address = f"--temporal-address=127.0.0.1:{free_port()}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "DURAGENT_"))}
+    env.update(
+        DURAGENT_OFFLINE_SCRIPT=str(script), PYTHONPATH=str(Path(__file__).resolve().parents[2])
+    )
+    running = subprocess.Popen(
+        [sys.executable, "-m", "client.cli", address, "run", "go"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert running.stderr is not None
+        session = None
+        for line in running.stderr:
+            found = re.search(r"Session ([0-9a-f]{32})", line)
+            if found:
+                session = found.group(1)
+                break
+        assert session is not None
+        deadline = time.monotonic() + 30
+        while "turn" not in (shown := duragent(tmp_path, address, "status", session)).stdout:
+            assert time.monotonic() < deadline, shown.stdout + shown.stderr
+            time.sleep(0.2)
+        steered = duragent(tmp_path, address, "steer", session, "please hurry")
+        assert steered.returncode == 0 and "steering queued" in steered.stdout
+        status = duragent(tmp_path, address, "status", session)
+        assert "steering: please hurry" in status.stdout
+        aborted = duragent(tmp_path, address, "abort", session)
+        assert aborted.returncode == 0, aborted.stderr
+        assert "aborted" in aborted.stdout and "dropped: please hurry" in aborted.stdout
+        assert running.wait(timeout=30) == 130
+        # Its dev server stopped with it: a clear error, not a traceback.
+        gone = duragent(tmp_path, address, "steer", session, "anyone?")
+        assert gone.returncode == 2 and "is not reachable" in gone.stderr
+    finally:
+        running.kill()
+        running.wait()
