@@ -39,6 +39,26 @@ async def prompt_and_wait(stack: Stack, session_id: str) -> None:
     await handle.result()
 
 
+async def steer_mid_run(stack: Stack, session_id: str) -> None:
+    run = await stack.client.prompt(session_id, "Answer, then take my note.")
+    while len(stack.model.requests_for(session_id)) < 1:
+        await asyncio.sleep(0.02)
+    await stack.client.steer(session_id, "Also mention the tests.")
+    await stack.client.follow_up(session_id, "Then summarise.")
+    await stack.client.set_model(session_id, "claude-other")
+    stack.model.release("go")
+    await run.result()
+
+
+async def abort_mid_tool(stack: Stack, session_id: str) -> None:
+    await stack.client.prompt(session_id, "Run the long job.")
+    while not any(
+        [e async for e in stack.client.events(session_id, follow=False) if e.type == "tool_execution_start"]
+    ):
+        await asyncio.sleep(0.02)
+    await stack.client.abort(session_id)
+
+
 SCENARIOS = [
     Scenario(
         "tools",
@@ -69,6 +89,35 @@ SCENARIOS = [
             }
         },
         prompt_and_wait,
+    ),
+    Scenario(
+        "steer",
+        {
+            "conversations": {
+                "*": [
+                    {"wait_for": "go", "reply": [{"tool_use": {"name": "ls", "input": {}}}]},
+                    {"reply": [{"text": "Noted, tests too."}]},
+                    {"reply": [{"text": "Summary."}]},
+                ]
+            }
+        },
+        steer_mid_run,
+    ),
+    Scenario(
+        "abort",
+        {
+            "conversations": {
+                "*": [
+                    {
+                        "reply": [
+                            {"tool_use": {"name": "write", "input": {"path": "a", "content": "a"}}},
+                            {"tool_use": {"name": "bash", "input": {"command": "sleep 60"}}},
+                        ]
+                    }
+                ]
+            }
+        },
+        abort_mid_tool,
     ),
 ]
 
