@@ -23,7 +23,9 @@ from activities.model_turn import ModelTurns
 from activities.snapshots import SnapshotTaker
 from activities.tool_call import ToolCalls
 from activities.tools import ToolRegistry, default_tools
+from client.api import DuragentClient
 from client.connection import connect_temporal, open_store
+from client.facade import SessionFacade
 from settings import Settings
 from store.db import Database
 from workflows.session_changes import SessionChanges
@@ -54,7 +56,8 @@ def build_worker(
     """A worker for `settings.task_queue`: the session workflows and their activities,
     with the built-in tools (or `tools`) and the given extensions' hooks."""
     registry = tools or ToolRegistry(default_tools())
-    hooks = Extensions(extensions)
+    facades = DuragentClient(client, db, settings)
+    hooks = Extensions(extensions, lambda session_id: SessionFacade(facades, session_id))
     taker = SnapshotTaker(hooks, settings.home / "resources")
     bookkeeping = Bookkeeping(db, hooks, taker)
     models = ModelTurns(db, model or model_client(settings), registry, hooks, taker)

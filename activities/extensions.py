@@ -19,9 +19,9 @@ the workflow imports inside Temporal's sandbox.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,12 +31,26 @@ from domain.transcript import LlmMessage, default_convert_to_llm
 from store.records import SessionRecord
 
 
+class Session(Protocol):
+    """What hooks may do with their session (a `client.facade.SessionFacade`)."""
+
+    async def append_custom_entry(
+        self, custom_type: str, data: dict[str, Any] | None = None
+    ) -> str: ...
+
+    async def append_custom_message(
+        self, custom_type: str, text: str, *, display: bool = True
+    ) -> str: ...
+
+
 @dataclass(frozen=True)
 class TurnContext:
     session_id: str
     run_id: str
     turn: int
     model: str
+    session: Session | None = None
+    """Writes through it are pending until the run's next save point."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +61,8 @@ class ToolCallContext:
     assistant_message: AssistantMessage
     tool_call: ToolCall
     args: dict[str, Any]
+    """As the model sent them; the tool validates them after this hook."""
+    session: Session | None = None
 
 
 class BlockToolCall(BaseModel):
@@ -104,8 +120,17 @@ class Extension:
 class Extensions:
     """The worker's extensions applied in registration order."""
 
-    def __init__(self, extensions: Sequence[Extension] = ()) -> None:
+    def __init__(
+        self,
+        extensions: Sequence[Extension] = (),
+        session_for: Callable[[str], Session] | None = None,
+    ) -> None:
         self.items = list(extensions)
+        self._session_for = session_for
+
+    def session(self, session_id: str) -> Session | None:
+        """The facade hooks get for a session (None when the worker has none to give)."""
+        return self._session_for(session_id) if self._session_for else None
 
     @property
     def workflow_hooks(self) -> list[str]:

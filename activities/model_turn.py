@@ -65,7 +65,13 @@ class ModelTurns:
         snapshot, context = await asyncio.to_thread(self._prepare, data)
         if data.override is not None:
             snapshot = snapshot.model_copy(update=data.override.model_dump(exclude_none=True))
-        turn = TurnContext(data.session_id, data.run_id, data.turn, snapshot.model)
+        turn = TurnContext(
+            data.session_id,
+            data.run_id,
+            data.turn,
+            snapshot.model,
+            self._extensions.session(data.session_id),
+        )
         context = await self._extensions.transform_context(context, turn)
         params = request_params(
             snapshot,

@@ -71,7 +71,15 @@ class ToolCalls:
             )
         )
         hook = (
-            ToolCallContext(data.session_id, data.run_id, data.turn, assistant, tool_call, args)
+            ToolCallContext(
+                data.session_id,
+                data.run_id,
+                data.turn,
+                assistant,
+                tool_call,
+                args,
+                self._extensions.session(data.session_id),
+            )
             if assistant is not None and tool_call is not None
             else None
         )

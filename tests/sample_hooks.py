@@ -48,6 +48,8 @@ class Guard(Extension):
 
     async def before_tool_call(self, call: ToolCallContext) -> BlockToolCall | None:
         if call.tool_call.name == "bash" and "rm " in str(call.args.get("command")):
+            assert call.session is not None
+            await call.session.append_custom_entry("guard", {"blocked": call.args["command"]})
             return BlockToolCall(reason="deleting files is not allowed here")
         return None
 

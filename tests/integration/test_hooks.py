@@ -51,6 +51,10 @@ async def test_activity_and_workflow_hooks(stack: Stack) -> None:
     # The provider ran once per snapshot: the first, then the save point's.
     assert first["system"][0]["text"].endswith("House rule #1.")
     assert second["system"][0]["text"].endswith("House rule #2.")
+    # The hook's write through the session facade was pending during the turn and
+    # landed at the save point, after the turn's own messages.
+    types = [e.type for e in stack.client.path(session.id)]
+    assert types[:5] == ["message", "message", "message", "message", "custom"]
     # prepare_next_turn switched the model for turn 2 only.
     assert first["model"] != "claude-after-hook" and second["model"] == "claude-after-hook"
 
