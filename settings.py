@@ -13,6 +13,7 @@
 | `DURAGENT_OFFLINE_SCRIPT` | the bundled demo script |
 | `DURAGENT_HEARTBEAT_TIMEOUT` | `10` seconds |
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
+| `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class Settings(BaseModel):
             "offline_script": env.get("DURAGENT_OFFLINE_SCRIPT") or None,
             "heartbeat_timeout_s": float(env.get("DURAGENT_HEARTBEAT_TIMEOUT", "10")),
             "heartbeat_throttle_ms": int(env.get("DURAGENT_HEARTBEAT_THROTTLE_MS", "50")),
+            "model_read_timeout_s": float(env.get("DURAGENT_MODEL_READ_TIMEOUT", "120")),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
