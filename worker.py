@@ -70,6 +70,7 @@ def build_worker(
             bookkeeping.finish_run,
             bookkeeping.apply_changes,
             bookkeeping.record_events,
+            bookkeeping.take_guidance,
             models.model_turn,
             ToolCalls(db, registry, hooks).run_tool,
         ],

@@ -24,12 +24,15 @@ from domain.turns import (
     FINISH_RUN,
     RECORD_EVENTS,
     START_RUN,
+    TAKE_GUIDANCE,
     ApplyChangesInput,
     FinishRunInput,
     FinishRunResult,
     RecordEventsInput,
     StartRunInput,
     StartRunResult,
+    TakeGuidanceInput,
+    TakeGuidanceResult,
 )
 from store import display, entries, events, input_queue, runs, sessions, snapshots
 from store.db import Database
@@ -172,6 +175,10 @@ class Bookkeeping:
                     kind="next_turn",
                     message=item.message,
                 )
+            cancelled = (
+                input_queue.cancel_pending(db, data.session_id) if data.status == "aborted" else []
+            )
+            input_queue.release_guidance(db, data.run_id)
             runs.update_run(
                 db,
                 data.run_id,
@@ -197,7 +204,9 @@ class Bookkeeping:
                 last = entries.get_entry(db, data.last_assistant_entry_id)
                 if isinstance(last, MessageEntry) and isinstance(last.message, AssistantMessage):
                     final_text = text_of(last.message.content)
-        return FinishRunResult(leaf_id=leaf_id, final_text=final_text)
+        return FinishRunResult(
+            leaf_id=leaf_id, final_text=final_text, cancelled_inputs=[i.text for i in cancelled]
+        )
 
     @activity.defn(name=APPLY_CHANGES)
     def apply_changes(self, data: ApplyChangesInput) -> None:
@@ -219,6 +228,13 @@ class Bookkeeping:
                 display.append_display(db, data.session_id, None, displayed(linked))
             if config != session.config:
                 sessions.set_config(db, data.session_id, config)
+
+    @activity.defn(name=TAKE_GUIDANCE)
+    def take_guidance(self, data: TakeGuidanceInput) -> TakeGuidanceResult:
+        with self._db.transaction() as db:
+            return TakeGuidanceResult(
+                taken=input_queue.take_guidance(db, data.run_id, data.item_ids)
+            )
 
     @activity.defn(name=RECORD_EVENTS)
     def record_events(self, data: RecordEventsInput) -> None:

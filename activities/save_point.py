@@ -97,6 +97,7 @@ def save_point(
             QueueConsumed(queue=c.queue, entry_id=c.entry_id, turn=data.turn + 1)
             for c in data.consumed
         ]
+    turn_events += data.events
     events.append_events(db, session_id, run_id, keyed(f"{run_id}/turn-{data.turn}", turn_events))
     return leaf_id
 

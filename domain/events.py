@@ -134,6 +134,28 @@ class RunAborted(_Event):
     cleared_follow_ups: list[str] = Field(default_factory=list)
 
 
+class RuntimeGuidanceInjected(_Event):
+    """Guidance reached the model at one of seed 001's injection points."""
+
+    type: Literal["runtime_guidance_injected"] = "runtime_guidance_injected"
+    point: str
+    turn: int
+    item_ids: list[str]
+    interrupted: list[str] = Field(default_factory=list)
+    """Tool calls cancelled for it (their output so far kept)."""
+    skipped: list[str] = Field(default_factory=list)
+    """Tool calls of the batch that never ran."""
+
+
+class RuntimeGuidanceReplanBeforeTools(_Event):
+    """Guidance arrived after the model planned tools and before any started: none ran."""
+
+    type: Literal["runtime_guidance_replan_before_tools"] = "runtime_guidance_replan_before_tools"
+    turn: int
+    item_ids: list[str]
+    skipped: list[str]
+
+
 class PhaseChanged(_Event):
     type: Literal["phase_changed"] = "phase_changed"
     phase: str
@@ -154,7 +176,13 @@ AgentEvent = Annotated[
 ]
 
 HarnessEvent = Annotated[
-    SavePoint | RetryScheduled | PhaseChanged | QueueConsumed | RunAborted,
+    SavePoint
+    | RetryScheduled
+    | PhaseChanged
+    | QueueConsumed
+    | RunAborted
+    | RuntimeGuidanceInjected
+    | RuntimeGuidanceReplanBeforeTools,
     Field(discriminator="type"),
 ]
 
@@ -173,7 +201,9 @@ RunEventPayload = Annotated[
     | RetryScheduled
     | PhaseChanged
     | QueueConsumed
-    | RunAborted,
+    | RunAborted
+    | RuntimeGuidanceInjected
+    | RuntimeGuidanceReplanBeforeTools,
     Field(discriminator="type"),
 ]
 

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from domain.config import SessionConfig
 from domain.entries import SessionEntry
+from domain.guidance import GuidanceItem
 from domain.messages import AgentMessage, Usage
 from domain.queues import QueuedMessage
 
@@ -83,6 +84,8 @@ class RunResult(BaseModel):
     cleared_steering: list[str] = Field(default_factory=list)
     """On abort: steering messages that were queued and never delivered (their text)."""
     cleared_follow_ups: list[str] = Field(default_factory=list)
+    cancelled_inputs: list[str] = Field(default_factory=list)
+    """On abort: input-queue items of the session that were cancelled with the run."""
 
 
 class RunView(BaseModel):
@@ -99,3 +102,5 @@ class RunView(BaseModel):
     follow_ups: list[QueuedMessage] = Field(default_factory=list)
     pending_writes: list[SessionEntry] = Field(default_factory=list)
     """Writes waiting for the next save point; session reads do not include them."""
+    guidance: list[GuidanceItem] = Field(default_factory=list)
+    """Guidance waiting for the nearest safe point."""

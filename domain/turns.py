@@ -27,6 +27,7 @@ RUN_TOOL = "run_tool"
 FINISH_RUN = "finish_run"
 RECORD_EVENTS = "record_events"
 APPLY_CHANGES = "apply_changes"
+TAKE_GUIDANCE = "take_guidance"
 
 
 class _Contract(BaseModel):
@@ -88,6 +89,8 @@ class TurnCommit(_Contract):
     """Session-wide config set during the turn, stored before the next snapshot is taken."""
     consumed: list[QueueConsumption] = Field(default_factory=list)
     """Queued messages among `entries`, recorded as consumed by this turn."""
+    events: list[RunEventPayload] = Field(default_factory=list)
+    """More events to emit with the save point (guidance injections)."""
 
     def leaf_after(self, parent_id: str) -> str:
         """The session leaf once this is committed below `parent_id`."""
@@ -197,6 +200,8 @@ class FinishRunInput(_Contract):
 class FinishRunResult(_Contract):
     leaf_id: str
     final_text: str
+    cancelled_inputs: list[str] = Field(default_factory=list)
+    """Input-queue items cancelled because the run was stopped (their text)."""
 
 
 class RecordEventsInput(_Contract):
@@ -211,3 +216,17 @@ class RecordEventsInput(_Contract):
 class ApplyChangesInput(_Contract):
     session_id: str
     changes: list[SessionChange]
+
+
+class TakeGuidanceInput(_Contract):
+    """Consume these guidance items for the run, if they are still pending (compare-and-set):
+    an item edited or deleted since it was sent is not taken."""
+
+    session_id: str
+    run_id: str
+    item_ids: list[str]
+
+
+class TakeGuidanceResult(_Contract):
+    taken: list[str]
+    """The ids taken, in the order given; the others are no longer pending."""

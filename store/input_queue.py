@@ -107,3 +107,75 @@ def consumed_by(db: Session, run_id: str, kind: QueueKind) -> list[QueueItem]:
         .order_by(InputQueueRow.position)
     )
     return [_record(row) for row in rows]
+
+
+def get_item(db: Session, item_id: str) -> QueueItem | None:
+    row = db.get(InputQueueRow, item_id)
+    return _record(row) if row else None
+
+
+def guide(db: Session, item_id: str, run_id: str) -> bool:
+    """A pending item becomes guidance bound to `run_id`; False if it is not pending."""
+    result = db.execute(
+        update(InputQueueRow)
+        .where(InputQueueRow.id == item_id, InputQueueRow.status == "pending")
+        .values(kind="guidance", run_id=run_id, updated_at=now_ms())
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def cancel(db: Session, item_id: str) -> bool:
+    """pending -> cancelled (edit and delete); False if it is no longer pending."""
+    result = db.execute(
+        update(InputQueueRow)
+        .where(InputQueueRow.id == item_id, InputQueueRow.status == "pending")
+        .values(status="cancelled", updated_at=now_ms())
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def take_guidance(db: Session, run_id: str, item_ids: list[str]) -> list[str]:
+    """Consume the given guidance items for `run_id`: each only if still pending guidance
+    bound to this run. Items this run took before count as taken (a retried step)."""
+    now = now_ms()
+    taken = []
+    for item_id in item_ids:
+        db.execute(
+            update(InputQueueRow)
+            .where(
+                InputQueueRow.id == item_id,
+                InputQueueRow.status == "pending",
+                InputQueueRow.kind == "guidance",
+                InputQueueRow.run_id == run_id,
+            )
+            .values(status="consumed", consumed_at=now, updated_at=now)
+        )
+        row = db.get(InputQueueRow, item_id)
+        if row is not None and row.status == "consumed" and row.run_id == run_id:
+            taken.append(item_id)
+    return taken
+
+
+def release_guidance(db: Session, run_id: str) -> None:
+    """Guidance the run ended without taking goes back to the queue as next_turn input."""
+    db.execute(
+        update(InputQueueRow)
+        .where(
+            InputQueueRow.run_id == run_id,
+            InputQueueRow.kind == "guidance",
+            InputQueueRow.status == "pending",
+        )
+        .values(kind="next_turn", run_id=None, updated_at=now_ms())
+    )
+
+
+def cancel_pending(db: Session, session_id: str) -> list[QueueItem]:
+    """Stopping a run cancels the session's pending input (seed 001); returns it."""
+    items = list_items(db, session_id)
+    now = now_ms()
+    db.execute(
+        update(InputQueueRow)
+        .where(InputQueueRow.session_id == session_id, InputQueueRow.status == "pending")
+        .values(status="cancelled", updated_at=now)
+    )
+    return items

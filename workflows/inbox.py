@@ -15,6 +15,7 @@ with workflow.unsafe.imports_passed_through():
     from domain.changes import SessionChange
     from domain.config import QueueMode, SessionConfig
     from domain.entries import MessageEntry, SessionEntry
+    from domain.guidance import GuidanceIntent, GuidanceItem
     from domain.queues import QueuedMessage, drain, enqueue
     from domain.turns import QueueConsumption
 
@@ -26,6 +27,10 @@ class Inbox:
         self.pending_writes: list[SessionEntry] = []
         self.config: SessionConfig | None = None
         self.session_config_changed = False
+        self.guidance: list[GuidanceItem] = []
+        self.arrivals: dict[str, str] = {}
+        """When each guidance item arrived: during the `model` call, the `tools`, or `between`."""
+        self.activity = "between"
         self._seen: set[str] = set()
 
     def steer(self, item: QueuedMessage) -> None:
@@ -33,6 +38,23 @@ class Inbox:
 
     def follow_up(self, item: QueuedMessage) -> None:
         enqueue(self.follow_ups, item, self._seen)
+
+    def guide(self, item: GuidanceItem) -> None:
+        if item.id in self._seen:
+            return
+        self._seen.add(item.id)
+        self.guidance.append(item)
+        self.arrivals[item.id] = self.activity
+
+    def guidance_intent(self) -> GuidanceIntent | None:
+        """`interrupt` if any pending guidance interrupts, else `supplement` if any."""
+        if any(item.intent == "interrupt" for item in self.guidance):
+            return "interrupt"
+        return "supplement" if self.guidance else None
+
+    def take_guidance(self) -> list[GuidanceItem]:
+        items, self.guidance = self.guidance, []
+        return items
 
     def change(self, change: SessionChange) -> None:
         if change.id in self._seen:

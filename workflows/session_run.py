@@ -22,7 +22,14 @@ with workflow.unsafe.imports_passed_through():
     from domain.changes import SessionChange
     from domain.config import SnapshotRef
     from domain.entries import CustomMessageEntry, SessionEntry
-    from domain.events import PhaseChanged, RetryScheduled, RunEventPayload
+    from domain.events import (
+        PhaseChanged,
+        RetryScheduled,
+        RunEventPayload,
+        RuntimeGuidanceInjected,
+        RuntimeGuidanceReplanBeforeTools,
+    )
+    from domain.guidance import GuidanceItem, InjectionPoint, guidance_entry
     from domain.hooks import NextTurn, ToolOutcomeSummary, TurnSummary
     from domain.messages import AssistantMessage, TextContent, ToolResultMessage, Usage
     from domain.queues import QueuedMessage
@@ -43,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
         ProviderFailure,
         RecordEventsInput,
         StartRunInput,
+        TakeGuidanceInput,
         ToolCallInput,
         ToolCallOutcome,
         TurnCommit,
@@ -51,7 +59,7 @@ with workflow.unsafe.imports_passed_through():
 from workflows import steps
 from workflows.hook_runner import HookError, HookRunner
 from workflows.inbox import Inbox, queued_entries
-from workflows.tool_batch import ToolRun, run_tool_calls
+from workflows.tool_batch import BatchResult, Skipped, ToolRun, run_tool_calls
 
 ABORT_NOTE = (
     "The user aborted the run here. Tool calls that had not finished were stopped; "
@@ -88,6 +96,11 @@ class SessionRun:
         self._inbox.follow_up(item)
 
     @workflow.signal
+    def guidance(self, item: GuidanceItem) -> None:
+        """Runtime guidance: taken at the nearest safe point (seed 001)."""
+        self._inbox.guide(item)
+
+    @workflow.signal
     def change(self, change: SessionChange) -> None:
         """Config setters and session writes: pending until the next save point."""
         self._inbox.change(change)
@@ -106,6 +119,7 @@ class SessionRun:
             steering=self._inbox.steering,
             follow_ups=self._inbox.follow_ups,
             pending_writes=self._inbox.pending_writes,
+            guidance=self._inbox.guidance,
         )
 
     # The run.
@@ -148,8 +162,14 @@ class SessionRun:
             self._turn += 1
             assistant_id = self._new_id()
             self._current = (assistant_id, [], [])
+            if commit is None and self._inbox.guidance:  # sent before the first model call
+                commit = await self._guided(
+                    TurnCommit(turn=0, slots=[], usage=self._usage), "before_model"
+                )
             self._unsaved = [commit] if commit else []
+            self._inbox.activity = "model"
             reply = await self._call_model(snapshot, commit, override)
+            self._inbox.activity = "between"
             if commit is not None:  # the model activity saved the previous turn first
                 self._leaf, self._unsaved = commit.leaf_after(self._leaf), []
             if isinstance(reply, ProviderFailure):
@@ -162,9 +182,18 @@ class SessionRun:
             snapshot = reply.snapshot or snapshot
             calls, result_ids = reply.tool_calls, [self._new_id() for _ in reply.tool_calls]
             self._current = (assistant_id, calls, result_ids)
+            if calls and self._inbox.guidance:
+                # Seed 001's before_tools: the plan is answered, not run; the model
+                # re-plans with the guidance.
+                commit = await self._replan(assistant_id, calls, result_ids)
+                if commit is not None:
+                    continue
             ids = dict(zip([c.id for c in calls], result_ids, strict=True))
             run_one = partial(self._run_tool, assistant_id, ids)
-            outcomes = await run_tool_calls(calls, run_one)
+            self._inbox.activity = "tools"
+            batch = await run_tool_calls(calls, run_one, self._inbox.guidance_intent)
+            self._inbox.activity = "between"
+            outcomes = batch.outcomes
             slots = [
                 CommitSlot(entry_id=assistant_id),
                 *self._result_slots(calls, result_ids, outcomes),
@@ -182,11 +211,106 @@ class SessionRun:
             queue: Literal["steering", "follow_up"] = "steering"
             if not stop and not calls and not queued:
                 queued, queue = self._inbox.take_follow_ups(), "follow_up"
-            stop = stop or (not calls and not queued)
-            commit = self._commit(slots, continues=not stop, queued=queued, queue=queue)
+            commit = self._commit(slots, continues=True, queued=queued, queue=queue)
+            guided = False
+            if not stop and self._inbox.guidance:
+                unguided = commit
+                point = self._point(bool(calls), batch)
+                commit = await self._guided(commit, point, batch.interrupted, batch.skipped)
+                guided = commit is not unguided
+            stop = stop or (not calls and not queued and not guided)
             self._current = None
             if stop:
+                commit = commit.model_copy(update={"continues": False})
                 return await self._finish([commit], "completed", None, assistant_id)
+
+    async def _guided(
+        self,
+        commit: TurnCommit,
+        point: InjectionPoint,
+        interrupted: list[str] | None = None,
+        skipped: list[str] | None = None,
+    ) -> TurnCommit:
+        """`commit` with the pending guidance the store still lets this run take."""
+        items = await self._take_guidance()
+        if not items:
+            return commit
+        entries = [guidance_entry(item, point, self._now_ms()) for item in items]
+        event = RuntimeGuidanceInjected(
+            point=point,
+            turn=self._turn + 1,
+            item_ids=[item.id for item in items],
+            interrupted=interrupted or [],
+            skipped=skipped or [],
+        )
+        return commit.model_copy(
+            update={"entries": [*commit.entries, *entries], "events": [*commit.events, event]}
+        )
+
+    async def _replan(
+        self, assistant_id: str, calls: list[ToolCallRef], result_ids: list[str]
+    ) -> TurnCommit | None:
+        """before_tools: answer every planned call as not run, then inject the guidance."""
+        items = await self._take_guidance()
+        if not items:
+            return None
+        skipped = [call.id for call in calls]
+        slots = [
+            CommitSlot(entry_id=assistant_id),
+            *(
+                CommitSlot(entry_id=result_id, fallback=self._replanned(call))
+                for call, result_id in zip(calls, result_ids, strict=True)
+            ),
+        ]
+        ids = [item.id for item in items]
+        events: list[RunEventPayload] = [
+            RuntimeGuidanceReplanBeforeTools(turn=self._turn, item_ids=ids, skipped=skipped),
+            RuntimeGuidanceInjected(point="before_tools", turn=self._turn + 1, item_ids=ids),
+        ]
+        entries = [guidance_entry(item, "before_tools", self._now_ms()) for item in items]
+        commit = self._commit(slots, continues=True, queued=self._inbox.take_steering())
+        return commit.model_copy(
+            update={"entries": [*commit.entries, *entries], "events": [*commit.events, *events]}
+        )
+
+    async def _take_guidance(self) -> list[GuidanceItem]:
+        """The pending guidance items the store lets this run take (compare-and-set): one
+        edited or deleted since it was sent is dropped."""
+        items = self._inbox.take_guidance()
+        taken = await steps.take_guidance(
+            TakeGuidanceInput(
+                session_id=self._run.session_id,
+                run_id=self._run.run_id,
+                item_ids=[item.id for item in items],
+            )
+        )
+        return [item for item in items if item.id in taken.taken]
+
+    def _point(self, had_calls: bool, batch: BatchResult) -> InjectionPoint:
+        """Which of seed 001's injection points the pending guidance takes."""
+        arrived = self._inbox.arrivals.get(self._inbox.guidance[0].id, "between")
+        if batch.interrupted:
+            return "during_tool_interrupted"
+        if arrived == "tools" or batch.skipped:
+            return "after_tool"
+        if arrived == "model" and not had_calls:
+            return "before_finish"
+        return "before_model"
+
+    def _replanned(self, call: ToolCallRef) -> ToolResultMessage:
+        return ToolResultMessage(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            content=[
+                TextContent(
+                    text="Not run: the user sent guidance before this call started. "
+                    "Re-plan with the guidance in mind."
+                )
+            ],
+            details={"runtime_guidance_replan": True},
+            is_error=False,
+            timestamp=self._now_ms(),
+        )
 
     async def _call_model(
         self, snapshot: SnapshotRef, commit: TurnCommit | None, override: NextTurn | None
@@ -269,7 +393,13 @@ class SessionRun:
         slots = []
         for call, result_id, outcome in zip(calls, result_ids, outcomes, strict=True):
             fallback = None
-            if not isinstance(outcome, ToolCallOutcome):
+            if isinstance(outcome, Skipped):
+                text = "Not run: the user sent guidance while earlier calls of this turn ran."
+                fallback = self._tool_error(call, text)
+            elif isinstance(outcome, asyncio.CancelledError):
+                text = "Stopped because the user sent guidance while it ran."
+                fallback = self._tool_error(call, text)
+            elif not isinstance(outcome, ToolCallOutcome):
                 # The activity gave up (its retries are spent): the model still gets a
                 # result for the call, saying what went wrong.
                 fallback = self._tool_error(call, f"The tool call failed: {_root_message(outcome)}")
@@ -391,6 +521,7 @@ class SessionRun:
             final_text=finished.final_text,
             cleared_steering=[item.text for item in steering],
             cleared_follow_ups=[item.text for item in follow_ups],
+            cancelled_inputs=finished.cancelled_inputs,
         )
 
     def _error_reply(self, failure: ProviderFailure, snapshot: SnapshotRef) -> AssistantMessage:

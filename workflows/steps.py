@@ -18,6 +18,7 @@ from temporalio.common import RetryPolicy
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
+    from domain.events import PhaseChanged, RetryScheduled, RunEventPayload
     from domain.runs import RunOptions
     from domain.turns import (
         APPLY_CHANGES,
@@ -26,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         RECORD_EVENTS,
         RUN_TOOL,
         START_RUN,
+        TAKE_GUIDANCE,
         ApplyChangesInput,
         FinishRunInput,
         FinishRunResult,
@@ -34,6 +36,8 @@ with workflow.unsafe.imports_passed_through():
         RecordEventsInput,
         StartRunInput,
         StartRunResult,
+        TakeGuidanceInput,
+        TakeGuidanceResult,
         ToolCallInput,
         ToolCallOutcome,
     )
@@ -69,15 +73,22 @@ async def start_run(data: StartRunInput) -> StartRunResult:
 
 
 async def finish_run(data: FinishRunInput) -> FinishRunResult:
-    return await _store_step(FINISH_RUN, data, FinishRunResult, f"finish run: {data.status}")
+    saves = ", ".join(f"turn {c.turn} ({len(c.slots)} message(s))" for c in data.commits)
+    summary = f"finish run: {data.status}" + (f"; saves {saves}" if saves else "")
+    return await _store_step(FINISH_RUN, data, FinishRunResult, summary)
 
 
 async def apply_changes(data: ApplyChangesInput) -> None:
     await _store_step(APPLY_CHANGES, data, type(None), f"apply {len(data.changes)} change(s)")
 
 
+async def take_guidance(data: TakeGuidanceInput) -> TakeGuidanceResult:
+    summary = f"take {len(data.item_ids)} guidance item(s)"
+    return await _store_step(TAKE_GUIDANCE, data, TakeGuidanceResult, summary)
+
+
 async def record_events(data: RecordEventsInput) -> None:
-    summary = ", ".join(event.type for event in data.events)
+    summary = "; ".join(_describe(event) for event in data.events)
     await _store_step(RECORD_EVENTS, data, type(None), summary)
 
 
@@ -124,3 +135,15 @@ async def run_tool(data: ToolCallInput, options: RunOptions) -> ToolCallOutcome:
         summary=f"{data.call.name} {data.call.args_preview}"[:120],
     )
     return cast(ToolCallOutcome, result)
+
+
+def _describe(event: RunEventPayload) -> str:
+    """One line for a history reader (local activity inputs are not shown in history)."""
+    if isinstance(event, RetryScheduled):
+        return (
+            f"retry turn {event.turn} attempt {event.attempt} in {event.delay_ms} ms:"
+            f" {event.error[:80]}"
+        )
+    if isinstance(event, PhaseChanged):
+        return f"phase -> {event.phase}"
+    return event.type
