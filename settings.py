@@ -14,6 +14,7 @@
 | `DURAGENT_HEARTBEAT_TIMEOUT` | `10` seconds |
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
 | `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
+| `DURAGENT_API_TOKENS` | `token=user,...` for the HTTP API (none: `serve` makes one up) |
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class Settings(BaseModel):
     heartbeat_throttle_ms: int = 50
     """At most one heartbeat per running activity this often: the abort latency bound,
     against one RPC per running activity per interval."""
+    api_tokens: dict[str, str] = {}
+    """Bearer token -> user name, for the HTTP API."""
     model_read_timeout_s: float = 120.0
     """Seconds without a byte from the model before the stream counts as hung."""
 
@@ -74,6 +77,17 @@ class Settings(BaseModel):
             "heartbeat_timeout_s": float(env.get("DURAGENT_HEARTBEAT_TIMEOUT", "10")),
             "heartbeat_throttle_ms": int(env.get("DURAGENT_HEARTBEAT_THROTTLE_MS", "50")),
             "model_read_timeout_s": float(env.get("DURAGENT_MODEL_READ_TIMEOUT", "120")),
+            "api_tokens": parse_tokens(env.get("DURAGENT_API_TOKENS", "")),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
+
+
+def parse_tokens(spec: str) -> dict[str, str]:
+    """`"tok1=alice,tok2=bob"` -> {"tok1": "alice", "tok2": "bob"}; a bare token is user
+    `default`."""
+    tokens: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        token, _, user = part.partition("=")
+        tokens[token] = user or "default"
+    return tokens

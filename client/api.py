@@ -27,6 +27,8 @@ from client.connection import connect_temporal, open_store
 from client.errors import (
     InvalidChange,
     InvalidPrompt,
+    QueueItemNotFound,
+    QueueItemNotPending,
     SessionBusy,
     SessionIdle,
     SessionNotFound,
@@ -42,6 +44,7 @@ from domain.entries import (
     SessionEntry,
     SessionInfoEntry,
 )
+from domain.guidance import GuidanceIntent, GuidanceItem, classify
 from domain.input import PromptInput, normalize_prompt_input
 from domain.messages import AgentMessage, TextContent, UserMessage, text_of
 from domain.queues import QueuedMessage
@@ -384,9 +387,80 @@ class DuragentClient:
         with self.db.transaction() as db:
             return input_queue.list_items(db, session_id, kind="next_turn")
 
+    # The input queue and runtime guidance (seed 001) -------------------------------------
+
+    async def send_input(
+        self, session_id: str, text: str, *, guidance: bool = False
+    ) -> RunHandle | QueueItem:
+        """What a chat box does: an idle session starts a run; a busy one queues the input
+        (as guidance for the run, if asked) and never cancels or starts a run."""
+        if not guidance and await self._open_run(session_id) is None:
+            with contextlib.suppress(SessionBusy):
+                return await self.prompt(session_id, text)
+        item = self.next_turn(session_id, text)
+        return await self.guide(session_id, item.id) if guidance else item
+
+    def queue_items(self, session_id: str, *, status: str | None = "pending") -> list[QueueItem]:
+        self.get_session(session_id)
+        with self.db.transaction() as db:
+            return input_queue.list_items(db, session_id, status=status)
+
+    def queue_item(self, session_id: str, item_id: str) -> QueueItem:
+        with self.db.transaction() as db:
+            item = input_queue.get_item(db, item_id)
+        if item is None or item.session_id != session_id:
+            raise QueueItemNotFound(session_id, item_id)
+        return item
+
+    async def guide(
+        self, session_id: str, item_id: str, *, intent: GuidanceIntent | None = None
+    ) -> QueueItem:
+        """Turn a pending item into guidance for the session's run in progress; the run
+        takes it at its nearest safe point. Guiding the same item twice delivers it once."""
+        item = self.queue_item(session_id, item_id)
+        handle = await self._open_run(session_id)
+        run_id = await self._run_id(handle) if handle else None
+        if handle is None or run_id is None:
+            raise SessionIdle(session_id, "take guidance")
+        if not (item.kind == "guidance" and item.run_id == run_id and item.status == "pending"):
+            with self.db.transaction() as db:
+                if not input_queue.guide(db, item_id, run_id):
+                    raise QueueItemNotPending(item_id, self.queue_item(session_id, item_id).status)
+        guidance = GuidanceItem(id=item.id, text=item.text, intent=intent or classify(item.text))
+        try:
+            await handle.signal(SessionRun.guidance, guidance)
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            with self.db.transaction() as db:  # the run ended meanwhile: keep the input
+                input_queue.release_guidance(db, run_id)
+            raise SessionIdle(session_id, "take guidance") from err
+        return self.queue_item(session_id, item_id)
+
+    def edit_queue_item(self, session_id: str, item_id: str) -> str:
+        """Take an item back to edit it: it is cancelled and its text returned."""
+        self._cancel_item(session_id, item_id)
+        return self.queue_item(session_id, item_id).text
+
+    def delete_queue_item(self, session_id: str, item_id: str) -> None:
+        self._cancel_item(session_id, item_id)
+
+    def _cancel_item(self, session_id: str, item_id: str) -> None:
+        item = self.queue_item(session_id, item_id)
+        with self.db.transaction() as db:
+            if not input_queue.cancel(db, item_id):
+                raise QueueItemNotPending(item_id, item.status)
+
+    async def _run_id(self, handle: WorkflowHandle[SessionRun, RunResult]) -> str | None:
+        with contextlib.suppress(RPCError):
+            view: RunView = await handle.query(SessionRun.state)
+            return view.run_id
+        return None
+
     async def abort(self, session_id: str) -> RunResult:
-        """Abort the open run: running tools are killed, finished results kept, queued
-        steering and follow-ups dropped and returned in the result."""
+        """Abort (stop) the open run: running tools are killed, finished results kept,
+        queued steering and follow-ups dropped and returned in the result, and the
+        session's pending input-queue items cancelled."""
         handle = await self._open_run(session_id)
         if handle is None:
             raise SessionIdle(session_id, "abort")

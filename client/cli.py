@@ -196,6 +196,76 @@ def next_turn(
 
 
 @app.command()
+def send(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    text: Annotated[str, typer.Argument(help="The input.")],
+    guide: Annotated[bool, typer.Option(help="Busy session: send it as guidance.")] = False,
+) -> None:
+    """Send input as a chat box does: an idle session starts a run, a busy one queues it."""
+    settings: Settings = ctx.obj
+
+    async def main() -> None:
+        async with local_services(settings, _announce) as ready:
+            client = await DuragentClient.connect(ready)
+            sent = await client.send_input(session, text, guidance=guide)
+            if isinstance(sent, RunHandle):
+                console.print(
+                    f"started run {sent.run_id}; follow it with: duragent status {session}"
+                )
+            else:
+                console.print(f"queued ({sent.kind}): {sent.id}")
+
+    _run(main())
+
+
+@app.command()
+def guide(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    item_or_text: Annotated[str, typer.Argument(help="A queued item's id, or new text.")],
+    intent: Annotated[
+        str | None, typer.Option(help="interrupt or supplement (default: from the text).")
+    ] = None,
+) -> None:
+    """Send guidance to the running agent: taken at its nearest safe point."""
+
+    async def main() -> None:
+        client = await DuragentClient.connect(ctx.obj)
+        pending = {item.id for item in client.queue_items(session)}
+        item_id = (
+            item_or_text if item_or_text in pending else client.next_turn(session, item_or_text).id
+        )
+        if intent not in (None, "interrupt", "supplement"):
+            raise typer.BadParameter("--intent is interrupt or supplement")
+        item = await client.guide(session, item_id, intent=intent)  # type: ignore[arg-type]
+        console.print(f"guidance sent: {item.id}")
+
+    _run(main())
+
+
+@app.command()
+def queue(
+    ctx: typer.Context,
+    args: Annotated[list[str], typer.Argument(help="SESSION, or: rm SESSION ITEM")],
+) -> None:
+    """List a session's pending input (`queue SESSION`) or delete one (`queue rm SESSION ITEM`)."""
+    client = _store_client(ctx.obj)
+    try:
+        if args[0] == "rm" and len(args) == 3:
+            client.delete_queue_item(args[1], args[2])
+            console.print(f"deleted {args[2]}")
+            return
+        if len(args) != 1:
+            raise typer.BadParameter("expected SESSION, or rm SESSION ITEM")
+        for item in client.queue_items(args[0]):
+            console.print(f"{item.id}  {item.kind:<9} {escape(item.text)}")
+    except DuragentError as error:
+        err.print(f"[red]error:[/] {escape(str(error))}")
+        raise typer.Exit(2) from None
+
+
+@app.command()
 def configure(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session id.")],
@@ -354,6 +424,40 @@ def offline_model(
 
 
 @app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    worker: Annotated[
+        bool, typer.Option(help="Run a worker in this process when none is polling.")
+    ] = True,
+) -> None:
+    """Serve the HTTP API (OpenAPI at /docs). Tokens come from DURAGENT_API_TOKENS; with
+    none set, one is made up and printed."""
+    import secrets
+
+    import uvicorn
+
+    from api.app import create_app
+
+    settings: Settings = ctx.obj
+    tokens = settings.api_tokens
+    if not tokens:
+        tokens = {secrets.token_urlsafe(24): "default"}
+        _announce(f"API token (user default): {next(iter(tokens))}")
+
+    async def main() -> None:
+        async with local_services(settings, _announce, worker=worker) as ready:
+            client = await DuragentClient.connect(ready)
+            config = uvicorn.Config(create_app(client, tokens), host=host, port=port)
+            _announce(f"HTTP API on http://{host}:{port} (docs at /docs)")
+            await uvicorn.Server(config).serve()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        _run(main())
+
+
+@app.command()
 def sessions(ctx: typer.Context) -> None:
     """List sessions, most recently active first."""
     settings: Settings = ctx.obj
@@ -405,6 +509,37 @@ def show(
     console.print(runs)
     for entry in path:
         _print_entry(entry)
+
+
+@app.command()
+def history(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    run: Annotated[str | None, typer.Option("--run", help="Only this run (its run id).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the timelines as JSON.")] = False,
+) -> None:
+    """What happened in a session's runs, read from their Temporal workflow histories:
+    model calls, tool calls, save points, retries, signals and aborts, with their times."""
+    from client.history import render, session_timelines
+
+    settings: Settings = ctx.obj
+    host, _, port = settings.temporal_address.rpartition(":")
+    local = host in ("127.0.0.1", "localhost", "[::1]") and port.isdigit()
+    ui_base = f"http://{host}:{int(port) + 1000}" if local else None  # the dev server's UI
+
+    async def main() -> int:
+        client = await DuragentClient.connect(settings)
+        client.get_session(session)  # SessionNotFound for a wrong id
+        timelines = await session_timelines(client.temporal, session, run, ui_base=ui_base)
+        if as_json:
+            console.out(json.dumps([t.model_dump(mode="json") for t in timelines], indent=2))
+        elif timelines:
+            render(timelines, console)
+        else:
+            err.print(f"no workflow history for {f'run {run}' if run else 'this session'}")
+        return 0 if timelines else 1
+
+    raise typer.Exit(_run(main()))
 
 
 def _print_entry(entry: SessionEntry) -> None:

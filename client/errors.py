@@ -49,3 +49,13 @@ class TemporalUnreachable(DuragentError):
             f"Temporal at {address} is not reachable ({detail.splitlines()[0][:200]}); "
             "start it with `duragent dev-server` or set TEMPORAL_ADDRESS"
         )
+
+
+class QueueItemNotFound(DuragentError, LookupError):
+    def __init__(self, session_id: str, item_id: str) -> None:
+        super().__init__(f"input {item_id!r} does not exist in session {session_id}")
+
+
+class QueueItemNotPending(DuragentError):
+    def __init__(self, item_id: str, status: str) -> None:
+        super().__init__(f"input {item_id!r} is {status}, no longer pending")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import Stack, open_stack
+from support import ApiServer, Stack, open_stack
 from temporal_dev import DevServer
 from temporalio.client import Client
 
@@ -61,3 +61,14 @@ async def stack(
     script = marker.args[0] if marker else {"conversations": {"*": []}}
     async with stack_factory(script) as built:
         yield built
+
+
+@pytest.fixture
+async def api(stack: Stack) -> AsyncIterator[ApiServer]:
+    """The HTTP API over the test's stack (users alice and bob, see `ApiServer`)."""
+    server = ApiServer(stack)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()

@@ -158,3 +158,53 @@ def assert_valid_pairing(path: list[SessionEntry]) -> None:
             )
             assert isinstance(previous, AssistantMessage), "tool result without a tool call"
             assert message.tool_call_id in [c.id for c in previous.tool_calls]
+
+
+class ApiServer:
+    """The HTTP API on a real port, served from the test's own event loop."""
+
+    TOKEN = "test-token"
+    OTHER_TOKEN = "other-token"
+
+    def __init__(self, stack: Stack) -> None:
+        self._stack = stack
+        self._server: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        import socket
+
+        import uvicorn
+
+        from api.app import create_app
+
+        tokens = {self.TOKEN: "alice", self.OTHER_TOKEN: "bob"}
+        app = create_app(self._stack.client, tokens)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.bind(("127.0.0.1", self.port))
+        self.port = sock.getsockname()[1]
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            await asyncio.sleep(0.01)
+
+    async def stop(self) -> None:
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            await self._task
+            self._server = self._task = None
+
+    def client(self, token: str | None = TOKEN) -> Any:
+        import httpx
+
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{self.port}", headers=headers, timeout=30
+        )
+
+
+def run_finished(stack: Stack, session_id: str) -> bool:
+    """The session's latest run exists and is no longer running."""
+    runs = stack.client.runs(session_id)
+    return bool(runs) and runs[0].status != "running"

@@ -1,0 +1,1 @@
+"""The HTTP API: sessions, input, the input queue, state and a resumable event stream."""

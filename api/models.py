@@ -1,0 +1,86 @@
+"""Request and response bodies of the HTTP API."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from domain.guidance import GuidanceIntent
+from store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateSession(_Body):
+    name: str | None = None
+    workspace: str | None = None
+    model: str | None = None
+    system_prompt: str | None = None
+
+
+class SendInput(_Body):
+    text: str = Field(min_length=1)
+    guidance: bool = False
+    """Busy session: send it to the run as guidance instead of queueing it."""
+    intent: GuidanceIntent | None = None
+    """For guidance: `interrupt` or `supplement`; default: classified from the text."""
+
+
+class InputResult(_Body):
+    action: Literal["started", "queued"]
+    run_id: str | None = None
+    item: QueueItem | None = None
+
+
+class QueueInput(_Body):
+    text: str = Field(min_length=1)
+    kind: Literal["next_turn", "guidance"] = "next_turn"
+    intent: GuidanceIntent | None = None
+
+
+class QueueAction(_Body):
+    action: Literal["edit", "guide"]
+    """edit: cancel the item and get its text back; guide: send it to the run in progress."""
+    intent: GuidanceIntent | None = None
+
+
+class QueueActionResult(_Body):
+    item: QueueItem
+    text: str | None = None
+    """For edit: the text to put back in the input box."""
+
+
+class SessionView(_Body):
+    session: SessionRecord
+    phase: str
+
+
+class RunView(_Body):
+    phase: str
+    latest: RunRecord | None
+
+
+class SessionState(_Body):
+    """Everything a UI needs to rebuild itself, incrementally from two cursors."""
+
+    messages: list[DisplayMessage]
+    activity_events: list[StoredEvent]
+    run: RunView
+    input_queue: list[QueueItem]
+    messages_cursor: int
+    events_cursor: int
+
+
+class StopResult(_Body):
+    run_id: str
+    status: str
+    cancelled_inputs: list[str]
+    cleared_steering: list[str]
+    cleared_follow_ups: list[str]
+
+
+class ErrorBody(_Body):
+    detail: str | dict[str, Any]
