@@ -59,6 +59,16 @@ async def abort_mid_tool(stack: Stack, session_id: str) -> None:
     await stack.client.abort(session_id)
 
 
+async def guide_mid_tool(stack: Stack, session_id: str) -> None:
+    run = await stack.client.prompt(session_id, "Build it.")
+    while len(stack.model.requests_for(session_id)) < 1:
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.3)
+    item = stack.client.next_turn(session_id, "Stop, use the cached build instead.")
+    await stack.client.guide(session_id, item.id)
+    await run.result()
+
+
 SCENARIOS = [
     Scenario(
         "tools",
@@ -118,6 +128,18 @@ SCENARIOS = [
             }
         },
         abort_mid_tool,
+    ),
+    Scenario(
+        "guidance",
+        {
+            "conversations": {
+                "*": [
+                    {"reply": [{"tool_use": {"name": "bash", "input": {"command": "sleep 30"}}}]},
+                    {"reply": [{"text": "Using the cached build."}]},
+                ]
+            }
+        },
+        guide_mid_tool,
     ),
 ]
 

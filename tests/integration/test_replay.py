@@ -16,7 +16,7 @@ HISTORIES = sorted((Path(__file__).parents[1] / "histories").glob("*.json"))
 
 
 def test_histories_are_recorded() -> None:
-    assert {p.stem for p in HISTORIES} >= {"tools", "provider_retry", "steer", "abort"}
+    assert {p.stem for p in HISTORIES} >= {"tools", "provider_retry", "steer", "abort", "guidance"}
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
