@@ -185,6 +185,11 @@ class Step(BaseModel):
     stall_after_chunks: int | None = Field(default=None, ge=0)
     hang: bool = False
     wait_for: str | None = Field(default=None, min_length=1)
+    match: str | None = Field(default=None, min_length=1)
+    """A regular expression: this step answers the first request whose last user message
+    matches it, out of order (e.g. a compaction's summary request)."""
+    repeat: bool = False
+    """With `match`: answer every matching request, never used up."""
 
     @model_validator(mode="after")
     def _one_outcome(self) -> Step:

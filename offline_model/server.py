@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import signal
 import socket
 import threading
@@ -81,7 +82,7 @@ class ScriptPlayer:
         self.when_exhausted = script.when_exhausted
         self._template = list(script.conversations.get(TEMPLATE_KEY, []))
         self._steps = {k: list(v) for k, v in script.conversations.items() if k != TEMPLATE_KEY}
-        self._cursors: dict[str, int] = {}
+        self._played: dict[str, set[int]] = {}
         self._log: list[RecordedRequest] = []
         self._open_gates: set[str] = set()
 
@@ -91,15 +92,23 @@ class ScriptPlayer:
             self._steps[key] = list(self._template)
         return self._steps[key]
 
-    def take(self, key: str) -> tuple[int, Step] | None:
-        """Consume `key`'s next step: (its index, the step), or None when none are left."""
+    def take(self, key: str, body: JsonObject | None = None) -> tuple[int, Step] | None:
+        """Consume a step of `key`: (its index, the step), or None when none are left.
+
+        The first unplayed step whose `match` finds the request's last user text wins;
+        otherwise the first unplayed step without a `match`, in order.
+        """
+        text = _last_user_text(body or {})
         with self._lock:
             steps = self._conversation(key)
-            cursor = self._cursors.get(key, 0)
-            if cursor >= len(steps):
-                return None
-            self._cursors[key] = cursor + 1
-            return cursor, steps[cursor]
+            played = self._played.setdefault(key, set())
+            unplayed = [(i, s) for i, s in enumerate(steps) if i not in played]
+            chosen = next(
+                ((i, s) for i, s in unplayed if s.match and re.search(s.match, text)), None
+            ) or next(((i, s) for i, s in unplayed if not s.match), None)
+            if chosen is not None and not chosen[1].repeat:
+                played.add(chosen[0])
+            return chosen
 
     def add_steps(self, key: str, steps: Sequence[StepInput], *, replace: bool = False) -> int:
         """Queue `steps` for `key` and return how many of its steps are now unplayed.
@@ -112,15 +121,17 @@ class ScriptPlayer:
             if key == TEMPLATE_KEY:
                 self._template = new if replace else self._template + new
                 return len(self._template)
-            cursor = self._cursors.get(key, 0)
+            played = self._played.setdefault(key, set())
             current = self._conversation(key)
-            self._steps[key] = (current[:cursor] if replace else current) + new
-            return len(self._steps[key]) - cursor
+            kept = [s for i, s in enumerate(current) if i in played or not replace]
+            self._steps[key] = kept + new
+            self._played[key] = set(range(len(played))) if replace else played
+            return len(self._steps[key]) - len(self._played[key])
 
     def remaining(self, key: str) -> int:
         """How many of `key`'s steps have not been played yet."""
         with self._lock:
-            return len(self._conversation(key)) - self._cursors.get(key, 0)
+            return len(self._conversation(key)) - len(self._played.get(key, set()))
 
     def record(self, path: str, key: str, body: JsonObject, headers: dict[str, str]) -> int:
         """Log a received request and return its position in the log."""
@@ -303,7 +314,7 @@ def create_app(player: ScriptPlayer, holds: Holds | None = None) -> Starlette:
         return response
 
     async def play(key: str, body: JsonObject, position: int, request_id: str) -> Response:
-        taken = player.take(key)
+        taken = player.take(key, body)
         if taken is None:
             if player.when_exhausted == "error":
                 message = f"The offline script has no more steps for key {key!r}."
@@ -559,3 +570,18 @@ def serve_forever(
             pass
     finally:
         server.stop()
+
+
+def _last_user_text(body: JsonObject) -> str:
+    """The text of the request's last user message (what a step's `match` looks at)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return ""
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return ""
