@@ -23,13 +23,16 @@ from activities.model_turn import ModelTurns
 from activities.snapshots import SnapshotTaker
 from activities.tool_call import ToolCalls
 from activities.tools import ToolRegistry, default_tools
+from activities.tree_ops import TreeOps
 from client.api import DuragentClient
 from client.connection import connect_temporal, open_store
 from client.facade import SessionFacade
 from settings import Settings
 from store.db import Database
+from store.entries import EntryCache
 from workflows.session_changes import SessionChanges
 from workflows.session_run import SessionRun
+from workflows.session_structure import SessionCompaction, SessionNavigation
 
 
 def model_client(settings: Settings) -> anthropic.AsyncAnthropic:
@@ -60,11 +63,15 @@ def build_worker(
     hooks = Extensions(extensions, lambda session_id: SessionFacade(facades, session_id))
     taker = SnapshotTaker(hooks, settings.home / "resources")
     bookkeeping = Bookkeeping(db, hooks, taker)
-    models = ModelTurns(db, model or model_client(settings), registry, hooks, taker)
+    anthropic_client = model or model_client(settings)
+    # Entries and paths read by one activity are there for the next: they never change.
+    cache = EntryCache()
+    models = ModelTurns(db, anthropic_client, registry, hooks, taker, cache)
+    tree = TreeOps(db, anthropic_client, cache)
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[SessionRun, SessionChanges],
+        workflows=[SessionRun, SessionChanges, SessionCompaction, SessionNavigation],
         activities=[
             bookkeeping.start_run,
             bookkeeping.finish_run,
@@ -72,6 +79,12 @@ def build_worker(
             bookkeeping.record_events,
             bookkeeping.take_guidance,
             models.model_turn,
+            tree.plan_compaction,
+            tree.summarize,
+            tree.commit_compaction,
+            tree.plan_navigation,
+            tree.commit_navigation,
+            tree.save_turn,
             ToolCalls(db, registry, hooks).run_tool,
         ],
         activity_executor=ThreadPoolExecutor(max_workers=32),

@@ -11,7 +11,14 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.extensions import Extensions
-from activities.save_point import chain, displayed, keyed, message_events, save_point
+from activities.save_point import (
+    chain,
+    displayed,
+    keyed,
+    message_events,
+    save_point,
+    store_entries,
+)
 from activities.snapshots import SnapshotTaker
 from domain.config import TurnSnapshot
 from domain.context import derive_path_state
@@ -160,7 +167,7 @@ class Bookkeeping:
             done = entries.existing_ids(db, [e.id for e in data.entries])
             flushed = chain(leaf_id, list(data.entries))
             fresh = [e for e in flushed if e.id not in done]
-            entries.insert_entries(db, data.session_id, fresh, run_id=data.run_id)
+            store_entries(db, data.session_id, fresh, data.run_id)
             if flushed:
                 leaf_id = flushed[-1].id
                 sessions.set_leaf(db, data.session_id, leaf_id)
@@ -223,7 +230,7 @@ class Bookkeeping:
             fresh = [e for e in new if e.id not in done]
             if fresh:
                 linked = chain(session.leaf_id, fresh)
-                entries.insert_entries(db, data.session_id, linked)
+                store_entries(db, data.session_id, linked, None)
                 sessions.set_leaf(db, data.session_id, linked[-1].id)
                 display.append_display(db, data.session_id, None, displayed(linked))
             if config != session.config:

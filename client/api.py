@@ -8,6 +8,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from client.connection import connect_temporal, open_store
 from client.errors import (
+    EntryNotInSession,
     InvalidChange,
     InvalidPrompt,
     QueueItemNotFound,
@@ -35,6 +37,7 @@ from client.errors import (
     TemporalUnreachable,
 )
 from domain.changes import ConfigChange, FacadeEntry, SessionChange
+from domain.compaction import CompactionSettings
 from domain.config import QueueMode, SessionConfig, ThinkingLevel
 from domain.context import derive_path_state
 from domain.entries import (
@@ -58,14 +61,18 @@ from domain.runs import (
     RunView,
     session_workflow_id,
 )
+from domain.tree_ops import CompactInput, CompactResult, NavigateInput, NavigateResult
 from settings import Settings
 from store import display, entries, events, input_queue, runs, sessions
 from store.clock import now_ms
 from store.db import Database
+from store.errors import EntryNotFound as StoreEntryNotFound
 from store.errors import SessionNotFound as StoreSessionNotFound
+from store.fork import fork_session
 from store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
 from workflows.session_changes import SessionChanges
 from workflows.session_run import SessionRun
+from workflows.session_structure import SessionCompaction, SessionNavigation
 
 SESSION_ID_ATTR = SearchAttributeKey.for_keyword("DuragentSessionId")
 RUN_ID_ATTR = SearchAttributeKey.for_keyword("DuragentRunId")
@@ -75,6 +82,12 @@ MAX_PROMPT_BYTES = 256 * 1024
 """Prompts enter workflow history once; Temporal warns above 256 KB per payload."""
 
 EVENT_POLL_S = 0.05
+QUERY_TIMEOUT = timedelta(seconds=3)
+"""A query needs a worker; when none answers this soon, the store is asked instead."""
+STRUCTURAL_PHASES: dict[str, Phase] = {
+    "SessionCompaction": "compaction",
+    "SessionNavigation": "branch_summary",
+}
 
 
 @dataclass(frozen=True)
@@ -306,32 +319,136 @@ class DuragentClient:
         return handle if running and described.workflow_type == "SessionRun" else None
 
     async def phase(self, session_id: str) -> Phase:
-        """The session's phase: `idle` unless a run is open."""
-        handle = await self._open_run(session_id)
-        if handle is None:
-            return "idle"
-        phase: Phase = await handle.query(SessionRun.phase)
-        return phase
+        """The session's phase: `idle` unless a run or a structural operation is open."""
+        return (await self.status(session_id)).phase
 
     async def status(self, session_id: str) -> SessionStatus:
-        """Phase, latest config, queued messages and pending writes of a session."""
-        handle = await self._open_run(session_id)
+        """Phase, latest config, queued messages and pending writes of a session.
+
+        A run is asked directly (a query); when no worker answers in time (all are down),
+        the phase comes from the stored run state and the queues are unknown (`run` None).
+        """
         with self.db.transaction() as db:
             session = sessions.require_session(db, session_id)
             waiting = input_queue.list_items(db, session_id, kind="next_turn")
             path = entries.load_path(db, session.leaf_id)
-        if handle is not None:
-            with contextlib.suppress(RPCError):
-                view: RunView = await handle.query(SessionRun.state)
-                return SessionStatus(
-                    phase=view.phase,
-                    config=view.config or session.config,
-                    run=view,
-                    next_turn=waiting,
-                )
+            running = runs.running_runs(db, session_id)
         state = derive_path_state(path, session.config)
         config = session.config.model_copy(update=state.model_dump())
-        return SessionStatus(phase="idle", config=config, run=None, next_turn=waiting)
+        open_type = await self._open_workflow_type(session_id)
+        if open_type in STRUCTURAL_PHASES:
+            return SessionStatus(STRUCTURAL_PHASES[open_type], config, None, waiting)
+        if open_type != "SessionRun":
+            return SessionStatus(phase="idle", config=config, run=None, next_turn=waiting)
+        handle = self.temporal.get_workflow_handle_for(
+            SessionRun.run, session_workflow_id(session_id)
+        )
+        try:
+            view: RunView = await handle.query(SessionRun.state, rpc_timeout=QUERY_TIMEOUT)
+        except RPCError:
+            phase: Phase = running[0].phase if running else "turn"
+            return SessionStatus(phase=phase, config=config, run=None, next_turn=waiting)
+        return SessionStatus(view.phase, view.config or config, view, waiting)
+
+    async def _open_workflow_type(self, session_id: str) -> str | None:
+        """The type of the workflow open under the session's id, if any."""
+        handle = self.temporal.get_workflow_handle(session_workflow_id(session_id))
+        try:
+            described = await handle.describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise
+        return (
+            described.workflow_type if described.status == WorkflowExecutionStatus.RUNNING else None
+        )
+
+    # The session tree (seed 000 / 004): compaction, navigation, forks, labels ---------
+
+    async def compact(
+        self,
+        session_id: str,
+        *,
+        instructions: str | None = None,
+        settings: CompactionSettings | None = None,
+    ) -> CompactResult:
+        """Compact an idle session now (`SessionBusy` while a run is open)."""
+        data = CompactInput(
+            session_id=session_id,
+            op_id=uuid.uuid4().hex,
+            instructions=instructions,
+            settings=settings or CompactionSettings(),
+        )
+        handle = await self._structural(session_id, SessionCompaction.run, data, "compaction")
+        result: CompactResult = await handle.result()
+        return result
+
+    async def navigate(
+        self,
+        session_id: str,
+        entry_id: str,
+        *,
+        summarize: bool = False,
+        instructions: str | None = None,
+    ) -> NavigateResult:
+        """Move the session's leaf to `entry_id` (a user message: to its parent, and its
+        text comes back for editing), optionally summarising the branch left behind."""
+        with self.db.transaction() as db:
+            if not entries.belongs_to(db, entry_id, session_id):
+                self.get_session(session_id)
+                raise EntryNotInSession(session_id, entry_id)
+        data = NavigateInput(
+            session_id=session_id,
+            op_id=uuid.uuid4().hex,
+            target_entry_id=entry_id,
+            summarize=summarize,
+            instructions=instructions,
+        )
+        handle = await self._structural(session_id, SessionNavigation.run, data, "navigation")
+        result: NavigateResult = await handle.result()
+        return result
+
+    async def _structural(self, session_id: str, run: Any, data: Any, kind: str) -> Any:
+        """Start a structural operation under the session's id: refused while busy."""
+        self.get_session(session_id)
+        try:
+            return await self.temporal.start_workflow(
+                run,
+                data,
+                id=session_workflow_id(session_id),
+                task_queue=self.settings.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(SESSION_ID_ATTR, session_id),
+                        SearchAttributePair(KIND_ATTR, kind),
+                    ]
+                ),
+                memo={"kind": kind},
+            )
+        except WorkflowAlreadyStartedError as err:
+            raise await self._busy(session_id) from err
+
+    def fork(self, session_id: str, entry_id: str, *, name: str | None = None) -> SessionRecord:
+        """A new session continuing from `entry_id` of this one (its path copied)."""
+        self.get_session(session_id)
+        with self.db.transaction() as db:
+            try:
+                return fork_session(db, session_id, entry_id, name=name)
+            except StoreEntryNotFound as err:
+                raise EntryNotInSession(session_id, entry_id) from err
+
+    def labels(self, session_id: str) -> dict[str, str]:
+        """Each labelled entry's current label (the latest label entry for it wins)."""
+        found: dict[str, str] = {}
+        for entry in self.entries(session_id):
+            if isinstance(entry, LabelEntry):
+                if entry.label:
+                    found[entry.target_id] = entry.label
+                else:
+                    found.pop(entry.target_id, None)
+        return found
 
     # Steering a run ------------------------------------------------------------------
 
@@ -596,8 +713,9 @@ class DuragentClient:
     ) -> AsyncIterator[StoredEvent]:
         """Run events after the cursor `after`, in order.
 
-        With `follow`, keep waiting for new ones until `agent_end` of `run_id` (or of
-        any run, when no run id is given) has been yielded.
+        Without `follow`, every event stored so far. With `follow`, keep waiting for new
+        ones until `agent_end` of `run_id` (or of any run, when no run id is given) has
+        been yielded.
         """
         self.get_session(session_id)
         cursor = after
@@ -610,21 +728,23 @@ class DuragentClient:
                     yield event
                     if follow and event.type == "agent_end":
                         return
-            if not follow:
-                return
             if not batch:
+                if not follow:
+                    return
                 await asyncio.sleep(EVENT_POLL_S)
 
     async def _busy(self, session_id: str) -> SessionBusy:
         workflow_id = session_workflow_id(session_id)
         run_id: str | None = None
+        kind = "run"
         try:
             described = await self.temporal.get_workflow_handle(workflow_id).describe()
             memo = await described.memo()
             run_id = str(memo.get("run_id")) if memo.get("run_id") else None
+            kind = str(memo.get("kind") or kind)
         except RPCError:
             pass
-        return SessionBusy(session_id, run_id, workflow_id)
+        return SessionBusy(session_id, run_id, workflow_id, kind)
 
 
 def _first_line(messages: Sequence[AgentMessage]) -> str:

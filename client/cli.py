@@ -15,11 +15,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from client.api import DuragentClient, RunHandle
-from client.errors import DuragentError
+from client.errors import DuragentError, EntryNotInSession
 from client.render import EventPrinter
 from client.services import ensure_model, ensure_temporal, local_services
+from domain.compaction import CompactionSettings
 from domain.config import SessionConfig
-from domain.entries import MessageEntry, SessionEntry
+from domain.entries import CompactionEntry, LeafEntry, MessageEntry, SessionEntry
 from domain.messages import AssistantMessage, ToolResultMessage, text_of
 from settings import Settings
 
@@ -540,6 +541,146 @@ def history(
         return 0 if timelines else 1
 
     raise typer.Exit(_run(main()))
+
+
+@app.command()
+def tree(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+) -> None:
+    """The session's tree of entries: branches, labels, compactions; the leaf marked."""
+    client = _store_client(ctx.obj)
+    try:
+        record = client.get_session(session)
+        entries = client.entries(session)
+    except DuragentError as error:
+        err.print(f"[red]error:[/] {escape(str(error))}")
+        raise typer.Exit(2) from None
+    labels = client.labels(session)
+    children: dict[str | None, list[SessionEntry]] = {}
+    for entry in entries:
+        if entry.type != "label":
+            children.setdefault(entry.parent_id, []).append(entry)
+
+    def walk(parent: str | None, depth: int) -> None:
+        for entry in children.get(parent, []):
+            mark = " [bold magenta]<- leaf[/]" if entry.id == record.leaf_id else ""
+            label = f" [green]\\[{escape(labels[entry.id])}][/]" if entry.id in labels else ""
+            console.print(f"{'  ' * depth}{entry.id[:12]} {escape(_one_line(entry))}{label}{mark}")
+            walk(entry.id, depth + 1 if len(children.get(entry.id, [])) > 1 else depth)
+
+    walk(None, 0)
+
+
+def _one_line(entry: SessionEntry) -> str:
+    if isinstance(entry, MessageEntry):
+        message = entry.message
+        if isinstance(message, AssistantMessage):
+            calls = ", ".join(c.name for c in message.tool_calls)
+            text = text_of(message.content) or (f"calls {calls}" if calls else message.stop_reason)
+            return f"assistant: {text[:70]}"
+        if isinstance(message, ToolResultMessage):
+            return f"{message.tool_name} result{' (error)' if message.is_error else ''}"
+        return f"{message.role}: {text_of(message.content)[:70]}"
+    if isinstance(entry, CompactionEntry):
+        return f"compaction (kept from {entry.first_kept_entry_id[:12]})"
+    if isinstance(entry, LeafEntry):
+        return f"left for {entry.target_id[:12]}"
+    return entry.type
+
+
+@app.command()
+def fork(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    entry: Annotated[str, typer.Argument(help="Entry to fork at (the new session's leaf).")],
+    name: Annotated[str | None, typer.Option(help="Name of the new session.")] = None,
+) -> None:
+    """A new session continuing from ENTRY of SESSION (the workspace is shared)."""
+    client = _store_client(ctx.obj)
+    try:
+        record = client.fork(session, _entry_id(client, session, entry), name=name)
+    except DuragentError as error:
+        err.print(f"[red]error:[/] {escape(str(error))}")
+        raise typer.Exit(2) from None
+    console.print(f"forked: {record.id}")
+
+
+@app.command()
+def label(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    entry: Annotated[str, typer.Argument(help="Entry id (or a unique prefix).")],
+    text: Annotated[str, typer.Argument(help="The label; empty to clear it.")],
+) -> None:
+    """Label an entry of the session (shown by `duragent tree`)."""
+
+    async def main() -> None:
+        async with local_services(ctx.obj, _announce) as ready:
+            client = await DuragentClient.connect(ready)
+            await client.set_label(session, _entry_id(client, session, entry), text or None)
+            console.print("labelled")
+
+    _run(main())
+
+
+@app.command()
+def compact(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    instructions: Annotated[
+        str | None, typer.Option(help="What the summary should focus on.")
+    ] = None,
+    keep: Annotated[int, typer.Option(help="Recent tokens to keep verbatim.")] = 20_000,
+) -> None:
+    """Compact an idle session: older context becomes a summary; the UI keeps it all."""
+
+    async def main() -> int:
+        async with local_services(ctx.obj, _announce) as ready:
+            client = await DuragentClient.connect(ready)
+            settings = CompactionSettings(keep_recent_tokens=keep)
+            result = await client.compact(session, instructions=instructions, settings=settings)
+            if not result.compacted:
+                console.print(result.reason)
+                return 1
+            console.print(f"compacted ({result.tokens_before} tokens before): {result.entry_id}")
+            return 0
+
+    raise typer.Exit(_run(main()))
+
+
+@app.command()
+def goto(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    entry: Annotated[str, typer.Argument(help="Entry id (or a unique prefix).")],
+    summarize: Annotated[
+        bool, typer.Option(help="Summarise the branch left behind for the model.")
+    ] = False,
+) -> None:
+    """Move the session's leaf to ENTRY (idle only). A user message: its parent, and its
+    text is printed to edit and send again."""
+
+    async def main() -> None:
+        async with local_services(ctx.obj, _announce) as ready:
+            client = await DuragentClient.connect(ready)
+            moved = await client.navigate(
+                session, _entry_id(client, session, entry), summarize=summarize
+            )
+            console.print(f"leaf: {moved.leaf_id}")
+            if moved.edit_text is not None:
+                console.print(f"edit and send again: {escape(moved.edit_text)}")
+
+    _run(main())
+
+
+def _entry_id(client: DuragentClient, session: str, prefix: str) -> str:
+    """The entry `prefix` names (ids are long; `tree` shows their first 12 characters)."""
+    matches = [e.id for e in client.entries(session) if e.id.startswith(prefix)]
+    if len(matches) != 1:
+        found = "no entry" if not matches else f"{len(matches)} entries"
+        raise EntryNotInSession(session, f"{prefix}* ({found})")
+    return matches[0]
 
 
 def _print_entry(entry: SessionEntry) -> None:

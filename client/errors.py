@@ -10,8 +10,10 @@ class DuragentError(Exception):
 class SessionBusy(DuragentError):
     """The session already has an open run (or compaction, or navigation)."""
 
-    def __init__(self, session_id: str, run_id: str | None, workflow_id: str) -> None:
-        running = f"run {run_id}" if run_id else "an operation"
+    def __init__(
+        self, session_id: str, run_id: str | None, workflow_id: str, kind: str = "run"
+    ) -> None:
+        running = f"run {run_id}" if run_id else f"a {kind}"
         super().__init__(
             f"session {session_id} is busy: {running} is in progress (workflow {workflow_id}); "
             "wait for it, steer it, or abort it"
@@ -59,3 +61,8 @@ class QueueItemNotFound(DuragentError, LookupError):
 class QueueItemNotPending(DuragentError):
     def __init__(self, item_id: str, status: str) -> None:
         super().__init__(f"input {item_id!r} is {status}, no longer pending")
+
+
+class EntryNotInSession(DuragentError, LookupError):
+    def __init__(self, session_id: str, entry_id: str) -> None:
+        super().__init__(f"entry {entry_id!r} is not in session {session_id}")

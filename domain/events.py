@@ -94,6 +94,7 @@ class ToolExecutionEnd(_Event):
     tool_name: str
     result: ToolResult
     duration_ms: int
+    attempt: int = 1
 
 
 class SavePoint(_Event):
@@ -156,6 +157,37 @@ class RuntimeGuidanceReplanBeforeTools(_Event):
     skipped: list[str]
 
 
+class CompactionStarted(_Event):
+    type: Literal["compaction_start"] = "compaction_start"
+    reason: str
+    """manual, auto (the context neared the window) or overflow (the provider refused it)."""
+    tokens_before: int
+
+
+class CompactionEnded(_Event):
+    type: Literal["compaction_end"] = "compaction_end"
+    entry_id: str
+    tokens_before: int
+    summary_chars: int
+    first_kept_entry_id: str
+
+
+class BranchSummarized(_Event):
+    type: Literal["branch_summary"] = "branch_summary"
+    entry_id: str
+    from_entry_id: str
+    summary_chars: int
+
+
+class ContinuedAsNew(_Event):
+    """The run's workflow continued as a new execution (same run, fresh history)."""
+
+    type: Literal["continued_as_new"] = "continued_as_new"
+    turn: int
+    history_events: int
+    history_bytes: int
+
+
 class PhaseChanged(_Event):
     type: Literal["phase_changed"] = "phase_changed"
     phase: str
@@ -182,7 +214,11 @@ HarnessEvent = Annotated[
     | QueueConsumed
     | RunAborted
     | RuntimeGuidanceInjected
-    | RuntimeGuidanceReplanBeforeTools,
+    | RuntimeGuidanceReplanBeforeTools
+    | CompactionStarted
+    | CompactionEnded
+    | BranchSummarized
+    | ContinuedAsNew,
     Field(discriminator="type"),
 ]
 
@@ -203,7 +239,11 @@ RunEventPayload = Annotated[
     | QueueConsumed
     | RunAborted
     | RuntimeGuidanceInjected
-    | RuntimeGuidanceReplanBeforeTools,
+    | RuntimeGuidanceReplanBeforeTools
+    | CompactionStarted
+    | CompactionEnded
+    | BranchSummarized
+    | ContinuedAsNew,
     Field(discriminator="type"),
 ]
 

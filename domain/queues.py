@@ -29,10 +29,11 @@ def drain(queue: list[QueuedMessage], mode: QueueMode) -> list[QueuedMessage]:
     return taken
 
 
-def enqueue(queue: list[QueuedMessage], item: QueuedMessage, seen: set[str]) -> bool:
-    """Append unless an item with this id was ever queued; True if appended."""
+def enqueue(queue: list[QueuedMessage], item: QueuedMessage, seen: dict[str, None]) -> bool:
+    """Append unless an item with this id was ever queued; True if appended. `seen` is a
+    dict (ordered, unlike a set) so that workflow code iterating it is deterministic."""
     if item.id in seen:
         return False
-    seen.add(item.id)
+    seen[item.id] = None
     queue.append(item)
     return True

@@ -6,9 +6,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.config import SessionConfig
+from domain.compaction import CompactionSettings
+from domain.config import SessionConfig, SnapshotRef
 from domain.entries import SessionEntry
 from domain.guidance import GuidanceItem
+from domain.hooks import NextTurn
 from domain.messages import AgentMessage, Usage
 from domain.queues import QueuedMessage
 
@@ -50,6 +52,42 @@ class RunOptions(BaseModel):
     """Retryable provider failures (429, 529, 5xx, network) per turn before the run fails."""
     provider_backoff_s: float = 2.0
     """First backoff when the provider gives no retry-after; doubles each attempt."""
+    compaction: CompactionSettings = Field(default_factory=CompactionSettings)
+    continue_as_new_after_turns: int = 300
+    """Continue as new after this many turns in one execution (about 3,600 history
+    events), or sooner when Temporal suggests it, at a quiet boundary."""
+
+
+class InboxState(BaseModel):
+    """Queued steering and follow-ups, pending writes, latest config, guidance."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steering: list[QueuedMessage] = Field(default_factory=list)
+    follow_ups: list[QueuedMessage] = Field(default_factory=list)
+    pending_writes: list[SessionEntry] = Field(default_factory=list)
+    config: SessionConfig | None = None
+    session_config_changed: bool = False
+    guidance: list[GuidanceItem] = Field(default_factory=list)
+    arrivals: dict[str, str] = Field(default_factory=dict)
+    seen: list[str] = Field(default_factory=list)
+    """Recent message ids, so a resent message is still recognised after the move."""
+
+
+class CarriedState(BaseModel):
+    """What a run carries into its next execution when it continues as new."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int
+    leaf_id: str
+    snapshot: SnapshotRef
+    usage: Usage
+    hooks: list[str] = Field(default_factory=list)
+    override: NextTurn | None = None
+    last_assistant_id: str | None = None
+    executions: int = 1
+    inbox: InboxState
 
 
 class RunInput(BaseModel):
@@ -67,6 +105,8 @@ class RunInput(BaseModel):
     options: RunOptions = Field(default_factory=RunOptions)
     max_turns: int | None = None
     """Stop (status completed, stop reason noted) after this many turns; None: no limit."""
+    carried: CarriedState | None = None
+    """Set when this execution continues the run from an earlier one."""
 
 
 class RunResult(BaseModel):

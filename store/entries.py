@@ -159,3 +159,16 @@ def list_entries(db: Session, session_id: str) -> list[SessionEntry]:
         select(EntryRow).where(EntryRow.session_id == session_id).order_by(EntryRow.seq)
     )
     return [_entry(row) for row in rows]
+
+
+def get_entries(db: Session, ids: Sequence[str]) -> list[SessionEntry]:
+    if not ids:
+        return []
+    return [_entry(row) for row in db.scalars(select(EntryRow).where(EntryRow.id.in_(list(ids))))]
+
+
+def belongs_to(db: Session, entry_id: str, session_id: str) -> bool:
+    found = db.scalar(
+        select(EntryRow.id).where(EntryRow.id == entry_id, EntryRow.session_id == session_id)
+    )
+    return found is not None

@@ -17,7 +17,12 @@ with workflow.unsafe.imports_passed_through():
     from domain.entries import MessageEntry, SessionEntry
     from domain.guidance import GuidanceIntent, GuidanceItem
     from domain.queues import QueuedMessage, drain, enqueue
+    from domain.runs import InboxState
     from domain.turns import QueueConsumption
+
+
+SEEN_CARRIED = 1000
+"""How many recent message ids a continued run keeps for deduplication."""
 
 
 class Inbox:
@@ -31,7 +36,7 @@ class Inbox:
         self.arrivals: dict[str, str] = {}
         """When each guidance item arrived: during the `model` call, the `tools`, or `between`."""
         self.activity = "between"
-        self._seen: set[str] = set()
+        self._seen: dict[str, None] = {}
 
     def steer(self, item: QueuedMessage) -> None:
         enqueue(self.steering, item, self._seen)
@@ -42,7 +47,7 @@ class Inbox:
     def guide(self, item: GuidanceItem) -> None:
         if item.id in self._seen:
             return
-        self._seen.add(item.id)
+        self._seen[item.id] = None
         self.guidance.append(item)
         self.arrivals[item.id] = self.activity
 
@@ -59,7 +64,7 @@ class Inbox:
     def change(self, change: SessionChange) -> None:
         if change.id in self._seen:
             return
-        self._seen.add(change.id)
+        self._seen[change.id] = None
         self.pending_writes += change.all_entries()
         if change.config is not None and self.config is not None:
             self.config = change.config.apply(self.config)
@@ -82,6 +87,29 @@ class Inbox:
         steering, follow_ups = self.steering, self.follow_ups
         self.steering, self.follow_ups = [], []
         return steering, follow_ups
+
+    def export(self) -> InboxState:
+        """Everything held, for the run's next execution (continue-as-new)."""
+        return InboxState(
+            steering=self.steering,
+            follow_ups=self.follow_ups,
+            pending_writes=self.pending_writes,
+            config=self.config,
+            session_config_changed=self.session_config_changed,
+            guidance=self.guidance,
+            arrivals={i.id: self.arrivals.get(i.id, "between") for i in self.guidance},
+            seen=list(self._seen)[-SEEN_CARRIED:],
+        )
+
+    @classmethod
+    def restore(cls, state: InboxState) -> Inbox:
+        inbox = cls()
+        inbox.steering, inbox.follow_ups = list(state.steering), list(state.follow_ups)
+        inbox.pending_writes, inbox.config = list(state.pending_writes), state.config
+        inbox.session_config_changed = state.session_config_changed
+        inbox.guidance, inbox.arrivals = list(state.guidance), dict(state.arrivals)
+        inbox._seen = dict.fromkeys(state.seen)
+        return inbox
 
     def _mode(self, queue: str) -> QueueMode:
         if self.config is None:

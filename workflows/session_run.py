@@ -13,16 +13,18 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 from functools import partial
-from typing import Literal
+from typing import Literal, NoReturn
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, FailureError
 
 with workflow.unsafe.imports_passed_through():
     from domain.changes import SessionChange
+    from domain.compaction import CHARS_PER_TOKEN, context_window_of
     from domain.config import SnapshotRef
     from domain.entries import CustomMessageEntry, SessionEntry
     from domain.events import (
+        ContinuedAsNew,
         PhaseChanged,
         RetryScheduled,
         RunEventPayload,
@@ -34,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from domain.messages import AssistantMessage, TextContent, ToolResultMessage, Usage
     from domain.queues import QueuedMessage
     from domain.runs import (
+        CarriedState,
         Phase,
         RunInput,
         RunResult,
@@ -42,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         session_workflow_id,
     )
     from domain.tools import ToolCallRef
+    from domain.tree_ops import CompactResult, SaveTurnInput
     from domain.turns import (
         CommitSlot,
         FinishRunInput,
@@ -57,9 +61,15 @@ with workflow.unsafe.imports_passed_through():
     )
 
 from workflows import steps
+from workflows.compaction import compact
 from workflows.hook_runner import HookError, HookRunner
 from workflows.inbox import Inbox, queued_entries
 from workflows.tool_batch import BatchResult, Skipped, ToolRun, run_tool_calls
+
+# Below Temporal's suggestion (4,096 events, 4 MB) by more than a turn's worth, so every
+# execution's history stays under it.
+CONTINUE_AT_EVENTS = 3_500
+CONTINUE_AT_BYTES = 3_500_000
 
 ABORT_NOTE = (
     "The user aborted the run here. Tool calls that had not finished were stopped; "
@@ -82,6 +92,10 @@ class SessionRun:
         self._unsaved: list[TurnCommit] = []
         self._current: tuple[str, list[ToolCallRef], list[str]] | None = None
         self._usage = Usage()
+        self._first_turn = 0
+        self._executions = 1
+        self._hook_paths: list[str] = []
+        self._last_assistant: str | None = None
 
     # Signals and queries: clients steer the run; none of these need the run idle.
 
@@ -133,45 +147,23 @@ class SessionRun:
             return await self._abort()
 
     async def _loop(self, run: RunInput) -> RunResult:
-        try:
-            started = await steps.start_run(
-                StartRunInput(
-                    session_id=run.session_id,
-                    run_id=run.run_id,
-                    workflow_id=session_workflow_id(run.session_id),
-                    kind=run.kind,
-                    prompt=run.prompt,
-                    invocation=run.invocation,
-                    prompt_entry_ids=[self._new_id() for _ in range(max(1, len(run.prompt)))],
-                    timestamp=self._now_ms(),
-                )
-            )
-            hooks = HookRunner(started.workflow_hooks)
-        except FailureError as err:  # e.g. a skill that does not exist
-            if _cancelled(err):
-                raise asyncio.CancelledError from err
-            return await self._finish([], "error", _root_message(err), None)
-        except HookError as err:
-            self._leaf = started.leaf_id
-            return await self._finish([], "error", str(err), None)
-        self._leaf, snapshot = started.leaf_id, started.snapshot
-        self._inbox.config = self._inbox.config or started.config
+        if run.carried is not None:
+            snapshot, hooks, override = self._restore(run.carried)
+        else:
+            started = await self._start(run)
+            if isinstance(started, RunResult):
+                return started
+            snapshot, hooks = started
+            override = None
         commit: TurnCommit | None = None
-        override: NextTurn | None = None
         while True:
+            if commit is None:  # input that queued up before this model call
+                commit = await self._waiting_input()
             self._turn += 1
             assistant_id = self._new_id()
             self._current = (assistant_id, [], [])
-            if commit is None and self._inbox.guidance:  # sent before the first model call
-                commit = await self._guided(
-                    TurnCommit(turn=0, slots=[], usage=self._usage), "before_model"
-                )
-            self._unsaved = [commit] if commit else []
-            self._inbox.activity = "model"
-            reply = await self._call_model(snapshot, commit, override)
-            self._inbox.activity = "between"
-            if commit is not None:  # the model activity saved the previous turn first
-                self._leaf, self._unsaved = commit.leaf_after(self._leaf), []
+            reply = await self._model_turn(snapshot, commit, override)
+            commit = None
             if isinstance(reply, ProviderFailure):
                 slot = CommitSlot(
                     entry_id=assistant_id, fallback=self._error_reply(reply, snapshot)
@@ -179,6 +171,7 @@ class SessionRun:
                 commit = self._commit([slot], continues=False)
                 return await self._finish([commit], "error", reply.message, assistant_id)
             self._usage = self._usage.plus(reply.usage)
+            self._last_assistant = assistant_id
             snapshot = reply.snapshot or snapshot
             calls, result_ids = reply.tool_calls, [self._new_id() for _ in reply.tool_calls]
             self._current = (assistant_id, calls, result_ids)
@@ -223,6 +216,165 @@ class SessionRun:
             if stop:
                 commit = commit.model_copy(update={"continues": False})
                 return await self._finish([commit], "completed", None, assistant_id)
+            if self._context_nearly_full(reply, outcomes, snapshot):
+                await self._save(commit)
+                commit = None
+                await self._compact("auto")
+            if self._time_to_continue_as_new():
+                if commit is not None:
+                    await self._save(commit)
+                await self._continue_as_new(snapshot, hooks, override)
+
+    async def _waiting_input(self) -> TurnCommit | None:
+        """Steering, guidance and writes that arrived when no turn could take them (at
+        the start, during a compaction): a commit of their own, ahead of the model call."""
+        queued = self._inbox.take_steering()
+        if not (queued or self._inbox.guidance or self._inbox.pending_writes):
+            return None
+        commit = self._commit([], continues=True, queued=queued)
+        if self._inbox.guidance:
+            commit = await self._guided(commit, "before_model")
+        return commit
+
+    async def _start(self, run: RunInput) -> tuple[SnapshotRef, HookRunner] | RunResult:
+        """Record the run and its prompt; the first snapshot and the workflow hooks."""
+        try:
+            started = await steps.start_run(
+                StartRunInput(
+                    session_id=run.session_id,
+                    run_id=run.run_id,
+                    workflow_id=session_workflow_id(run.session_id),
+                    kind=run.kind,
+                    prompt=run.prompt,
+                    invocation=run.invocation,
+                    prompt_entry_ids=[self._new_id() for _ in range(max(1, len(run.prompt)))],
+                    timestamp=self._now_ms(),
+                )
+            )
+        except FailureError as err:  # e.g. a skill that does not exist
+            if _cancelled(err):
+                raise asyncio.CancelledError from err
+            return await self._finish([], "error", _root_message(err), None)
+        self._leaf = started.leaf_id
+        self._inbox.config = self._inbox.config or started.config
+        self._hook_paths = started.workflow_hooks
+        try:
+            return started.snapshot, HookRunner(started.workflow_hooks)
+        except HookError as err:
+            return await self._finish([], "error", str(err), None)
+
+    def _restore(self, carried: CarriedState) -> tuple[SnapshotRef, HookRunner, NextTurn | None]:
+        """Pick the run up where its previous execution continued as new."""
+        self._turn, self._first_turn = carried.turn, carried.turn
+        self._leaf, self._usage = carried.leaf_id, carried.usage
+        self._last_assistant = carried.last_assistant_id
+        self._executions = carried.executions
+        self._hook_paths = carried.hooks
+        self._inbox = Inbox.restore(carried.inbox)
+        return carried.snapshot, HookRunner(carried.hooks), carried.override
+
+    async def _model_turn(
+        self, snapshot: SnapshotRef, commit: TurnCommit | None, override: NextTurn | None
+    ) -> ModelTurnResult | ProviderFailure:
+        """The model call (which saves `commit` first); a context the provider refuses as
+        too long is compacted and the call tried once more."""
+        self._unsaved = [commit] if commit else []
+        self._inbox.activity = "model"
+        reply = await self._call_model(snapshot, commit, override)
+        if commit is not None:  # the model activity saved the previous turn first
+            self._leaf, self._unsaved = commit.leaf_after(self._leaf), []
+        overflow = isinstance(reply, ProviderFailure) and reply.kind == "context_overflow"
+        compacted = overflow and self._run.options.compaction.enabled
+        if compacted and (await self._compact("overflow")).compacted:
+            reply = await self._call_model(snapshot, None, override)
+        self._inbox.activity = "between"
+        return reply
+
+    def _context_nearly_full(
+        self, reply: ModelTurnResult, outcomes: list[ToolRun], snapshot: SnapshotRef
+    ) -> bool:
+        """Auto-compaction (checked at every save point): the last call's reported tokens
+        plus about a token per four characters of what the turn added."""
+        settings = self._run.options.compaction
+        if not settings.enabled:
+            return False
+        window = settings.context_window or context_window_of(snapshot.model)
+        added = sum(o.content_chars for o in outcomes if isinstance(o, ToolCallOutcome))
+        tokens = reply.usage.total_tokens + added // CHARS_PER_TOKEN
+        return tokens > window - settings.reserve_tokens
+
+    async def _compact(self, reason: str) -> CompactResult:
+        await self._set_phase("compaction")
+        result = await compact(
+            session_id=self._run.session_id,
+            op_id=self._run.run_id,
+            leaf_id=self._leaf,
+            settings=self._run.options.compaction,
+            options=self._run.options,
+            reason=reason,
+        )
+        if result.compacted and result.entry_id:
+            self._leaf = result.entry_id
+        await self._set_phase("turn")
+        return result
+
+    async def _save(self, commit: TurnCommit) -> None:
+        """A save point on its own, for when no model call follows at once."""
+        self._unsaved = [commit]
+        await steps.save_turn(
+            SaveTurnInput(
+                session_id=self._run.session_id,
+                run_id=self._run.run_id,
+                parent_id=self._leaf,
+                commit=commit,
+            )
+        )
+        self._leaf, self._unsaved = commit.leaf_after(self._leaf), []
+
+    def _time_to_continue_as_new(self) -> bool:
+        """Before Temporal would suggest it (4,096 events or 4 MB), or after the
+        configured number of turns in this execution."""
+        info = workflow.info()
+        return (
+            info.is_continue_as_new_suggested()
+            or info.get_current_history_length() >= CONTINUE_AT_EVENTS
+            or info.get_current_history_size() >= CONTINUE_AT_BYTES
+            or self._turn - self._first_turn >= self._run.options.continue_as_new_after_turns
+        )
+
+    async def _continue_as_new(
+        self, snapshot: SnapshotRef, hooks: HookRunner, override: NextTurn | None
+    ) -> NoReturn:
+        """Hand the run to a fresh execution at this quiet boundary: the turn is saved,
+        no tool runs, no handler is mid-way; queues and config travel with it."""
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        info = workflow.info()
+        await steps.record_events(
+            RecordEventsInput(
+                session_id=self._run.session_id,
+                run_id=self._run.run_id,
+                key=f"{self._run.run_id}/continued/{self._turn}",
+                events=[
+                    ContinuedAsNew(
+                        turn=self._turn,
+                        history_events=info.get_current_history_length(),
+                        history_bytes=info.get_current_history_size(),
+                    )
+                ],
+            )
+        )
+        carried = CarriedState(
+            turn=self._turn,
+            leaf_id=self._leaf,
+            snapshot=snapshot,
+            usage=self._usage,
+            hooks=self._hook_paths,
+            override=override,
+            last_assistant_id=self._last_assistant,
+            executions=self._executions + 1,
+            inbox=self._inbox.export(),
+        )
+        workflow.continue_as_new(self._run.model_copy(update={"carried": carried}))
 
     async def _guided(
         self,

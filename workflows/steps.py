@@ -20,6 +20,23 @@ from temporalio.workflow import ActivityCancellationType
 with workflow.unsafe.imports_passed_through():
     from domain.events import PhaseChanged, RetryScheduled, RunEventPayload
     from domain.runs import RunOptions
+    from domain.tree_ops import (
+        COMMIT_COMPACTION,
+        COMMIT_NAVIGATION,
+        PLAN_COMPACTION,
+        PLAN_NAVIGATION,
+        SAVE_TURN,
+        SUMMARIZE,
+        CommitCompactionInput,
+        CommitNavigationInput,
+        NavigateInput,
+        PlanCompactionInput,
+        PlanCompactionResult,
+        PlanNavigationResult,
+        SaveTurnInput,
+        SummarizeInput,
+        SummarizeResult,
+    )
     from domain.turns import (
         APPLY_CHANGES,
         FINISH_RUN,
@@ -147,3 +164,49 @@ def _describe(event: RunEventPayload) -> str:
     if isinstance(event, PhaseChanged):
         return f"phase -> {event.phase}"
     return event.type
+
+
+async def plan_compaction(data: PlanCompactionInput) -> PlanCompactionResult:
+    return await _store_step(PLAN_COMPACTION, data, PlanCompactionResult, "plan compaction")
+
+
+async def summarize(data: SummarizeInput, options: RunOptions) -> SummarizeResult:
+    """The summary model call: a regular activity, like a model turn."""
+    result = await workflow.execute_activity(
+        SUMMARIZE,
+        data,
+        result_type=SummarizeResult,
+        activity_id=f"{data.kind}-summary-{data.entry_id[:8]}",
+        start_to_close_timeout=timedelta(seconds=options.model_timeout_s),
+        heartbeat_timeout=timedelta(seconds=options.model_heartbeat_timeout_s),
+        retry_policy=RetryPolicy(
+            initial_interval=timedelta(seconds=1),
+            maximum_interval=timedelta(seconds=30),
+            maximum_attempts=options.provider_retries + 1,
+        ),
+        cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        summary=f"{data.kind} summary of {len(data.entry_ids)} entries with {data.model}",
+    )
+    return cast(SummarizeResult, result)
+
+
+async def commit_compaction(data: CommitCompactionInput) -> str:
+    return await _store_step(
+        COMMIT_COMPACTION,
+        data,
+        str,
+        f"commit compaction (first kept {data.plan.first_kept_entry_id[:8]})",
+    )
+
+
+async def plan_navigation(data: NavigateInput) -> PlanNavigationResult:
+    summary = f"plan navigation to {data.target_entry_id[:8]}"
+    return await _store_step(PLAN_NAVIGATION, data, PlanNavigationResult, summary)
+
+
+async def commit_navigation(data: CommitNavigationInput) -> str:
+    return await _store_step(COMMIT_NAVIGATION, data, str, "commit navigation")
+
+
+async def save_turn(data: SaveTurnInput) -> str:
+    return await _store_step(SAVE_TURN, data, str, f"save point after turn {data.commit.turn}")

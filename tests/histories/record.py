@@ -22,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent)]
 
 from client.connection import connect_temporal  # noqa: E402
+from domain.compaction import CompactionSettings  # noqa: E402
 from settings import Settings  # noqa: E402
 from support import Stack, open_stack  # noqa: E402
 from temporal_dev import DevServer  # noqa: E402
@@ -68,6 +69,34 @@ async def guide_mid_tool(stack: Stack, session_id: str) -> None:
     await stack.client.guide(session_id, item.id)
     await run.result()
 
+
+async def auto_compaction_and_continue_as_new(stack: Stack, session_id: str) -> None:
+    part = Path(stack.client.get_session(session_id).workspace) / "part.txt"
+    part.write_text("0123456789 " * 400)
+    options = stack.client.default_options().model_copy(
+        update={
+            "continue_as_new_after_turns": 3,
+            "compaction": CompactionSettings(
+                context_window=4500, reserve_tokens=0, keep_recent_tokens=1200
+            ),
+        }
+    )
+    run = await stack.client.prompt(session_id, "Read it, many times.", options=options)
+    await run.result()
+
+
+async def manual_compaction(stack: Stack, session_id: str) -> None:
+    part = Path(stack.client.get_session(session_id).workspace) / "part.txt"
+    part.write_text("0123456789 " * 400)
+    await (await stack.client.prompt(session_id, "Read it twice.")).result()
+    await stack.client.compact(session_id, settings=CompactionSettings(keep_recent_tokens=500))
+
+
+READ_PART = {"reply": [{"tool_use": {"name": "read", "input": {"path": "part.txt"}}}]}
+SUMMARIES = [
+    {"match": "You are compacting", "repeat": True, "reply": [{"text": "## Goal\nRead."}]},
+    {"match": "beginning of a turn", "repeat": True, "reply": [{"text": "Reading."}]},
+]
 
 SCENARIOS = [
     Scenario(
@@ -141,6 +170,16 @@ SCENARIOS = [
         },
         guide_mid_tool,
     ),
+    Scenario(
+        "continue_as_new",
+        {"conversations": {"*": [*SUMMARIES, *[READ_PART] * 7, {"reply": [{"text": "Done."}]}]}},
+        auto_compaction_and_continue_as_new,
+    ),
+    Scenario(
+        "compaction",
+        {"conversations": {"*": [*SUMMARIES, READ_PART, READ_PART, {"reply": [{"text": "ok"}]}]}},
+        manual_compaction,
+    ),
 ]
 
 
@@ -161,11 +200,20 @@ async def record(names: list[str]) -> None:
                     session = stack.client.create_session()
                     async with stack.worker():
                         await scenario.drive(stack, session.id)
-                    handle = temporal.get_workflow_handle(f"session-{session.id}")
-                    history = await handle.fetch_history()
-                    target = HERE / f"{scenario.name}.json"
-                    target.write_text(history.to_json())
-                    print(f"recorded {target.name}: {len(history.events)} events")
+                    executions = [
+                        listed
+                        async for listed in temporal.list_workflows(
+                            f"WorkflowId = 'session-{session.id}'"
+                        )
+                    ]
+                    executions.sort(key=lambda listed: listed.start_time)
+                    for number, listed in enumerate(executions, start=1):
+                        handle = temporal.get_workflow_handle(listed.id, run_id=listed.run_id)
+                        history = await handle.fetch_history()
+                        suffix = f"-{number}" if len(executions) > 1 else ""
+                        target = HERE / f"{scenario.name}{suffix}.json"
+                        target.write_text(history.to_json())
+                        print(f"recorded {target.name}: {len(history.events)} events")
         finally:
             server.stop()
 

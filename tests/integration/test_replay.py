@@ -10,20 +10,30 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from worker import workflow_runner
+from workflows.session_changes import SessionChanges
 from workflows.session_run import SessionRun
+from workflows.session_structure import SessionCompaction, SessionNavigation
 
 HISTORIES = sorted((Path(__file__).parents[1] / "histories").glob("*.json"))
 
 
 def test_histories_are_recorded() -> None:
-    assert {p.stem for p in HISTORIES} >= {"tools", "provider_retry", "steer", "abort", "guidance"}
+    assert {p.stem for p in HISTORIES} >= {
+        "tools",
+        "provider_retry",
+        "steer",
+        "abort",
+        "guidance",
+        "continue_as_new-1",
+        "compaction-1",
+    }
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(f"session-{path.stem}", path.read_text())
     replayer = Replayer(
-        workflows=[SessionRun],
+        workflows=[SessionRun, SessionChanges, SessionCompaction, SessionNavigation],
         data_converter=pydantic_data_converter,
         workflow_runner=workflow_runner(),
     )

@@ -1,0 +1,117 @@
+"""A long horizon: 2,000 turns in one run, with compaction and continue-as-new.
+
+The worker runs in its own process, as in production. Prints the per-turn time around
+turns 10, 1,000 and 2,000, the worker's peak memory, and the largest workflow history
+(events and bytes) among the run's executions.
+
+    python bench/long_horizon.py [--turns 2000]
+
+Last line: `long_horizon: X ratio` (per-turn time at the last turn over turn 10).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import signal
+import subprocess
+import sys
+from typing import Any
+
+from common import ROOT, Bench, bench_stack, median
+
+from domain.compaction import CompactionSettings
+
+
+def script(turns: int) -> dict[str, Any]:
+    steps: list[dict[str, Any]] = [
+        {"match": "You are compacting", "repeat": True, "reply": [{"text": "## Goal\nGo on."}]},
+        {"match": "beginning of a turn", "repeat": True, "reply": [{"text": "Listing."}]},
+    ]
+    steps += [{"reply": [{"tool_use": {"name": "ls", "input": {}}}]} for _ in range(turns - 1)]
+    steps.append({"reply": [{"text": "Done."}]})
+    return {"conversations": {"*": steps}}
+
+
+def spawn_worker(bench: Bench) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    env.update(
+        DURAGENT_HOME=str(bench.home),
+        DURAGENT_DATABASE_URL=bench.settings.database_url,
+        TEMPORAL_ADDRESS=bench.settings.temporal_address,
+        DURAGENT_TASK_QUEUE=bench.settings.task_queue,
+        ANTHROPIC_BASE_URL=bench.model.base_url,
+        PYTHONPATH=str(ROOT),
+    )
+    env.pop("ANTHROPIC_API_KEY", None)
+    return subprocess.Popen(
+        [sys.executable, "-c", "import worker; worker.main()"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def peak_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def around(durations: list[float], turn: int, width: int = 5) -> float:
+    low, high = max(0, turn - width - 1), min(len(durations), turn + width)
+    return median(durations[low:high])
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=2000)
+    args = parser.parse_args()
+    async with bench_stack(script(args.turns)) as bench:
+        worker = spawn_worker(bench)
+        try:
+            session = bench.client.create_session()
+            options = bench.client.default_options().model_copy(
+                update={
+                    "compaction": CompactionSettings(
+                        context_window=12_000, reserve_tokens=0, keep_recent_tokens=3_000
+                    )
+                }
+            )
+            run = await bench.client.prompt(session.id, "list it again and again", options=options)
+            result = await run.result()
+            peak = peak_rss_mb(worker.pid)
+        finally:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+        starts = [
+            e.created_at
+            async for e in bench.client.events(session.id, follow=False)
+            if e.type in ("turn_start", "agent_end")
+        ]
+        durations = [float(b - a) for a, b in itertools.pairwise(starts)]
+        histories = []
+        query = f"WorkflowId = 'session-{session.id}'"
+        async for listed in bench.client.temporal.list_workflows(query):
+            handle = bench.client.temporal.get_workflow_handle(listed.id, run_id=listed.run_id)
+            history = (await handle.fetch_history()).events
+            histories.append((len(history), sum(e.ByteSize() for e in history)))
+    assert result.status == "completed", result.error
+    last = len(durations)
+    print(f"turns: {result.turns}, executions: {len(histories)}")
+    for turn in (10, 1000, last):
+        if turn <= last:
+            print(f"per-turn time around turn {turn}: {around(durations, turn):.1f} ms")
+    print(f"worker peak memory: {peak:.0f} MB")
+    count, size = max(histories)
+    print(f"largest history: {count} events, {size / 1024:.0f} KB")
+    print(f"long_horizon: {around(durations, last) / around(durations, 10):.2f} ratio")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,86 @@
+"""A run without an end: 2,000 turns with compactions and several continue-as-news."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from support import Stack, assert_valid_pairing, eventually
+from temporalio.api.enums.v1 import EventType
+
+from domain.compaction import CompactionSettings
+from domain.entries import CompactionEntry, MessageEntry
+
+TURNS = 2000
+SUGGESTED_EVENTS = 4096
+SUGGESTED_BYTES = 4 * 1024 * 1024
+
+
+def script() -> dict[str, object]:
+    steps: list[dict[str, object]] = [
+        {"match": "You are compacting", "repeat": True, "reply": [{"text": "## Goal\nGo on."}]},
+        {"match": "beginning of a turn", "repeat": True, "reply": [{"text": "Listing."}]},
+    ]
+    steps += [{"reply": [{"tool_use": {"name": "ls", "input": {}}}]} for _ in range(TURNS - 1)]
+    steps.append({"reply": [{"text": "Two thousand turns later."}]})
+    return {"conversations": {"*": steps}}
+
+
+def is_turn(body: dict[str, object]) -> bool:
+    """A model turn's request (not a compaction's summary request)."""
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    return isinstance(messages[0]["content"], list)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.script(script())
+async def test_two_thousand_turns(stack: Stack) -> None:
+    session = stack.client.create_session()
+    options = stack.client.default_options().model_copy(
+        update={
+            "continue_as_new_after_turns": 400,
+            "compaction": CompactionSettings(
+                context_window=12_000, reserve_tokens=0, keep_recent_tokens=3_000
+            ),
+        }
+    )
+    # The worker in its own process, so it does not share a GIL with the model server.
+    worker = stack.spawn_worker()
+    run = await stack.client.prompt(session.id, "list it again and again", options=options)
+    # A steer in the middle of it all still arrives exactly once.
+    await eventually(lambda: stack.model.remaining(session.id) < TURNS // 2, timeout=300)
+    await stack.client.steer(session.id, "halfway there")
+    result = await asyncio.wait_for(run.result(), timeout=400)
+    stack.kill(worker)
+    assert result.status == "completed", result.error
+    assert result.turns == TURNS and result.final_text == "Two thousand turns later."
+
+    # Several executions, every history below what Temporal suggests continuing at.
+    executions = []
+    async for listed in stack.temporal.list_workflows(f"WorkflowId = 'session-{session.id}'"):
+        handle = stack.temporal.get_workflow_handle(listed.id, run_id=listed.run_id)
+        history = await handle.fetch_history()
+        size = sum(e.ByteSize() for e in history.events)
+        executions.append((len(history.events), size, history.events[-1].event_type))
+    assert len(executions) >= 5
+    for count, size, _ in executions:
+        assert count < SUGGESTED_EVENTS and size < SUGGESTED_BYTES
+    continued = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+    assert sum(kind == continued for _, _, kind in executions) == len(executions) - 1
+
+    # The whole session is intact in the store.
+    entries = stack.client.entries(session.id)
+    messages = [e for e in entries if isinstance(e, MessageEntry)]
+    assert len({e.id for e in entries}) == len(entries)
+    assert len(messages) == 1 + 2 * (TURNS - 1) + 1 + 1  # prompt, calls+results, answer, steer
+    assert sum(1 for e in entries if isinstance(e, CompactionEntry)) >= 5
+    path = stack.client.path(session.id)
+    assert_valid_pairing(path)
+    assert [m.id for m in messages] == [e.id for e in path if isinstance(e, MessageEntry)]
+    assert len(stack.client.display_messages(session.id)) == len(messages)
+    turns = [r.body for r in stack.model.requests_for(session.id) if is_turn(r.body)]
+    steered = [b for b in turns if "halfway there" in str(b["messages"][-1])]
+    assert len(steered) == 1
+    run_state = stack.client.run_state(result.run_id)
+    assert run_state is not None and run_state.turns == TURNS
