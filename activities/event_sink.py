@@ -13,8 +13,10 @@ import contextlib
 from collections.abc import Callable
 
 from pydantic import BaseModel
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
+from activities.store_retry import with_store_retries
 from domain.events import MessageUpdate
 from store import events
 from store.db import Database
@@ -58,7 +60,7 @@ class EventSink:
             self._writer = None
         batch, self._pending = self._pending, []
         if batch or also:
-            await asyncio.to_thread(self._write, batch, also)
+            await with_store_retries(lambda: self._write(batch, also), what="writing run events")
 
     async def _write_periodically(self) -> None:
         while not self._closing:
@@ -68,7 +70,11 @@ class EventSink:
                 return
             batch, self._pending = self._pending, []
             if batch:
-                await asyncio.to_thread(self._write, batch, None)
+                try:
+                    await asyncio.to_thread(self._write, batch, None)
+                except (OperationalError, InterfaceError):
+                    # The store is busy: keep the events for the next write.
+                    self._pending = [*batch, *self._pending]
 
     def _write(self, batch: list[BaseModel], also: Extra | None) -> None:
         with self._db.transaction() as db:

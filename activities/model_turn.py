@@ -25,6 +25,7 @@ from activities.heartbeat import heartbeating
 from activities.provider_errors import classify
 from activities.save_point import save_point
 from activities.snapshots import SnapshotTaker
+from activities.store_retry import with_store_retries
 from activities.tools import ToolRegistry
 from domain.config import SnapshotRef, TurnSnapshot
 from domain.context import context_messages, derive_path_state
@@ -49,6 +50,7 @@ class ModelTurns:
         tools: ToolRegistry,
         extensions: Extensions,
         snapshot_taker: SnapshotTaker,
+        cache: entries.EntryCache,
     ) -> None:
         self._db = db
         self._client = client
@@ -57,14 +59,28 @@ class ModelTurns:
         self._taker = snapshot_taker
         # Both are immutable once stored: snapshots are content-addressed, entries final.
         self._snapshots: dict[str, TurnSnapshot] = {}
-        self._entries = entries.EntryCache()
+        self._entries = cache
 
     @activity.defn(name=MODEL_TURN)
     async def model_turn(self, data: ModelTurnInput) -> ModelTurnResult:
-        attempt = activity.info().attempt
-        snapshot, context = await asyncio.to_thread(self._prepare, data)
-        if data.override is not None:
-            snapshot = snapshot.model_copy(update=data.override.model_dump(exclude_none=True))
+        # Heartbeats cover the whole call, store waits included: a slow store must not
+        # look like a dead worker.
+        async with heartbeating():
+            prepared = await with_store_retries(
+                lambda: self._prepare(data), what="saving the turn and reading the context"
+            )
+            snapshot, context, earlier = prepared
+            if earlier is not None:  # an earlier attempt got the whole reply: keep it
+                return self._result(data, snapshot, earlier)
+            if data.override is not None:
+                snapshot = snapshot.model_copy(update=data.override.model_dump(exclude_none=True))
+            message = await self._reply(data, snapshot, context)
+        return self._result(data, snapshot, message)
+
+    async def _reply(
+        self, data: ModelTurnInput, snapshot: TurnSnapshot, context: list[AgentMessage]
+    ) -> AssistantMessage:
+        """Ask the model, streaming deltas to run events; the reply is staged."""
         turn = TurnContext(
             data.session_id,
             data.run_id,
@@ -84,27 +100,31 @@ class ModelTurns:
         skeleton = AssistantMessage(model=snapshot.model, provider="anthropic", timestamp=started)
         sink.add(MessageStart(entry_id=data.entry_id, message=skeleton))
         stream = StreamAccumulator()
-        async with heartbeating():
-            try:
-                await self._stream(params, stream, sink, data.entry_id, attempt)
-            except asyncio.CancelledError:
-                aborted = stream.message(model=snapshot.model, timestamp=started, partial=True)
-                sink.add(MessageEnd(entry_id=data.entry_id, message=aborted))
-                await sink.close(self._stager(data, aborted))
+        try:
+            await self._stream(params, stream, sink, data.entry_id, activity.info().attempt)
+        except asyncio.CancelledError:
+            aborted = stream.message(model=snapshot.model, timestamp=started, partial=True)
+            sink.add(MessageEnd(entry_id=data.entry_id, message=aborted))
+            await sink.close(self._stager(data, aborted))
+            raise
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
                 raise
-            except Exception as exc:
-                failure = classify(exc)
-                if failure is None:
-                    raise
-                failed = skeleton.model_copy(
-                    update={"stop_reason": "error", "error_message": failure.message}
-                )
-                sink.add(MessageEnd(entry_id=data.entry_id, message=failed))
-                await sink.close()
-                raise _provider_error(failure) from exc
+            failed = skeleton.model_copy(
+                update={"stop_reason": "error", "error_message": failure.message}
+            )
+            sink.add(MessageEnd(entry_id=data.entry_id, message=failed))
+            await sink.close()
+            raise _provider_error(failure) from exc
         message = stream.message(model=snapshot.model, timestamp=started)
         sink.add(MessageEnd(entry_id=data.entry_id, message=message))
         await sink.close(self._stager(data, message))
+        return message
+
+    def _result(
+        self, data: ModelTurnInput, snapshot: TurnSnapshot, message: AssistantMessage
+    ) -> ModelTurnResult:
         return ModelTurnResult(
             snapshot=None if snapshot.id == data.snapshot.id else SnapshotRef.of(snapshot),
             stop_reason=message.stop_reason,
@@ -121,8 +141,11 @@ class ModelTurns:
             ],
         )
 
-    def _prepare(self, data: ModelTurnInput) -> tuple[TurnSnapshot, list[AgentMessage]]:
-        """Save the previous turn, take this turn's snapshot, read the context."""
+    def _prepare(
+        self, data: ModelTurnInput
+    ) -> tuple[TurnSnapshot, list[AgentMessage], AssistantMessage | None]:
+        """Save the previous turn, take this turn's snapshot, read the context; and the
+        reply an earlier attempt of this turn finished and staged, if any."""
         with self._db.transaction() as db:
             leaf_id, ref = data.leaf_id, data.snapshot
             if data.commit is not None:
@@ -142,7 +165,14 @@ class ModelTurns:
             snapshot = self._snapshots.get(ref.id)
             if snapshot is None:
                 snapshot = self._snapshots[ref.id] = snapshots.get_snapshot(db, ref.id)
-        return snapshot, context_messages(path)
+            earlier = staging.staged_message(db, data.entry_id)
+        finished = (
+            earlier
+            if isinstance(earlier, AssistantMessage)
+            and earlier.stop_reason not in ("aborted", "error")
+            else None
+        )
+        return snapshot, context_messages(path), finished
 
     async def _stream(
         self,

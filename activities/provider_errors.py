@@ -53,7 +53,7 @@ def classify(exc: BaseException) -> ProviderFailure | None:
         return ProviderFailure(
             kind="network",
             status=None,
-            message=f"stream interrupted: {exc or type(exc).__name__}",
+            message=f"stream interrupted: {str(exc) or type(exc).__name__}",
             retryable=True,
         )
     return None

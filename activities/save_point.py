@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from sqlalchemy.orm import Session
 from temporalio.exceptions import ApplicationError
 
-from domain.entries import CustomMessageEntry, MessageEntry, SessionEntry
+from domain.entries import CustomMessageEntry, MessageEntry, SessionEntry, SessionInfoEntry
 from domain.events import MessageEnd, MessageStart, QueueConsumed, SavePoint, TurnEnd, TurnStart
 from domain.messages import (
     AgentMessage,
@@ -45,61 +45,81 @@ def save_point(
     """Commit `data` below `parent_id`; returns the new leaf id. With `cache`, the
     appended entries and the new path are remembered there."""
     slot_ids = [slot.entry_id for slot in data.slots]
-    done = entries.existing_ids(db, [*slot_ids, *(e.id for e in data.entries)])
-    staged = staging.staged_messages(db, [i for i in slot_ids if i not in done])
+    # A save point may run again (a retried step, a replayed workflow task): what it
+    # committed the first time is read back, so the chain and its leaf come out the same.
+    stored = {e.id: e for e in entries.get_entries(db, slot_ids) if isinstance(e, MessageEntry)}
+    staged = staging.staged_messages(db, [i for i in slot_ids if i not in stored])
     turn_messages: list[tuple[str, AgentMessage]] = []
     for slot in data.slots:
-        message = staged.get(slot.entry_id) or slot.fallback
-        if message is None and slot.entry_id not in done:
+        earlier = stored.get(slot.entry_id)
+        message = earlier.message if earlier else staged.get(slot.entry_id) or slot.fallback
+        if message is None:
             raise ApplicationError(
                 f"nothing staged for entry {slot.entry_id} and no fallback given",
                 non_retryable=True,
             )
-        if message is not None:
-            turn_messages.append((slot.entry_id, message))
+        turn_messages.append((slot.entry_id, message))
     turn_entries: list[SessionEntry] = [
         MessageEntry(id=entry_id, parent_id=None, timestamp=m.timestamp, message=m)
         for entry_id, m in with_missing_results(turn_messages)
     ]
     committed = chain(parent_id, [*turn_entries, *data.entries])
+    done = entries.existing_ids(db, [e.id for e in committed])
     fresh = [e for e in committed if e.id not in done]
-    entries.insert_entries(db, session_id, fresh, run_id=run_id)
-    if cache is not None and not done:
+    store_entries(db, session_id, fresh, run_id)
+    if cache is not None:
         cache.extend(parent_id, committed)
     staging.drop_staged(db, slot_ids)
     leaf_id = committed[-1].id if committed else parent_id
-    sessions.set_leaf(db, session_id, leaf_id)
+    if fresh:  # committed before: the leaf is where that left it (it may have moved on)
+        sessions.set_leaf(db, session_id, leaf_id)
     if data.session_config is not None:
         sessions.set_config(db, session_id, data.session_config)
     display.append_display(db, session_id, run_id, displayed(fresh))
     runs.update_run(db, run_id, turns=data.turn, usage=data.usage, phase="turn")
 
     queued = committed[len(turn_entries) :]
-    assistant = turn_entries[0] if turn_entries else None
-    turn_events: list[BaseModel] = [
-        TurnEnd(
+    saved = SavePoint(
+        turn=data.turn,
+        leaf_id=leaf_id,
+        entries_committed=len(committed),
+        pending_writes_flushed=sum(1 for e in queued if not is_message(e)),
+    )
+    # A commit without slots carries only input that queued up between turns (after a
+    # compaction, say): it ends no turn and starts none, and its events get keys of
+    # their own.
+    key = f"{run_id}/turn-{data.turn}"
+    turn_events: list[BaseModel] = [saved]
+    if data.slots:
+        assistant = turn_entries[0] if turn_entries else None
+        ended = TurnEnd(
             turn=data.turn,
-            assistant_entry_id=slot_ids[0] if slot_ids else None,
+            assistant_entry_id=slot_ids[0],
             tool_result_entry_ids=slot_ids[1:],
             stop_reason=_stop_reason(assistant),
-        ),
-        SavePoint(
-            turn=data.turn,
-            leaf_id=leaf_id,
-            entries_committed=len(committed),
-            pending_writes_flushed=sum(1 for e in queued if not is_message(e)),
-        ),
-    ]
+        )
+        turn_events = [ended, saved, *([TurnStart(turn=data.turn + 1)] if data.continues else [])]
+    elif committed:
+        key = f"{key}/inputs-{committed[0].id}"
     if data.continues:
-        turn_events.append(TurnStart(turn=data.turn + 1))
         turn_events += message_events(queued)
         turn_events += [
             QueueConsumed(queue=c.queue, entry_id=c.entry_id, turn=data.turn + 1)
             for c in data.consumed
         ]
     turn_events += data.events
-    events.append_events(db, session_id, run_id, keyed(f"{run_id}/turn-{data.turn}", turn_events))
+    events.append_events(db, session_id, run_id, keyed(key, turn_events))
     return leaf_id
+
+
+def store_entries(
+    db: Session, session_id: str, fresh: Sequence[SessionEntry], run_id: str | None
+) -> None:
+    """Insert entries; a session_info entry also renames the session."""
+    entries.insert_entries(db, session_id, fresh, run_id=run_id)
+    for entry in fresh:
+        if isinstance(entry, SessionInfoEntry):
+            sessions.set_name(db, session_id, entry.name)
 
 
 def with_missing_results(

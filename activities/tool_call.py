@@ -21,6 +21,7 @@ from activities.event_sink import EventSink
 from activities.extensions import Extensions, ToolCallContext
 from activities.heartbeat import heartbeating
 from activities.orphans import process_identity, stop_orphan
+from activities.store_retry import with_store_retries
 from activities.tools import ToolContext, ToolRegistry
 from domain.events import (
     MessageEnd,
@@ -58,16 +59,60 @@ class ToolCalls:
     @activity.defn(name=RUN_TOOL)
     async def run_tool(self, data: ToolCallInput) -> ToolCallOutcome:
         info = activity.info()
-        started = time.time()
-        sink = EventSink(self._db, data.session_id, data.run_id, interval=0.1)
-        if info.attempt > 1 and not data.call.traits.retry_safe:
-            result = _interrupted_by_crash(data, info.attempt, _progress(info))
-            return await self._finish(data, sink, result, started, interrupted=True)
-        workspace, assistant, tool_call = await asyncio.to_thread(self._load, data)
+        progress: dict[str, Any] = {
+            "started_at": time.time(),
+            "output_tail": "",
+            "attempt": info.attempt,
+            "processes": [],
+        }
+        # Heartbeats (with what is known so far) cover the whole call, staging included.
+        async with heartbeating(lambda: progress):
+            sink = EventSink(self._db, data.session_id, data.run_id, interval=0.1)
+            if info.attempt > 1:
+                earlier = await self._earlier_result(data, _progress(info))
+                if earlier is not None:  # finished before the last attempt was lost
+                    return await self._finish(data, sink, earlier, progress, interrupted=False)
+                if not data.call.traits.retry_safe:
+                    result = _interrupted_by_crash(data, info.attempt, _progress(info))
+                    return await self._finish(data, sink, result, progress, interrupted=True)
+            result, interrupted = await self._run(data, sink, progress)
+            # Known before it is stored: a later attempt can store it if this one dies.
+            progress["result"] = result.model_dump(mode="json")
+            return await self._finish(data, sink, result, progress, interrupted=interrupted)
+
+    async def _earlier_result(
+        self, data: ToolCallInput, progress: dict[str, Any]
+    ) -> ToolResult | None:
+        """The result an earlier attempt staged, or finished and reported in its last
+        heartbeat; None if the call never finished."""
+
+        def staged() -> ToolResultMessage | None:
+            with self._db.transaction() as db:
+                found = staging.staged_message(db, data.result_entry_id)
+            return found if isinstance(found, ToolResultMessage) else None
+
+        message = await with_store_retries(staged, what="reading an earlier tool result")
+        if message is not None:
+            return ToolResult(
+                content=message.content, details=message.details, is_error=message.is_error
+            )
+        if "result" in progress:
+            return ToolResult.model_validate(progress["result"])
+        return None
+
+    async def _run(
+        self, data: ToolCallInput, sink: EventSink, progress: dict[str, Any]
+    ) -> tuple[ToolResult, bool]:
+        """Hooks around the tool itself; (result, interrupted)."""
+        loaded = await with_store_retries(lambda: self._load(data), what="loading the tool call")
+        workspace, assistant, tool_call = loaded
         args = tool_call.arguments if tool_call else {}
         sink.add(
             ToolExecutionStart(
-                tool_call_id=data.call.id, tool_name=data.call.name, args=args, attempt=info.attempt
+                tool_call_id=data.call.id,
+                tool_name=data.call.name,
+                args=args,
+                attempt=activity.info().attempt,
             )
         )
         hook = (
@@ -85,12 +130,11 @@ class ToolCalls:
         )
         blocked = await self._extensions.before_tool_call(hook) if hook else None
         if blocked is not None:
-            result = ToolResult.error(f"Tool call blocked: {blocked.reason}", blocked=True)
-            return await self._finish(data, sink, result, started, interrupted=False)
-        result, interrupted = await self._execute(data, args, workspace, sink, started)
+            return ToolResult.error(f"Tool call blocked: {blocked.reason}", blocked=True), False
+        result, interrupted = await self._execute(data, args, workspace, sink, progress)
         if hook is not None and not interrupted:
             result = await self._extensions.after_tool_call(hook, result)
-        return await self._finish(data, sink, result, started, interrupted=interrupted)
+        return result, interrupted
 
     async def _execute(
         self,
@@ -98,9 +142,9 @@ class ToolCalls:
         args: dict[str, Any],
         workspace: Path,
         sink: EventSink,
-        started: float,
+        progress: dict[str, Any],
     ) -> tuple[ToolResult, bool]:
-        """Run the tool while heartbeating; (result, interrupted)."""
+        """Run the tool, its output and processes noted in `progress`; (result, interrupted)."""
         call = data.call
         if "__invalid_json__" in args:
             bad = args["__invalid_json__"]
@@ -108,48 +152,42 @@ class ToolCalls:
                 f"Invalid arguments for tool '{call.name}': not JSON: {bad}"
             ), False
         tail = OutputTail()
-        progress: dict[str, Any] = {
-            "started_at": started,
-            "output_tail": "",
-            "attempt": activity.info().attempt,
-            "processes": [],
-        }
 
         def on_update(chunk: str) -> None:
             tail.add(chunk)
+            progress["output_tail"] = tail.text
             sink.add(ToolExecutionUpdate(tool_call_id=call.id, tool_name=call.name, partial=chunk))
 
         def on_process(pgid: int) -> None:
             progress["processes"].append(process_identity(pgid))
 
-        def details() -> dict[str, Any]:
-            progress["output_tail"] = tail.text
-            return progress
-
-        async with heartbeating(details):
-            try:
-                ctx = ToolContext(workspace, on_update, on_process)
-                return await self._registry.run(call.name, args, ctx), False
-            except asyncio.CancelledError:
-                # Returning (not raising) hands the workflow a result for the call:
-                # the transcript keeps its pairing and the partial output survives.
-                return _cancelled(call.name, tail.text), True
+        try:
+            ctx = ToolContext(workspace, on_update, on_process)
+            return await self._registry.run(call.name, args, ctx), False
+        except asyncio.CancelledError:
+            # Returning (not raising) hands the workflow a result for the call:
+            # the transcript keeps its pairing and the partial output survives.
+            return _cancelled(call.name, tail.text), True
 
     async def _finish(
         self,
         data: ToolCallInput,
         sink: EventSink,
         result: ToolResult,
-        started: float,
+        progress: dict[str, Any],
         *,
         interrupted: bool,
     ) -> ToolCallOutcome:
         call = data.call
-        duration_ms = int((time.time() - started) * 1000)
+        duration_ms = int((time.time() - float(progress["started_at"])) * 1000)
         message = result.to_message(call.id, call.name, int(time.time() * 1000))
         sink.add(
             ToolExecutionEnd(
-                tool_call_id=call.id, tool_name=call.name, result=result, duration_ms=duration_ms
+                tool_call_id=call.id,
+                tool_name=call.name,
+                result=result,
+                duration_ms=duration_ms,
+                attempt=activity.info().attempt,
             )
         )
         sink.add(MessageStart(entry_id=data.result_entry_id, message=message))

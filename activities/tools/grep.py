@@ -147,6 +147,8 @@ def _files(
             if matcher is not None and not matcher.matches(relative):
                 continue
             path = root / relative
+            if not path.is_file():
+                continue  # a FIFO or a device would block the search forever
             if path.is_symlink():
                 # A link may point outside the workspace; never read through such a link.
                 target = path.resolve()
