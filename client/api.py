@@ -82,6 +82,8 @@ MAX_PROMPT_BYTES = 256 * 1024
 """Prompts enter workflow history once; Temporal warns above 256 KB per payload."""
 
 EVENT_POLL_S = 0.05
+# A run whose outcome is stored has one workflow step left; it is waited for this long.
+_CLOSING_WAIT_S = 10.0
 QUERY_TIMEOUT = timedelta(seconds=3)
 """A query needs a worker; when none answers this soon, the store is asked instead."""
 STRUCTURAL_PHASES: dict[str, Phase] = {
@@ -318,6 +320,23 @@ class DuragentClient:
         running = described.status == WorkflowExecutionStatus.RUNNING
         return handle if running and described.workflow_type == "SessionRun" else None
 
+    async def _settled_open_run(
+        self, session_id: str
+    ) -> WorkflowHandle[SessionRun, RunResult] | None:
+        """Like `_open_run`, but a run the store already shows as ended counts as closed:
+        its workflow is in its last step, and input sent now must start the next run."""
+        handle = await self._open_run(session_id)
+        if handle is None:
+            return None
+        memo = await (await handle.describe()).memo()
+        with self.db.transaction() as db:
+            record = runs.get_run(db, str(memo.get("run_id", "")))
+        if record is None or record.status == "running":
+            return handle
+        with contextlib.suppress(Exception):  # its outcome is already in the store
+            await asyncio.wait_for(handle.result(), timeout=_CLOSING_WAIT_S)
+        return await self._open_run(session_id)
+
     async def phase(self, session_id: str) -> Phase:
         """The session's phase: `idle` unless a run or a structural operation is open."""
         return (await self.status(session_id)).phase
@@ -511,7 +530,7 @@ class DuragentClient:
     ) -> RunHandle | QueueItem:
         """What a chat box does: an idle session starts a run; a busy one queues the input
         (as guidance for the run, if asked) and never cancels or starts a run."""
-        if not guidance and await self._open_run(session_id) is None:
+        if not guidance and await self._settled_open_run(session_id) is None:
             with contextlib.suppress(SessionBusy):
                 return await self.prompt(session_id, text)
         item = self.next_turn(session_id, text)

@@ -75,6 +75,10 @@ DYNAMIC_CONFIG: dict[str, str] = {
     "history.transferProcessorMaxPollRPS": "10000",
     "history.timerProcessorMaxPollRPS": "10000",
     "history.visibilityProcessorMaxPollRPS": "10000",
+    # Timer tasks (heartbeat timeouts, retry backoffs, workflow sleeps) are read up to
+    # this far ahead and fire up to this late; the default second would add a second to
+    # every crash recovery and every provider retry.
+    "history.timerProcessorMaxTimeShift": '"100ms"',
     # Workflow updates are how the harness steers a running agent; these are
     # already on by default in recent servers and are pinned so that an older
     # binary behaves the same.

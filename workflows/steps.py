@@ -69,6 +69,9 @@ _STORE_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=10),
 )
 _STORE_TIMEOUT = timedelta(seconds=30)
+# A crashed worker's activity is noticed when its heartbeat times out; retry at once
+# after that, so recovery takes the heartbeat timeout and little more.
+ACTIVITY_RETRY_FIRST = timedelta(milliseconds=200)
 _STORE_DEADLINE = timedelta(hours=1)
 
 
@@ -120,7 +123,7 @@ async def model_turn(data: ModelTurnInput, options: RunOptions, attempt: int) ->
         # Provider failures come back to the workflow, which backs off in the `retry`
         # phase where clients can see it; Temporal retries only crashes and timeouts.
         retry_policy=RetryPolicy(
-            initial_interval=timedelta(seconds=1),
+            initial_interval=ACTIVITY_RETRY_FIRST,
             maximum_interval=timedelta(seconds=30),
             maximum_attempts=5,
             non_retryable_error_types=[PROVIDER_ERROR],
@@ -144,7 +147,7 @@ async def run_tool(data: ToolCallInput, options: RunOptions) -> ToolCallOutcome:
         # A tool that is not retry-safe answers its second attempt with "interrupted"
         # instead of running again, so retrying the activity is always safe.
         retry_policy=RetryPolicy(
-            initial_interval=timedelta(seconds=1),
+            initial_interval=ACTIVITY_RETRY_FIRST,
             maximum_interval=timedelta(seconds=10),
             maximum_attempts=3,
         ),
@@ -180,7 +183,7 @@ async def summarize(data: SummarizeInput, options: RunOptions) -> SummarizeResul
         start_to_close_timeout=timedelta(seconds=options.model_timeout_s),
         heartbeat_timeout=timedelta(seconds=options.model_heartbeat_timeout_s),
         retry_policy=RetryPolicy(
-            initial_interval=timedelta(seconds=1),
+            initial_interval=ACTIVITY_RETRY_FIRST,
             maximum_interval=timedelta(seconds=30),
             maximum_attempts=options.provider_retries + 1,
         ),

@@ -1,0 +1,122 @@
+"""Recovery: from a new worker starting to the interrupted run making progress again.
+
+A worker process is SIGKILLed during a model call and, separately, during a tool call;
+a new worker is started at once. Progress is the next model request reaching the model
+server: the retried call, or the model told that the tool call was interrupted.
+
+    python bench/recovery.py [--runs 5] [--heartbeat-timeout 10]
+
+Last line: `recovery: X s` (median over both cases). Target: at most the heartbeat
+timeout plus one second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from common import ROOT, Bench, bench_stack, median
+
+
+def spawn_worker(bench: Bench) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    env.update(
+        DURAGENT_HOME=str(bench.home),
+        DURAGENT_DATABASE_URL=bench.settings.database_url,
+        TEMPORAL_ADDRESS=bench.settings.temporal_address,
+        DURAGENT_TASK_QUEUE=bench.settings.task_queue,
+        ANTHROPIC_BASE_URL=bench.model.base_url,
+        DURAGENT_HEARTBEAT_TIMEOUT=str(bench.settings.heartbeat_timeout_s),
+        PYTHONPATH=str(ROOT),
+    )
+    env.pop("ANTHROPIC_API_KEY", None)
+    return subprocess.Popen(
+        [sys.executable, "-c", "import worker; worker.main()"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def kill(process: subprocess.Popen[bytes]) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+async def wait_for(check: Callable[[], Any], timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met")
+        await asyncio.sleep(0.01)
+
+
+async def one(bench: Bench, steps: list[dict[str, Any]], started: Callable[[str], bool]) -> float:
+    session = bench.client.create_session()
+    bench.model.add_steps(session.id, steps, replace=True)
+    first = spawn_worker(bench)
+    run = await bench.client.prompt(session.id, "work")
+    await wait_for(lambda: started(session.id))
+    await asyncio.sleep(0.3)  # well inside the call, heartbeats flowing
+    kill(first)
+    seen = len(bench.model.requests_for(session.id))
+    began = time.time()
+    second = spawn_worker(bench)
+    await wait_for(lambda: len(bench.model.requests_for(session.id)) > seen)
+    progressed = bench.model.requests_for(session.id)[seen].received_at
+    await run.result()
+    kill(second)
+    return progressed - began
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--heartbeat-timeout", type=float, default=10.0)
+    args = parser.parse_args()
+    async with bench_stack({"conversations": {}}) as bench:
+        bench.settings = bench.settings.model_copy(
+            update={"heartbeat_timeout_s": args.heartbeat_timeout}
+        )
+        bench.client.settings = bench.settings
+        model_steps: list[dict[str, Any]] = [{"hang": True}, {"reply": [{"text": "back"}]}]
+        tool_steps: list[dict[str, Any]] = [
+            {
+                "reply": [
+                    {
+                        "tool_use": {
+                            "name": "bash",
+                            "input": {"command": "echo go > started; sleep 60"},
+                        }
+                    }
+                ]
+            },
+            {"reply": [{"text": "told"}]},
+        ]
+
+        def model_called(session_id: str) -> bool:
+            return len(bench.model.requests_for(session_id)) == 1
+
+        def tool_running(session_id: str) -> bool:
+            workspace = Path(bench.client.get_session(session_id).workspace)
+            return (workspace / "started").exists()
+
+        model = [await one(bench, model_steps, model_called) for _ in range(args.runs)]
+        tool = [await one(bench, tool_steps, tool_running) for _ in range(args.runs)]
+    print(f"heartbeat timeout: {args.heartbeat_timeout:g} s; {args.runs} crashes per case")
+    print(f"crash during a model call: median {median(model):.2f} s (max {max(model):.2f})")
+    print(f"crash during a tool call:  median {median(tool):.2f} s (max {max(tool):.2f})")
+    print(f"recovery: {median(model + tool):.2f} s")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
