@@ -28,6 +28,7 @@ app = typer.Typer(
     help="duragent: a durable, steerable agent harness on Temporal.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode="markdown",  # docstring paragraphs wrap to the terminal
 )
 console = Console()
 err = Console(stderr=True)
@@ -433,8 +434,10 @@ def serve(
         bool, typer.Option(help="Run a worker in this process when none is polling.")
     ] = True,
 ) -> None:
-    """Serve the HTTP API (OpenAPI at /docs). Tokens come from DURAGENT_API_TOKENS; with
-    none set, one is made up and printed."""
+    """Serve the HTTP API (OpenAPI at /docs).
+
+    Bearer tokens come from DURAGENT_API_TOKENS; with none set, one is made up and printed.
+    """
     import secrets
 
     import uvicorn
@@ -519,8 +522,11 @@ def history(
     run: Annotated[str | None, typer.Option("--run", help="Only this run (its run id).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the timelines as JSON.")] = False,
 ) -> None:
-    """What happened in a session's runs, read from their Temporal workflow histories:
-    model calls, tool calls, save points, retries, signals and aborts, with their times."""
+    """What happened in a session's runs, read from their Temporal workflow histories.
+
+    Model calls with usage, tool calls with outcome and duration, save points, retries,
+    signals and when they were consumed, aborts and continue-as-new links, with times.
+    """
     from client.history import render, session_timelines
 
     settings: Settings = ctx.obj
@@ -658,8 +664,10 @@ def goto(
         bool, typer.Option(help="Summarise the branch left behind for the model.")
     ] = False,
 ) -> None:
-    """Move the session's leaf to ENTRY (idle only). A user message: its parent, and its
-    text is printed to edit and send again."""
+    """Move the session's leaf to ENTRY (idle only).
+
+    Choosing a user message moves to its parent and prints its text to edit and send again.
+    """
 
     async def main() -> None:
         async with local_services(ctx.obj, _announce) as ready:

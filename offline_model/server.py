@@ -23,7 +23,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -59,6 +59,7 @@ class RecordedRequest(BaseModel):
     `step_index` is the index of the step it consumed within its key's conversation (None for
     invalid requests, token counts and requests past the end of the script). `status` is the
     HTTP status it was answered with, None while it is still held (hang, wait_for, delay).
+    `deltas_sent_at` holds when each streamed delta event was handed to the connection.
     """
 
     path: str
@@ -68,6 +69,7 @@ class RecordedRequest(BaseModel):
     received_at: float
     step_index: int | None = None
     status: int | None = None
+    deltas_sent_at: list[float] = []
 
 
 class ScriptPlayer:
@@ -146,6 +148,13 @@ class ScriptPlayer:
         """Set `step_index` and/or `status` of the logged request at `position`."""
         with self._lock:
             self._log[position] = self._log[position].model_copy(update=fields)
+
+    def note_delta_sent(self, position: int) -> None:
+        """Record that the request at `position` was just sent one more streamed delta."""
+        with self._lock:
+            entry = self._log[position]
+            sent = [*entry.deltas_sent_at, time.time()]
+            self._log[position] = entry.model_copy(update={"deltas_sent_at": sent})
 
     def requests(self, key: str | None = None) -> list[RecordedRequest]:
         """A copy of the request log, optionally only the requests of `key`."""
@@ -237,7 +246,7 @@ def _parse_body(raw: bytes) -> JsonObject | None:
 
 
 async def _sse(
-    events: list[tuple[str, JsonObject]], step: Step, holds: Holds
+    events: list[tuple[str, JsonObject]], step: Step, holds: Holds, on_delta: Callable[[], None]
 ) -> AsyncIterator[bytes]:
     limit = step.cut_after_chunks if step.cut_after_chunks is not None else step.stall_after_chunks
     sent_deltas = 0
@@ -254,6 +263,7 @@ async def _sse(
             if sent_deltas and step.chunk_delay_ms and not await holds.pause(step.chunk_delay_ms):
                 raise StreamCut
             sent_deltas += 1
+            on_delta()
         yield encode_sse(event)
 
 
@@ -265,13 +275,18 @@ async def _broken_json(body: bytes, step: Step, holds: Holds) -> AsyncIterator[b
 
 
 def _answer(
-    step: Step, body: JsonObject, message: JsonObject, request_id: str, holds: Holds
+    step: Step,
+    body: JsonObject,
+    message: JsonObject,
+    request_id: str,
+    holds: Holds,
+    on_delta: Callable[[], None] = lambda: None,
 ) -> Response:
     headers = {"request-id": request_id}
     if body.get("stream") is True:
         headers["cache-control"] = "no-cache"
         return StreamingResponse(
-            _sse(stream_events(message), step, holds),
+            _sse(stream_events(message), step, holds, on_delta),
             media_type="text/event-stream; charset=utf-8",
             headers=headers,
         )
@@ -336,7 +351,10 @@ def create_app(player: ScriptPlayer, holds: Holds | None = None) -> Starlette:
                 whole = seconds == int(seconds)
                 response.headers["retry-after"] = str(int(seconds)) if whole else str(seconds)
             return response
-        return _answer(step, body, build_message(step, body), request_id, holds)
+        reply = build_message(step, body)
+        return _answer(
+            step, body, reply, request_id, holds, lambda: player.note_delta_sent(position)
+        )
 
     async def count_tokens(request: Request) -> Response:
         received = await receive(request, count_tokens=True)

@@ -69,6 +69,13 @@ async def test_two_thousand_turns(stack: Stack) -> None:
     continued = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
     assert sum(kind == continued for _, _, kind in executions) == len(executions) - 1
 
+    # Every execution is found by its session (the search attribute follows continue-as-new).
+    async def all_found_by_session() -> bool:
+        query = f"DuragentSessionId = '{session.id}' AND WorkflowType = 'SessionRun'"
+        return len([w async for w in stack.temporal.list_workflows(query)]) == len(executions)
+
+    await eventually(all_found_by_session)
+
     # The whole session is intact in the store.
     entries = stack.client.entries(session.id)
     messages = [e for e in entries if isinstance(e, MessageEntry)]

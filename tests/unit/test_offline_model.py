@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -84,6 +85,18 @@ async def test_stream_helper_builds_text_and_tool_use(serve: Serve) -> None:
     assert message.model == MODEL
     assert message.id.startswith("msg_")
     assert message.usage.output_tokens > 1
+
+
+async def test_each_streamed_delta_is_logged_when_sent(serve: Serve) -> None:
+    server = serve([{"reply": [{"text": LONG_TEXT}], "chunk_delay_ms": 30}])
+    async with client_for(server) as client, client.messages.stream(**user()) as stream:
+        arrived = [event for event in [e async for e in stream] if event.type == "text"]
+    (request,) = server.requests
+    sent = request.deltas_sent_at
+    assert len(sent) == len(arrived) > 1
+    gaps = [later - earlier for earlier, later in itertools.pairwise(sent)]
+    assert min(gaps) >= 0.025  # the chunk delay paces them
+    assert request.received_at <= sent[0]
 
 
 async def test_raw_stream_events_follow_the_api_order(serve: Serve) -> None:
