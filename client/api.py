@@ -328,9 +328,9 @@ class DuragentClient:
         handle = await self._open_run(session_id)
         if handle is None:
             return None
-        memo = await (await handle.describe()).memo()
+        run_id = await self._run_id(handle)
         with self.db.transaction() as db:
-            record = runs.get_run(db, str(memo.get("run_id", "")))
+            record = runs.get_run(db, run_id) if run_id else None
         if record is None or record.status == "running":
             return handle
         with contextlib.suppress(Exception):  # its outcome is already in the store
@@ -588,10 +588,11 @@ class DuragentClient:
                 raise QueueItemNotPending(item_id, item.status)
 
     async def _run_id(self, handle: WorkflowHandle[SessionRun, RunResult]) -> str | None:
-        with contextlib.suppress(RPCError):
-            view: RunView = await handle.query(SessionRun.state)
-            return view.run_id
-        return None
+        """The run id an open run was started with (its memo, kept across continue-as-new);
+        read from Temporal, so it is known while no worker runs."""
+        memo = await (await handle.describe()).memo()
+        run_id = memo.get("run_id")
+        return run_id if isinstance(run_id, str) else None
 
     async def abort(self, session_id: str) -> RunResult:
         """Abort (stop) the open run: running tools are killed, finished results kept,

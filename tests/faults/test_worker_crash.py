@@ -220,6 +220,57 @@ async def test_steer_and_follow_up_sent_while_no_worker_runs(stack: Stack) -> No
     assert runs.read_text() == "go\n"
 
 
+GUIDANCE = "Stop there and summarise what you have."
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {
+                    "reply": [
+                        {
+                            "tool_use": {
+                                "name": "bash",
+                                "input": {"command": "echo go >> runs.txt; sleep 3"},
+                            }
+                        }
+                    ]
+                },
+                {"reply": [{"text": "Summary: it was interrupted."}]},
+            ]
+        }
+    }
+)
+async def test_guidance_sent_while_no_worker_runs(stack: Stack) -> None:
+    session = stack.client.create_session()
+    runs = workspace_of(stack, session.id) / "runs.txt"
+    first = stack.spawn_worker()
+    run = await stack.client.prompt(session.id, "work")
+    await eventually(lambda: runs.exists(), timeout=30)
+    stack.kill(first)
+
+    # The run is open but nothing answers it: guidance still goes in (twice, as a client
+    # retrying would), and waits for the next worker.
+    item = stack.client.next_turn(session.id, GUIDANCE)
+    await stack.client.guide(session.id, item.id)
+    await stack.client.guide(session.id, item.id)
+
+    second = stack.spawn_worker()
+    result = await asyncio.wait_for(run.result(), timeout=40)
+    stack.kill(second)
+
+    assert result.status == "completed", result.error
+    path = assert_session_sound(stack, session.id)
+    assert [e.id for e in path].count(item.id) == 1
+    assert stack.client.queue_item(session.id, item.id).status == "consumed"
+    injected = events_of(stack, session.id, "runtime_guidance_injected")
+    assert [e["item_ids"] for e in injected] == [[item.id]]
+    _, guided = (user_texts(r.body) for r in model_requests(stack, session.id))
+    assert sum(GUIDANCE in text for text in guided) == 1
+    assert runs.read_text() == "go\n"  # bash was not run again
+
+
 SLOW_BASH = "echo started >> log.txt; sleep 20; echo finished >> log.txt"
 # Python's backtracking makes this search cost a few ms per 200-character line, so a
 # 3000-line tree takes seconds: long enough to be caught running, with no special files.
