@@ -159,25 +159,44 @@ async def hold_lock(database: Path, seconds: float) -> None:
 
 
 RUN_END_REFUSED = "fault injected: the database refuses to end the run"
-_REFUSE_TRIGGER = "fault_refuse_run_end"
+SAVE_POINT_REFUSED = "fault injected: the database refuses the save point"
+_REFUSALS = {
+    # finish_run, the run's last store write (a local activity).
+    RUN_END_REFUSED: (
+        "fault_refuse_run_end",
+        "BEFORE UPDATE ON run_states WHEN NEW.ended_at IS NOT NULL AND OLD.ended_at IS NULL",
+    ),
+    # The save point a model_turn activity commits before its model call.
+    SAVE_POINT_REFUSED: (
+        "fault_refuse_save_point",
+        "BEFORE INSERT ON run_events WHEN NEW.type = 'save_point'",
+    ),
+}
 
 
-def refuse_run_end(database: Path) -> None:
-    """From now on the store write that ends a run (the finish_run local activity) fails,
-    as a database that rejects writes would: a trigger aborts its transaction. Unlike a
-    lock, this holds a run in finish_run for as long as a test needs, with no race."""
+def refuse(database: Path, refusal: str) -> None:
+    """From now on the store write `refusal` names fails, as a database that rejects
+    writes would: a trigger aborts its transaction. Unlike a lock, this holds a run at
+    that write for as long as a test needs, with no race."""
+    name, when = _REFUSALS[refusal]
     with contextlib.closing(sqlite3.connect(database, timeout=10)) as connection:
         connection.execute(
-            f"CREATE TRIGGER {_REFUSE_TRIGGER} BEFORE UPDATE ON run_states "
-            "WHEN NEW.ended_at IS NOT NULL AND OLD.ended_at IS NULL "
-            f"BEGIN SELECT RAISE(ABORT, '{RUN_END_REFUSED}'); END"
+            f"CREATE TRIGGER {name} {when} BEGIN SELECT RAISE(ABORT, '{refusal}'); END"
         )
         connection.commit()
 
 
+def allow(connection: sqlite3.Connection, refusal: str) -> None:
+    """Undo `refuse` (on a connection: commit it, or let `database_locked` do it)."""
+    connection.execute(f"DROP TRIGGER IF EXISTS {_REFUSALS[refusal][0]}")
+
+
+def refuse_run_end(database: Path) -> None:
+    refuse(database, RUN_END_REFUSED)
+
+
 def allow_run_end(connection: sqlite3.Connection) -> None:
-    """Undo `refuse_run_end` (on a connection: commit it, or let `database_locked` do it)."""
-    connection.execute(f"DROP TRIGGER IF EXISTS {_REFUSE_TRIGGER}")
+    allow(connection, RUN_END_REFUSED)
 
 
 def worker_log(stack: Stack, index: int = 0) -> str:
@@ -188,8 +207,13 @@ def worker_log(stack: Stack, index: int = 0) -> str:
 async def finish_refused(stack: Stack, session_id: str, worker: int = 0) -> None:
     """Wait until finish_run has failed at least once on `refuse_run_end` (so the run is in
     its finish, retrying) and check it has not ended."""
-    await eventually(lambda: RUN_END_REFUSED in worker_log(stack, worker), timeout=30)
+    await refused(stack, RUN_END_REFUSED, worker)
     assert not events_of(stack, session_id, "agent_end")
+
+
+async def refused(stack: Stack, refusal: str, worker: int = 0) -> None:
+    """Wait until the `worker`-th worker has met `refusal` at least once."""
+    await eventually(lambda: refusal in worker_log(stack, worker), timeout=30)
 
 
 # ----------------------------------------------------------------------------- verdict

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from checks import (
+    SAVE_POINT_REFUSED,
+    allow,
     allow_run_end,
     assert_session_sound,
     database_file,
@@ -17,7 +19,9 @@ from checks import (
     finish_refused,
     history_types,
     model_requests,
+    refuse,
     refuse_run_end,
+    refused,
     tool_results,
     user_texts,
     wait_for_event,
@@ -151,6 +155,36 @@ async def test_worker_killed_inside_finish_run(stack: Stack) -> None:
     # The crash cost the workflow task, not the model call: it was not made again.
     assert len(model_requests(stack, session.id)) == 2
     assert WORKFLOW_TASK_TIMED_OUT in await history_types(stack, session.id)
+    assert (workspace_of(stack, session.id) / "out.txt").read_text() == "hi\n"
+
+
+@pytest.mark.script(TOOL_THEN_FINAL)
+async def test_worker_killed_inside_a_save_point(stack: Stack) -> None:
+    """The save point of the first turn (committed by the second model_turn before its
+    model call) is refused until the database is locked; the worker dies waiting for the
+    lock inside that commit. A new worker commits the turn once and asks the model once."""
+    database = database_file(stack)
+    refuse(database, SAVE_POINT_REFUSED)
+    session = stack.client.create_session()
+    first = stack.spawn_worker()
+    run = await stack.client.prompt(session.id, "say hi")
+    await refused(stack, SAVE_POINT_REFUSED)
+    assert len(model_requests(stack, session.id)) == 1
+    async with database_locked(database) as connection:
+        allow(connection, SAVE_POINT_REFUSED)
+        await asyncio.sleep(2.0)  # the commit's next attempt is waiting for the lock
+        stack.kill(first)
+
+    second = stack.spawn_worker()
+    result = await asyncio.wait_for(run.result(), timeout=40)
+    stack.kill(second)
+
+    assert result.status == "completed", result.error
+    assert result.final_text == FINAL
+    path = assert_session_sound(stack, session.id)
+    assert transcript_roles(path) == ["user", "assistant", "toolResult", "assistant"]
+    assert len(events_of(stack, session.id, "save_point")) == 2
+    assert len(model_requests(stack, session.id)) == 2
     assert (workspace_of(stack, session.id) / "out.txt").read_text() == "hi\n"
 
 

@@ -5,7 +5,18 @@ from __future__ import annotations
 from domain.compaction import estimate_context_tokens, plan_compaction
 from domain.config import SessionConfig
 from domain.context import build_context
-from domain.entries import CompactionEntry, MessageEntry, ModelChangeEntry, SessionEntry
+from domain.entries import (
+    ActiveToolsChangeEntry,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    LabelEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionEntry,
+    ThinkingLevelChangeEntry,
+)
 from domain.messages import (
     AgentMessage,
     AssistantMessage,
@@ -130,6 +141,78 @@ def test_build_context_follows_the_branch_and_its_config() -> None:
     assert on_a.model == "claude-branch-a"
     assert [text_of(m.content) for m in on_b.messages] == ["root", "branch b"]
     assert on_b.model == "claude-default"
+
+
+def test_build_context_over_compactions_branches_and_config_changes() -> None:
+    tree = Tree()
+
+    def put(entry: SessionEntry) -> str:
+        tree.entries.append(entry)
+        return entry.id
+
+    def summary_of(message: AgentMessage) -> str:
+        return text_of(message.content).rsplit("\n\n", 1)[-1]
+
+    tree.add(user_text("start", 0))
+    put(ModelChangeEntry(id="model", parent_id="e0", timestamp=0, model="claude-opus"))
+    put(ThinkingLevelChangeEntry(id="think", parent_id="model", timestamp=0, thinking_level="high"))
+    tree.add(user_text("old 1", 0), parent="think")
+    tree.add(AssistantMessage(content=[TextContent(text="a1")], timestamp=0))
+    kept = tree.add(user_text("old 2", 0))
+    fork_point = tree.add(AssistantMessage(content=[TextContent(text="a2")], timestamp=0))
+    put(
+        CompactionEntry(
+            id="c1", parent_id=fork_point, timestamp=0, summary="S1", first_kept_entry_id=kept
+        )
+    )
+    put(ActiveToolsChangeEntry(id="tools", parent_id="c1", timestamp=0, active_tools=["read"]))
+    put(
+        CustomMessageEntry(
+            id="note",
+            parent_id="tools",
+            timestamp=0,
+            custom_type="note",
+            content=[TextContent(text="a note")],
+        )
+    )
+    put(LabelEntry(id="label", parent_id="note", timestamp=0, target_id=kept, label="here"))
+    put(CustomEntry(id="state", parent_id="label", timestamp=0, custom_type="ext", data={"k": 1}))
+    latest = tree.add(user_text("new", 0), parent="state")
+    # The other branch leaves from before the compaction, with a summary of the first.
+    put(
+        BranchSummaryEntry(
+            id="bs", parent_id=fork_point, timestamp=0, from_entry_id=latest, summary="B"
+        )
+    )
+    put(ThinkingLevelChangeEntry(id="think2", parent_id="bs", timestamp=0, thinking_level="low"))
+    other = tree.add(user_text("other", 0), parent="think2")
+
+    main = build_context(tree.path(latest), SessionConfig(model="claude-default"))
+    assert summary_of(main.messages[0]) == "S1"
+    assert [text_of(m.content) for m in main.messages[1:]] == ["old 2", "a2", "a note", "new"]
+    assert (main.model, main.thinking_level, main.active_tools) == ("claude-opus", "high", ["read"])
+
+    branch = build_context(tree.path(other), SessionConfig(model="claude-default"))
+    texts = [text_of(m.content) for m in branch.messages]
+    assert texts[:5] == ["start", "old 1", "a1", "old 2", "a2"]
+    assert summary_of(branch.messages[5]) == "B" and texts[6] == "other"
+    assert (branch.model, branch.thinking_level, branch.active_tools) == (
+        "claude-opus",
+        "low",
+        None,
+    )
+
+    # A second compaction replaces the first: its summary, then what it kept.
+    put(
+        CompactionEntry(
+            id="c2", parent_id=latest, timestamp=0, summary="S2", first_kept_entry_id=latest
+        )
+    )
+    again = tree.add(user_text("after", 0), parent="c2")
+    compacted = build_context(tree.path(again), SessionConfig(model="claude-default"))
+    assert summary_of(compacted.messages[0]) == "S2"
+    assert [text_of(m.content) for m in compacted.messages[1:]] == ["new", "after"]
+    assert compacted.active_tools == ["read"]  # config entries count from the whole path
 
 
 def test_token_estimate_uses_the_last_reported_usage() -> None:
