@@ -535,9 +535,11 @@ def history(
     ui_base = f"http://{host}:{int(port) + 1000}" if local else None  # the dev server's UI
 
     async def main() -> int:
-        client = await DuragentClient.connect(settings)
-        client.get_session(session)  # SessionNotFound for a wrong id
-        timelines = await session_timelines(client.temporal, session, run, ui_base=ui_base)
+        _store_client(settings).get_session(session)  # SessionNotFound for a wrong id
+        # The histories live in the dev server's file: start it if it is not running.
+        async with ensure_temporal(settings, _announce):
+            client = await DuragentClient.connect(settings)
+            timelines = await session_timelines(client.temporal, session, run, ui_base=ui_base)
         if as_json:
             console.out(json.dumps([t.model_dump(mode="json") for t in timelines], indent=2))
         elif timelines:

@@ -50,6 +50,15 @@ def test_run_starts_everything_it_needs_and_streams_the_demo(tmp_path: Path) -> 
     missing = duragent(tmp_path, "show", "nope")
     assert missing.returncode == 2 and "does not exist" in missing.stderr
 
+    # Nothing is running any more: history starts the dev server on the same file.
+    history = duragent(tmp_path, address, "history", session.group(1))
+    assert history.returncode == 0, history.stderr
+    assert "Started a Temporal dev server" in history.stderr
+    assert "turn 4" in history.stdout and "bash" in history.stdout
+    assert "run ended" in history.stdout and "completed" in history.stdout
+    tree = duragent(tmp_path, "tree", session.group(1))
+    assert tree.returncode == 0 and "<- leaf" in tree.stdout
+
 
 def test_steer_status_and_abort_a_running_session_from_the_command_line(tmp_path: Path) -> None:
     script = tmp_path / "script.yaml"
