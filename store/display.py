@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from domain.messages import AgentMessage
 from store.clock import now_ms
+from store.cursor_order import hold_session_order
 from store.records import DisplayMessage
 from store.tables import DisplayMessageRow, table_of
 from store.upsert import insert_ignore
@@ -21,6 +22,9 @@ def append_display(
     messages: Sequence[tuple[str, AgentMessage]],
 ) -> None:
     """Append (id, message) pairs; ids already shown are skipped."""
+    if not messages:
+        return
+    hold_session_order(db, session_id)
     now = now_ms()
     insert_ignore(
         db,

@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from store.clock import now_ms
+from store.cursor_order import hold_session_order
 from store.records import StoredEvent
 from store.tables import RunEventRow, table_of
 from store.upsert import insert_ignore
@@ -29,6 +30,9 @@ def append_events(
     events: Sequence[BaseModel | KeyedEvent],
 ) -> None:
     """Append events in the given order; keyed events already stored are skipped."""
+    if not events:
+        return
+    hold_session_order(db, session_id)
     now = now_ms()
     table = table_of(RunEventRow)
     for keyed, group in groupby(events, key=lambda item: isinstance(item, KeyedEvent)):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ApiServer, Stack, open_stack
+from postgres_server import PostgresServer, find_binaries, new_database
+from support import POSTGRES_ENV, ApiServer, Stack, open_stack
 from temporal_dev import DevServer
 from temporalio.client import Client
 
@@ -32,22 +34,55 @@ async def temporal(dev_server: DevServer) -> Client:
     return await connect_temporal(settings)
 
 
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The URL of a PostgreSQL server: `DURAGENT_TEST_POSTGRES`, or a throwaway one
+    started here. Without PostgreSQL installed the test is skipped, unless
+    `DURAGENT_REQUIRE_POSTGRES` is set (CI sets it): then it fails."""
+    if os.environ.get(POSTGRES_ENV):
+        yield os.environ[POSTGRES_ENV]
+        return
+    binaries = find_binaries()
+    if binaries is None:
+        reason = "PostgreSQL is not installed (Debian: apt-get install postgresql)"
+        if os.environ.get("DURAGENT_REQUIRE_POSTGRES"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    server = PostgresServer(binaries).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def database(request: pytest.FixtureRequest) -> str:
+    """The store's kind: `sqlite` unless a test parametrizes it (`indirect=True`)."""
+    return str(getattr(request, "param", "sqlite"))
+
+
 StackFactory = Callable[[Any], Any]
 
 
 @pytest.fixture
 async def stack_factory(
-    tmp_path: Path, temporal: Client, dev_server: DevServer
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    temporal: Client,
+    dev_server: DevServer,
+    database: str,
 ) -> AsyncIterator[Callable[..., Any]]:
     """`async with stack_factory(script) as stack:` — several per test are fine."""
     count = 0
+    server = request.getfixturevalue("postgres_server") if database == "postgresql" else None
 
     def make(script: Any) -> Any:
         nonlocal count
         count += 1
         home = tmp_path / f"stack{count}"
         home.mkdir()
-        return open_stack(home, temporal, dev_server.address, script)
+        url = new_database(server) if server else None
+        return open_stack(home, temporal, dev_server.address, script, database_url=url)
 
     yield make
 

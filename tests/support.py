@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+from postgres_server import new_database
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -102,16 +104,33 @@ async def eventually(
         await asyncio.sleep(interval)
 
 
+BOTH_STORES = pytest.mark.parametrize("database", ["sqlite", "postgresql"], indirect=True)
+"""Run the test on SQLite and on PostgreSQL (a throwaway server, see `postgres_server`)."""
+
+POSTGRES_ENV = "DURAGENT_TEST_POSTGRES"
+"""A PostgreSQL server URL (`postgresql+psycopg://user@host:port/db`): when set, every
+stack gets a fresh database on that server instead of a SQLite file."""
+
+
+def stack_database_url(home: Path) -> str:
+    server = os.environ.get(POSTGRES_ENV)
+    return new_database(server) if server else f"sqlite:///{home / 'duragent.db'}"
+
+
 @contextlib.asynccontextmanager
 async def open_stack(
-    home: Path, temporal: Client, address: str, script: Script | dict[str, Any]
+    home: Path,
+    temporal: Client,
+    address: str,
+    script: Script | dict[str, Any],
+    database_url: str | None = None,
 ) -> AsyncIterator[Stack]:
     script_model = script if isinstance(script, Script) else Script.model_validate(script)
     model = OfflineModelServer(script_model)
     await model.__aenter__()
     settings = Settings.from_env(
         home=home,
-        database_url=f"sqlite:///{home / 'duragent.db'}",
+        database_url=database_url or stack_database_url(home),
         temporal_address=address,
         task_queue=f"test-{uuid.uuid4().hex[:12]}",
         anthropic_base_url=model.base_url,

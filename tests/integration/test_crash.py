@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import Stack, assert_valid_pairing, eventually, transcript_roles
+from support import BOTH_STORES, Stack, assert_valid_pairing, eventually, transcript_roles
 
 from domain.entries import MessageEntry
 from domain.messages import ToolResultMessage, text_of
@@ -15,6 +15,7 @@ from domain.messages import ToolResultMessage, text_of
 SLOW_COMMAND = "echo started >> log.txt; echo working; sleep 8; echo finished >> log.txt"
 
 
+@BOTH_STORES
 @pytest.mark.script(
     {
         "conversations": {

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ApiServer, Stack, assert_valid_pairing, eventually, run_finished
+from support import BOTH_STORES, ApiServer, Stack, assert_valid_pairing, eventually, run_finished
 
 from activities.tools import process_group_alive
 
@@ -88,6 +88,7 @@ async def test_two_sessions_at_once_no_cross_talk(stack: Stack, api: ApiServer) 
     assert len(stack.client.runs(a)) == 1  # input never started a second run
 
 
+@BOTH_STORES
 @pytest.mark.script(
     {
         "conversations": {
@@ -302,6 +303,7 @@ async def test_stop_kills_the_tool_and_cancels_pending_items(stack: Stack, api: 
         assert again.status_code == 409 and "no run in progress" in again.json()["detail"]
 
 
+@BOTH_STORES
 @pytest.mark.script({"conversations": {"*": [{"reply": [{"text": "hi"}]}]}})
 async def test_auth_ownership_and_a_resumable_event_stream(stack: Stack, api: ApiServer) -> None:
     async with stack.worker(), api.client() as http, api.client(ApiServer.OTHER_TOKEN) as bob:
@@ -384,6 +386,7 @@ async def test_guidance_before_finish_takes_one_more_turn_and_an_edited_item_is_
     assert stack.client.runs(session)[0].turns == 2
 
 
+@BOTH_STORES
 @pytest.mark.script(
     {
         "conversations": {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support import Stack, assert_valid_pairing, transcript_roles
+from support import BOTH_STORES, Stack, assert_valid_pairing, transcript_roles
 
 from domain.entries import MessageEntry
 from domain.messages import AssistantMessage, ToolResultMessage, UserMessage, text_of
@@ -38,6 +38,7 @@ SCRIPT = {
 }
 
 
+@BOTH_STORES
 @pytest.mark.script(SCRIPT)
 async def test_scripted_run_with_parallel_tools(stack: Stack) -> None:
     session = stack.client.create_session(name="demo")

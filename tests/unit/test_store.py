@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from postgres_server import new_database
+from support import BOTH_STORES
 
 from domain.config import SessionConfig
 from domain.entries import MessageEntry
@@ -18,19 +23,27 @@ from store.events import KeyedEvent
 from store.tables import Base
 
 
-def make_db(tmp_path: Path) -> Database:
-    return Database(f"sqlite:///{tmp_path / 'store.db'}")
+@pytest.fixture
+def db(request: pytest.FixtureRequest, tmp_path: Path, database: str) -> Iterator[Database]:
+    """A migrated store of the test's kind, empty."""
+    if database == "postgresql":
+        url = new_database(request.getfixturevalue("postgres_server"))
+    else:
+        url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = Database(url)
+    yield store
+    store.dispose()
 
 
-def test_migrations_create_exactly_the_mapped_schema(tmp_path: Path) -> None:
-    db = make_db(tmp_path)
+@BOTH_STORES
+def test_migrations_create_exactly_the_mapped_schema(db: Database) -> None:
     with db.engine.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
     Database(db.url)  # migrating again is a no-op
 
 
-def test_paths_follow_parents_and_inserts_are_idempotent(tmp_path: Path) -> None:
-    db = make_db(tmp_path)
+@BOTH_STORES
+def test_paths_follow_parents_and_inserts_are_idempotent(db: Database) -> None:
 
     def entry(entry_id: str, parent: str | None) -> MessageEntry:
         return MessageEntry(
@@ -49,8 +62,8 @@ def test_paths_follow_parents_and_inserts_are_idempotent(tmp_path: Path) -> None
         assert len(entries.list_entries(tx, "s")) == 4
 
 
-def test_keyed_events_are_stored_once_and_read_from_a_cursor(tmp_path: Path) -> None:
-    db = make_db(tmp_path)
+@BOTH_STORES
+def test_keyed_events_are_stored_once_and_read_from_a_cursor(db: Database) -> None:
     with db.transaction() as tx:
         sessions.create_session(tx, session_id="s", workspace="/w", config=SessionConfig(model="m"))
         for _ in range(2):
@@ -64,3 +77,45 @@ def test_keyed_events_are_stored_once_and_read_from_a_cursor(tmp_path: Path) -> 
             2,
             2,
         ]
+
+
+@BOTH_STORES
+def test_a_reader_following_the_cursor_misses_no_event_of_a_slower_writer(db: Database) -> None:
+    """Two writers of one session: the first to insert commits last. A client reading
+    `seq > cursor` in between must still get both (PostgreSQL hands out `seq` at insert)."""
+    with db.transaction() as tx:
+        sessions.create_session(tx, session_id="s", workspace="/w", config=SessionConfig(model="m"))
+    seen: list[int] = []
+    cursor = 0
+
+    def read_new() -> None:
+        nonlocal cursor
+        with db.transaction() as tx:
+            for event in events.read_events(tx, "s", after=cursor):
+                seen.append(event.payload["turn"])
+                cursor = event.seq
+
+    inserted, release = threading.Event(), threading.Event()
+
+    def slow_writer() -> None:
+        with db.transaction() as tx:
+            events.append_events(tx, "s", "r", [TurnStart(turn=1)])
+            inserted.set()
+            release.wait(10)
+
+    def fast_writer() -> None:
+        with db.transaction() as tx:
+            events.append_events(tx, "s", "r", [TurnStart(turn=2)])
+
+    slow = threading.Thread(target=slow_writer)
+    slow.start()
+    assert inserted.wait(10)
+    fast = threading.Thread(target=fast_writer)
+    fast.start()
+    fast.join(0.5)  # waits for the slow writer, or commits if the store let it
+    read_new()
+    release.set()
+    slow.join(10)
+    fast.join(10)
+    read_new()
+    assert sorted(seen) == [1, 2]
