@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -70,3 +73,43 @@ def p95(values: list[float]) -> float:
         if ordered
         else float("nan")
     )
+
+
+def process_env(bench: Bench, **extra: str) -> dict[str, str]:
+    """The environment of a worker or API process of the bench's stack."""
+    env = dict(os.environ)
+    env.update(
+        DURAGENT_HOME=str(bench.home),
+        DURAGENT_DATABASE_URL=bench.settings.database_url,
+        TEMPORAL_ADDRESS=bench.settings.temporal_address,
+        DURAGENT_TASK_QUEUE=bench.settings.task_queue,
+        ANTHROPIC_BASE_URL=bench.model.base_url,
+        DURAGENT_HEARTBEAT_TIMEOUT=str(bench.settings.heartbeat_timeout_s),
+        PYTHONPATH=str(ROOT),
+        **extra,
+    )
+    env.pop("ANTHROPIC_API_KEY", None)
+    return env
+
+
+def spawn(bench: Bench, *args: str, **extra_env: str) -> subprocess.Popen[bytes]:
+    """`python ARGS` in its own process group, quiet, with the stack's environment."""
+    return subprocess.Popen(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=process_env(bench, **extra_env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def spawn_worker(bench: Bench) -> subprocess.Popen[bytes]:
+    return spawn(bench, "-c", "import worker; worker.main()")
+
+
+def kill(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group, as a machine failure would."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()

@@ -14,13 +14,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import os
-import signal
-import subprocess
-import sys
 from typing import Any
 
-from common import ROOT, Bench, bench_stack, median
+from common import bench_stack, kill, median, spawn_worker
 
 from domain.compaction import CompactionSettings
 
@@ -33,26 +29,6 @@ def script(turns: int) -> dict[str, Any]:
     steps += [{"reply": [{"tool_use": {"name": "ls", "input": {}}}]} for _ in range(turns - 1)]
     steps.append({"reply": [{"text": "Done."}]})
     return {"conversations": {"*": steps}}
-
-
-def spawn_worker(bench: Bench) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)
-    env.update(
-        DURAGENT_HOME=str(bench.home),
-        DURAGENT_DATABASE_URL=bench.settings.database_url,
-        TEMPORAL_ADDRESS=bench.settings.temporal_address,
-        DURAGENT_TASK_QUEUE=bench.settings.task_queue,
-        ANTHROPIC_BASE_URL=bench.model.base_url,
-        PYTHONPATH=str(ROOT),
-    )
-    env.pop("ANTHROPIC_API_KEY", None)
-    return subprocess.Popen(
-        [sys.executable, "-c", "import worker; worker.main()"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -87,8 +63,7 @@ async def main() -> None:
             result = await run.result()
             peak = peak_rss_mb(worker.pid)
         finally:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait()
+            kill(worker)
         starts = [
             e.created_at
             async for e in bench.client.events(session.id, follow=False)

@@ -14,42 +14,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, Bench, bench_stack, median
-
-
-def spawn_worker(bench: Bench) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)
-    env.update(
-        DURAGENT_HOME=str(bench.home),
-        DURAGENT_DATABASE_URL=bench.settings.database_url,
-        TEMPORAL_ADDRESS=bench.settings.temporal_address,
-        DURAGENT_TASK_QUEUE=bench.settings.task_queue,
-        ANTHROPIC_BASE_URL=bench.model.base_url,
-        DURAGENT_HEARTBEAT_TIMEOUT=str(bench.settings.heartbeat_timeout_s),
-        PYTHONPATH=str(ROOT),
-    )
-    env.pop("ANTHROPIC_API_KEY", None)
-    return subprocess.Popen(
-        [sys.executable, "-c", "import worker; worker.main()"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def kill(process: subprocess.Popen[bytes]) -> None:
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+from common import Bench, bench_stack, kill, median, spawn_worker
 
 
 async def wait_for(check: Callable[[], Any], timeout: float = 120.0) -> None:

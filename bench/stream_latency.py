@@ -19,20 +19,18 @@ import asyncio
 import contextlib
 import json
 import math
-import os
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
-from common import ROOT, Bench, bench_stack, median, p95
+from common import Bench, bench_stack, median, p95, spawn, spawn_worker
 
 from offline_model.protocol import CHUNK_CHARS
 
 TOKEN = "bench-token"
+API_ENV = {"DURAGENT_API_TOKENS": f"{TOKEN}=bench"}
 REPLY = " ".join(f"word{i:03d}" for i in range(100))  # 800 characters: 40 deltas
 
 
@@ -42,38 +40,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def environment(bench: Bench) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        DURAGENT_HOME=str(bench.home),
-        DURAGENT_DATABASE_URL=bench.settings.database_url,
-        TEMPORAL_ADDRESS=bench.settings.temporal_address,
-        DURAGENT_TASK_QUEUE=bench.settings.task_queue,
-        ANTHROPIC_BASE_URL=bench.model.base_url,
-        DURAGENT_API_TOKENS=f"{TOKEN}=bench",
-        PYTHONPATH=str(ROOT),
-    )
-    env.pop("ANTHROPIC_API_KEY", None)
-    return env
-
-
 @contextlib.contextmanager
 def processes(bench: Bench, port: int) -> Iterator[None]:
     """A worker and the HTTP API, each in its own process, as deployed."""
-    env = environment(bench)
-    commands = [
-        [sys.executable, "-c", "import worker; worker.main()"],
-        [sys.executable, "-m", "client.cli", "serve", "--no-worker", "--port", str(port)],
-    ]
     started = [
-        subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=open(bench.home / f"process-{i}.log", "wb"),  # noqa: SIM115
-        )
-        for i, command in enumerate(commands)
+        spawn_worker(bench),
+        spawn(bench, "-m", "client.cli", "serve", "--no-worker", "--port", str(port), **API_ENV),
     ]
     try:
         yield

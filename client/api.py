@@ -363,8 +363,12 @@ class DuragentClient:
             SessionRun.run, session_workflow_id(session_id)
         )
         try:
-            view: RunView = await handle.query(SessionRun.state, rpc_timeout=QUERY_TIMEOUT)
-        except RPCError:
+            # The RPC timeout alone is not a bound: a server-side deadline error is retried.
+            view: RunView = await asyncio.wait_for(
+                handle.query(SessionRun.state, rpc_timeout=QUERY_TIMEOUT),
+                timeout=QUERY_TIMEOUT.total_seconds(),
+            )
+        except (RPCError, TimeoutError):
             phase: Phase = running[0].phase if running else "turn"
             return SessionStatus(phase=phase, config=config, run=None, next_turn=waiting)
         return SessionStatus(view.phase, view.config or config, view, waiting)

@@ -188,30 +188,18 @@ async def test_worker_killed_inside_a_save_point(stack: Stack) -> None:
     assert (workspace_of(stack, session.id) / "out.txt").read_text() == "hi\n"
 
 
+def bash_then(*answers: str) -> dict[str, object]:
+    """A script: a 3-second bash call that appends to runs.txt, then these text answers."""
+    bash = {"name": "bash", "input": {"command": "echo go >> runs.txt; sleep 3"}}
+    replies = [{"reply": [{"tool_use": bash}]}, *({"reply": [{"text": a}]} for a in answers)]
+    return {"conversations": {"*": replies}}
+
+
 STEER = "Also update the docs."
 FOLLOW_UP = "Then add a changelog entry."
 
 
-@pytest.mark.script(
-    {
-        "conversations": {
-            "*": [
-                {
-                    "reply": [
-                        {
-                            "tool_use": {
-                                "name": "bash",
-                                "input": {"command": "echo go >> runs.txt; sleep 3"},
-                            }
-                        }
-                    ]
-                },
-                {"reply": [{"text": "Docs noted."}]},
-                {"reply": [{"text": "Changelog noted."}]},
-            ]
-        }
-    }
-)
+@pytest.mark.script(bash_then("Docs noted.", "Changelog noted."))
 async def test_steer_and_follow_up_sent_while_no_worker_runs(stack: Stack) -> None:
     session = stack.client.create_session()
     runs = workspace_of(stack, session.id) / "runs.txt"
@@ -257,25 +245,7 @@ async def test_steer_and_follow_up_sent_while_no_worker_runs(stack: Stack) -> No
 GUIDANCE = "Stop there and summarise what you have."
 
 
-@pytest.mark.script(
-    {
-        "conversations": {
-            "*": [
-                {
-                    "reply": [
-                        {
-                            "tool_use": {
-                                "name": "bash",
-                                "input": {"command": "echo go >> runs.txt; sleep 3"},
-                            }
-                        }
-                    ]
-                },
-                {"reply": [{"text": "Summary: it was interrupted."}]},
-            ]
-        }
-    }
-)
+@pytest.mark.script(bash_then("Summary: it was interrupted."))
 async def test_guidance_sent_while_no_worker_runs(stack: Stack) -> None:
     session = stack.client.create_session()
     runs = workspace_of(stack, session.id) / "runs.txt"
