@@ -257,28 +257,38 @@ class DuragentClient:
             max_turns=max_turns,
             options=options or self.default_options(),
         )
-        workflow_id = session_workflow_id(session_id)
+        summary = f"{kind}: " + (invocation.name if invocation else _first_line(messages))
         try:
-            handle = await self.temporal.start_workflow(
-                SessionRun.run,
-                run_input,
-                id=workflow_id,
-                task_queue=self.settings.task_queue,
-                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-                search_attributes=TypedSearchAttributes(
-                    [
-                        SearchAttributePair(SESSION_ID_ATTR, session_id),
-                        SearchAttributePair(RUN_ID_ATTR, run_id),
-                        SearchAttributePair(KIND_ATTR, "run"),
-                    ]
-                ),
-                memo={"run_id": run_id, "kind": "run"},
-                static_summary=f"{kind}: "
-                + (invocation.name if invocation else _first_line(messages)),
-            )
+            return await self._start_workflow(run_input, summary)
+        except WorkflowAlreadyStartedError as err:
+            # A run whose outcome is stored may still be closing: wait for it, once.
+            if await self._settled_open_run(session_id) is not None:
+                raise await self._busy(session_id) from err
+        try:
+            return await self._start_workflow(run_input, summary)
         except WorkflowAlreadyStartedError as err:
             raise await self._busy(session_id) from err
+
+    async def _start_workflow(self, run_input: RunInput, summary: str) -> RunHandle:
+        """Start the session's run workflow; `WorkflowAlreadyStartedError` if one is open."""
+        session_id, run_id = run_input.session_id, run_input.run_id
+        handle = await self.temporal.start_workflow(
+            SessionRun.run,
+            run_input,
+            id=session_workflow_id(session_id),
+            task_queue=self.settings.task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            search_attributes=TypedSearchAttributes(
+                [
+                    SearchAttributePair(SESSION_ID_ATTR, session_id),
+                    SearchAttributePair(RUN_ID_ATTR, run_id),
+                    SearchAttributePair(KIND_ATTR, "run"),
+                ]
+            ),
+            memo={"run_id": run_id, "kind": "run"},
+            static_summary=summary,
+        )
         return RunHandle(session_id, run_id, handle)
 
     def default_options(self) -> RunOptions:
@@ -534,7 +544,7 @@ class DuragentClient:
     ) -> RunHandle | QueueItem:
         """What a chat box does: an idle session starts a run; a busy one queues the input
         (as guidance for the run, if asked) and never cancels or starts a run."""
-        if not guidance and await self._settled_open_run(session_id) is None:
+        if not guidance:
             with contextlib.suppress(SessionBusy):
                 return await self.prompt(session_id, text)
         item = self.next_turn(session_id, text)
