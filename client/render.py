@@ -27,6 +27,7 @@ class EventPrinter:
     def __init__(self, console: Console) -> None:
         self.console = console
         self._streaming = False
+        self._started: set[str] = set()
 
     def _end_stream(self) -> None:
         if self._streaming:
@@ -45,7 +46,11 @@ class EventPrinter:
         if kind == "message_update":
             return
         self._end_stream()
-        if kind == "turn_start" and payload["turn"] > 1:
+        if kind == "message_start" and payload["entry_id"] in self._started:
+            self.console.print("  [magenta]↻ the model call was interrupted; asking again[/]")
+        elif kind == "message_start":
+            self._started.add(payload["entry_id"])
+        elif kind == "turn_start" and payload["turn"] > 1:
             self.console.rule(f"turn {payload['turn']}", style="dim")
         elif kind == "message_end" and payload["message"]["role"] == "user":
             text = _text(payload["message"]["content"])
@@ -67,6 +72,7 @@ class EventPrinter:
             took = f"{payload['duration_ms']} ms"
             self.console.print(f"  {mark} {payload['tool_name']} ({took}) [dim]{line}[/]")
         elif kind == "retry_scheduled":
+            self._started.clear()  # the call starts again, and this line says why
             self.console.print(
                 f"  [magenta]↻ model call failed ({escape(payload['error'])});"
                 f" retrying in {payload['delay_ms'] / 1000:.1f} s[/]"

@@ -47,6 +47,10 @@ class TurnEnd(_Event):
 
 
 class MessageStart(_Event):
+    """A message begins. For an assistant message it comes again, with the same
+    `entry_id`, when the model call is made again (after a crash, or after a provider
+    failure announced by `retry_scheduled`): a client then drops what it showed of it."""
+
     type: Literal["message_start"] = "message_start"
     entry_id: str
     message: AgentMessage
