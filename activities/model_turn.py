@@ -157,7 +157,7 @@ class ModelTurns:
                     data=data.commit,
                     cache=self._entries,
                 )
-            path = entries.load_path(db, leaf_id, self._entries)
+            path = entries.load_context_path(db, leaf_id, self._entries)
             if data.commit is not None:
                 # Seed 004: every save point where the loop goes on takes a fresh snapshot.
                 session = sessions.require_session(db, data.session_id)

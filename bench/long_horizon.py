@@ -82,6 +82,8 @@ async def main() -> None:
     for turn in (10, 1000, last):
         if turn <= last:
             print(f"per-turn time around turn {turn}: {around(durations, turn):.1f} ms")
+    blocks = [durations[i : i + 250] for i in range(0, last, 250)]
+    print("median per-turn time by 250 turns: " + ", ".join(f"{median(b):.0f}" for b in blocks))
     print(f"worker peak memory: {peak:.0f} MB")
     count, size = max(histories)
     print(f"largest history: {count} events, {size / 1024:.0f} KB")

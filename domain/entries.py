@@ -114,6 +114,9 @@ SessionEntry = Annotated[
     Field(discriminator="type"),
 ]
 
+CONFIG_ENTRIES = (ModelChangeEntry, ThinkingLevelChangeEntry, ActiveToolsChangeEntry)
+"""The entries a path's model, thinking level and active tools come from."""
+
 ENTRY_TYPES = (
     "message",
     "model_change",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import literal, select
 from sqlalchemy.orm import Session
 
-from domain.entries import SessionEntry, parse_entry
+from domain.entries import CONFIG_ENTRIES, CompactionEntry, SessionEntry, parse_entry
 from store.tables import EntryRow, table_of
 from store.upsert import insert_ignore
 
@@ -63,6 +64,33 @@ def get_entry(db: Session, entry_id: str) -> SessionEntry | None:
     return _entry(row) if row else None
 
 
+@dataclass(frozen=True)
+class PathView:
+    """A path's ids, and where on it the entries that shape a context are."""
+
+    ids: tuple[str, ...]
+    config_at: tuple[int, ...]
+    """Positions of the config entries (model, thinking level, active tools)."""
+    compaction_at: int | None
+    """Position of the latest compaction."""
+
+    @classmethod
+    def of(cls, entries: Sequence[SessionEntry], base: PathView | None = None) -> PathView:
+        """The view of `base`'s path (or of none) followed by `entries`."""
+        offset = len(base.ids) if base else 0
+        config_at = tuple(
+            offset + i for i, e in enumerate(entries) if isinstance(e, CONFIG_ENTRIES)
+        )
+        compactions = [i for i, e in enumerate(entries) if isinstance(e, CompactionEntry)]
+        return cls(
+            ids=(base.ids if base else ()) + tuple(e.id for e in entries),
+            config_at=(base.config_at if base else ()) + config_at,
+            compaction_at=offset + compactions[-1]
+            if compactions
+            else (base.compaction_at if base else None),
+        )
+
+
 class EntryCache:
     """Parsed entries and known paths, for a worker that reads the same paths turn after
     turn.
@@ -76,7 +104,7 @@ class EntryCache:
         self._capacity = capacity
         self._path_capacity = paths
         self._entries: OrderedDict[str, SessionEntry] = OrderedDict()
-        self._paths: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._paths: OrderedDict[str, PathView] = OrderedDict()
 
     def get(self, entry_id: str) -> SessionEntry | None:
         entry = self._entries.get(entry_id)
@@ -90,26 +118,27 @@ class EntryCache:
         while len(self._entries) > self._capacity:
             self._entries.popitem(last=False)
 
-    def path(self, leaf_id: str) -> tuple[str, ...] | None:
-        ids = self._paths.get(leaf_id)
-        if ids is not None:
+    def path(self, leaf_id: str) -> PathView | None:
+        view = self._paths.get(leaf_id)
+        if view is not None:
             self._paths.move_to_end(leaf_id)
-        return ids
+        return view
 
-    def remember_path(self, ids: Sequence[str]) -> None:
-        if ids:
-            self._paths[ids[-1]] = tuple(ids)
-            self._paths.move_to_end(ids[-1])
+    def remember_path(self, view: PathView) -> None:
+        if view.ids:
+            self._paths[view.ids[-1]] = view
+            self._paths.move_to_end(view.ids[-1])
             while len(self._paths) > self._path_capacity:
                 self._paths.popitem(last=False)
 
     def extend(self, parent_id: str | None, chain: Sequence[SessionEntry]) -> None:
         """Record entries just appended below `parent_id`, one after another."""
-        base = () if parent_id is None else self.path(parent_id)
         for entry in chain:
             self.put(entry)
-        if base is not None and chain:
-            self.remember_path([*base, *(e.id for e in chain)])
+        if parent_id is None:
+            self.remember_path(PathView.of(chain))
+        elif (base := self.path(parent_id)) is not None and chain:
+            self.remember_path(PathView.of(chain, base))
 
 
 def path_ids(db: Session, leaf_id: str) -> list[str]:
@@ -135,8 +164,41 @@ def load_path(
     """The entries from the root down to `leaf_id` (empty for an empty session)."""
     if leaf_id is None:
         return []
-    cached = cache.path(leaf_id) if cache is not None else None
-    ids = list(cached) if cached is not None else path_ids(db, leaf_id)
+    view = cache.path(leaf_id) if cache is not None else None
+    if view is not None:
+        return _read(db, view.ids, cache)
+    path = _read(db, path_ids(db, leaf_id), cache)
+    if cache is not None:
+        cache.remember_path(PathView.of(path))
+    return path
+
+
+def load_context_path(db: Session, leaf_id: str | None, cache: EntryCache) -> list[SessionEntry]:
+    """What buildContext needs of the path to `leaf_id`: its config entries, and all from
+    the latest compaction's first kept entry on. It gives the same context and config as
+    the whole path, in time that grows with the context, not with the session."""
+    if leaf_id is None:
+        return []
+    view = cache.path(leaf_id)
+    if view is None:
+        load_path(db, leaf_id, cache)
+        view = cache.path(leaf_id)
+        assert view is not None
+    start = 0
+    if view.compaction_at is not None:
+        (compaction,) = _read(db, [view.ids[view.compaction_at]], cache)
+        assert isinstance(compaction, CompactionEntry)
+        start = view.compaction_at  # buildContext keeps nothing before an unknown entry
+        for i in range(view.compaction_at - 1, -1, -1):
+            if view.ids[i] == compaction.first_kept_entry_id:
+                start = i
+                break
+    config = [view.ids[i] for i in view.config_at if i < start]
+    return _read(db, [*config, *view.ids[start:]], cache)
+
+
+def _read(db: Session, ids: Sequence[str], cache: EntryCache | None) -> list[SessionEntry]:
+    """The entries with these ids, in this order: from the cache, else the database."""
     known = {i: e for i in ids if cache is not None and (e := cache.get(i)) is not None}
     missing = [i for i in ids if i not in known]
     for start in range(0, len(missing), _BATCH):
@@ -146,8 +208,6 @@ def load_path(
             known[entry.id] = entry
             if cache is not None:
                 cache.put(entry)
-    if cache is not None and cached is None:
-        cache.remember_path(ids)
     return [known[i] for i in ids]
 
 

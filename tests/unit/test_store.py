@@ -13,9 +13,16 @@ from postgres_server import new_database
 from support import BOTH_STORES
 
 from domain.config import SessionConfig
-from domain.entries import MessageEntry
+from domain.context import build_context
+from domain.entries import (
+    ActiveToolsChangeEntry,
+    CompactionEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionEntry,
+)
 from domain.events import TurnStart
-from domain.messages import user_text
+from domain.messages import text_of, user_text
 from store import entries, events, sessions
 from store.db import Database
 from store.entries import EntryCache
@@ -119,3 +126,49 @@ def test_a_reader_following_the_cursor_misses_no_event_of_a_slower_writer(db: Da
     fast.join(10)
     read_new()
     assert sorted(seen) == [1, 2]
+
+
+def test_the_context_path_builds_the_same_context_as_the_whole_path(db: Database) -> None:
+    def message(entry_id: str, parent: str | None) -> MessageEntry:
+        return MessageEntry(
+            id=entry_id, parent_id=parent, timestamp=0, message=user_text(entry_id, 0)
+        )
+
+    chain: list[SessionEntry] = [message("m0", None)]
+    chain.append(ModelChangeEntry(id="model", parent_id="m0", timestamp=0, model="claude-x"))
+    chain += [message(f"m{i}", chain[-1].id if i > 1 else "model") for i in range(1, 40)]
+    chain.append(
+        CompactionEntry(
+            id="c1", parent_id="m39", timestamp=0, summary="S1", first_kept_entry_id="m30"
+        )
+    )
+    chain.append(ActiveToolsChangeEntry(id="tools", parent_id="c1", timestamp=0, active_tools=[]))
+    chain.append(message("m40", "tools"))
+    later: list[SessionEntry] = [
+        message("m41", "m40"),
+        CompactionEntry(
+            id="c2", parent_id="m41", timestamp=0, summary="S2", first_kept_entry_id="m40"
+        ),
+        message("m42", "c2"),
+    ]
+    with db.transaction() as tx:
+        sessions.create_session(tx, session_id="s", workspace="/w", config=SessionConfig(model="m"))
+        entries.insert_entries(tx, "s", [*chain, *later])
+    defaults = SessionConfig(model="claude-default")
+    for leaf, cache_from in (("m40", None), ("m42", "m40")):
+        cache = EntryCache()
+        with db.transaction() as tx:
+            if cache_from:  # the cache learnt the later entries from a save point
+                entries.load_path(tx, cache_from, cache)
+                cache.extend(cache_from, later)
+            whole = build_context(entries.load_path(tx, leaf), defaults)
+            reduced_path = entries.load_context_path(tx, leaf, cache)
+        assert build_context(reduced_path, defaults) == whole
+        assert len(reduced_path) < 15  # config entries and the kept context only
+    assert whole.model == "claude-x" and whole.active_tools == []
+    assert [text_of(m.content).rsplit("\n", 1)[-1] for m in whole.messages] == [
+        "S2",
+        "m40",
+        "m41",
+        "m42",
+    ]
