@@ -98,9 +98,11 @@ class EntryCache:
     A stored entry never changes, and neither does the path from the root to it, so
     caching both is always safe. A turn's path is its previous path plus what the save
     point just appended (`extend`): in the steady state a model turn reads no entries.
+    A context needs a few hundred entries; the capacity covers dozens of busy sessions
+    and bounds the memory (entries hold whole tool outputs), however long they run.
     """
 
-    def __init__(self, capacity: int = 50_000, paths: int = 256) -> None:
+    def __init__(self, capacity: int = 10_000, paths: int = 256) -> None:
         self._capacity = capacity
         self._path_capacity = paths
         self._entries: OrderedDict[str, SessionEntry] = OrderedDict()
@@ -137,7 +139,9 @@ class EntryCache:
             self.put(entry)
         if parent_id is None:
             self.remember_path(PathView.of(chain))
-        elif (base := self.path(parent_id)) is not None and chain:
+        elif chain and (base := self._paths.pop(parent_id, None)) is not None:
+            # The leaf moved on: the parent's view is dropped, so a session holds one view
+            # (its ids grow with the session; 256 of them would).
             self.remember_path(PathView.of(chain, base))
 
 
