@@ -272,24 +272,42 @@ class DuragentClient:
     async def _start_workflow(self, run_input: RunInput, summary: str) -> RunHandle:
         """Start the session's run workflow; `WorkflowAlreadyStartedError` if one is open."""
         session_id, run_id = run_input.session_id, run_input.run_id
-        handle = await self.temporal.start_workflow(
-            SessionRun.run,
-            run_input,
+        handle = await self._start_session_workflow(
+            SessionRun.run, run_input, session_id, "run", run_id=run_id, summary=summary
+        )
+        return RunHandle(session_id, run_id, handle)
+
+    async def _start_session_workflow(
+        self,
+        run: Any,
+        data: Any,
+        session_id: str,
+        kind: str,
+        *,
+        run_id: str | None = None,
+        summary: str | None = None,
+    ) -> Any:
+        """Start a workflow under the session's workflow id, searchable by session and
+        kind; `WorkflowAlreadyStartedError` while another one is open."""
+        attributes = [
+            SearchAttributePair(SESSION_ID_ATTR, session_id),
+            SearchAttributePair(KIND_ATTR, kind),
+        ]
+        memo = {"kind": kind}
+        if run_id is not None:
+            attributes.append(SearchAttributePair(RUN_ID_ATTR, run_id))
+            memo["run_id"] = run_id
+        return await self.temporal.start_workflow(
+            run,
+            data,
             id=session_workflow_id(session_id),
             task_queue=self.settings.task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-            search_attributes=TypedSearchAttributes(
-                [
-                    SearchAttributePair(SESSION_ID_ATTR, session_id),
-                    SearchAttributePair(RUN_ID_ATTR, run_id),
-                    SearchAttributePair(KIND_ATTR, "run"),
-                ]
-            ),
-            memo={"run_id": run_id, "kind": "run"},
+            search_attributes=TypedSearchAttributes(attributes),
+            memo=memo,
             static_summary=summary,
         )
-        return RunHandle(session_id, run_id, handle)
 
     def default_options(self) -> RunOptions:
         timeout = self.settings.heartbeat_timeout_s
@@ -445,21 +463,7 @@ class DuragentClient:
         """Start a structural operation under the session's id: refused while busy."""
         self.get_session(session_id)
         try:
-            return await self.temporal.start_workflow(
-                run,
-                data,
-                id=session_workflow_id(session_id),
-                task_queue=self.settings.task_queue,
-                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-                search_attributes=TypedSearchAttributes(
-                    [
-                        SearchAttributePair(SESSION_ID_ATTR, session_id),
-                        SearchAttributePair(KIND_ATTR, kind),
-                    ]
-                ),
-                memo={"kind": kind},
-            )
+            return await self._start_session_workflow(run, data, session_id, kind)
         except WorkflowAlreadyStartedError as err:
             raise await self._busy(session_id) from err
 
