@@ -116,7 +116,9 @@ def create_app(client: DuragentClient, tokens: dict[str, str]) -> FastAPI:
     @app.post("/api/sessions/{session_id}/input")
     async def send_input(session_id: str, body: SendInput, owner: User) -> InputResult:
         owned(session_id, owner)
-        sent = await client.send_input(session_id, body.text, guidance=body.guidance)
+        sent = await client.send_input(
+            session_id, body.text, guidance=body.guidance, intent=body.intent
+        )
         if isinstance(sent, RunHandle):
             return InputResult(action="started", run_id=sent.run_id)
         return InputResult(action="queued", item=sent)

@@ -544,15 +544,23 @@ class DuragentClient:
     # The input queue and runtime guidance (seed 001) -------------------------------------
 
     async def send_input(
-        self, session_id: str, text: str, *, guidance: bool = False
+        self,
+        session_id: str,
+        text: str,
+        *,
+        guidance: bool = False,
+        intent: GuidanceIntent | None = None,
     ) -> RunHandle | QueueItem:
         """What a chat box does: an idle session starts a run; a busy one queues the input
-        (as guidance for the run, if asked) and never cancels or starts a run."""
+        (as guidance for the run, if asked, with `intent` or else the one its wording
+        suggests) and never cancels or starts a run."""
+        if intent is not None and not guidance:
+            raise InvalidPrompt("an intent is for guidance: send it with guidance")
         if not guidance:
             with contextlib.suppress(SessionBusy):
                 return await self.prompt(session_id, text)
         item = self.next_turn(session_id, text)
-        return await self.guide(session_id, item.id) if guidance else item
+        return await self.guide(session_id, item.id, intent=intent) if guidance else item
 
     def queue_items(self, session_id: str, *, status: str | None = "pending") -> list[QueueItem]:
         self.get_session(session_id)
