@@ -1,7 +1,9 @@
 """The FastAPI application (seed 001's endpoints), over the Python client.
 
 Every route is per session and per user: a bearer token names the user, and a session
-that does not exist or belongs to someone else is a 404 either way.
+that does not exist or belongs to someone else is a 404 either way. A client names a
+workspace only inside its own area or under a root the operator allows
+(`client.workspaces`).
 """
 
 from __future__ import annotations
@@ -32,12 +34,15 @@ from client.errors import (
     DuragentError,
     InvalidChange,
     InvalidPrompt,
+    InvalidWorkspace,
     QueueItemNotFound,
     QueueItemNotPending,
     SessionBusy,
     SessionIdle,
     SessionNotFound,
+    WorkspaceNotAllowed,
 )
+from client.workspaces import WorkspacePolicy
 from store import display, events, runs
 from store.records import QueueItem, SessionRecord
 
@@ -45,12 +50,15 @@ from store.records import QueueItem, SessionRecord
 # every 20 ms keeps a streamed delta under ~35 ms from the model to the browser.
 SSE_POLL_S = 0.02
 SSE_KEEPALIVE_S = 15.0
+# First match wins: subclasses before their bases.
 _STATUS = {
     SessionNotFound: 404,
     QueueItemNotFound: 404,
     SessionBusy: 409,
     SessionIdle: 409,
     QueueItemNotPending: 409,
+    WorkspaceNotAllowed: 403,
+    InvalidWorkspace: 422,
     InvalidPrompt: 422,
     InvalidChange: 422,
 }
@@ -74,10 +82,14 @@ def current_user(
 User = Annotated[str, Depends(current_user)]
 
 
-def create_app(client: DuragentClient, tokens: dict[str, str]) -> FastAPI:
-    """`tokens` maps bearer tokens to user names."""
+def create_app(
+    client: DuragentClient, tokens: dict[str, str], workspaces: WorkspacePolicy | None = None
+) -> FastAPI:
+    """`tokens` maps bearer tokens to user names; `workspaces` says where users' sessions
+    may work (default: from the client's settings)."""
     app = FastAPI(title="duragent", summary="A durable, steerable agent harness on Temporal")
     app.state.tokens = dict(tokens)
+    policy = workspaces or WorkspacePolicy.from_settings(client.settings)
 
     def owned(session_id: str, owner: str) -> SessionRecord:
         try:
@@ -101,6 +113,7 @@ def create_app(client: DuragentClient, tokens: dict[str, str]) -> FastAPI:
             model=body.model,
             system_prompt=body.system_prompt,
             owner=owner,
+            policy=policy,
         )
         return SessionView(session=session, phase="idle")
 

@@ -17,6 +17,8 @@ class _Body(BaseModel):
 class CreateSession(_Body):
     name: str | None = None
     workspace: str | None = None
+    """A folder in your own area (a relative path such as `project`), or one under a root
+    the operator allows (`DURAGENT_WORKSPACE_ROOTS`); default: a new folder for the session."""
     model: str | None = None
     system_prompt: str | None = None
 

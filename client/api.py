@@ -29,6 +29,7 @@ from client.errors import (
     EntryNotInSession,
     InvalidChange,
     InvalidPrompt,
+    InvalidWorkspace,
     QueueItemNotFound,
     QueueItemNotPending,
     SessionBusy,
@@ -36,6 +37,7 @@ from client.errors import (
     SessionNotFound,
     TemporalUnreachable,
 )
+from client.workspaces import WorkspacePolicy
 from domain.changes import ConfigChange, FacadeEntry, SessionChange
 from domain.compaction import CompactionSettings
 from domain.config import QueueMode, SessionConfig, ThinkingLevel
@@ -137,14 +139,32 @@ class DuragentClient:
         model: str | None = None,
         system_prompt: str | None = None,
         owner: str | None = None,
+        policy: WorkspacePolicy | None = None,
     ) -> SessionRecord:
+        """A new idle session working in `workspace` (default: a fresh folder under the
+        state directory), created if missing.
+
+        With a `policy` (the HTTP API's) the workspace is what the policy allows `owner`
+        (`WorkspaceNotAllowed` otherwise); without one it is any folder (the local CLI).
+        Nothing is created or stored when an argument is refused.
+        """
         session_id = uuid.uuid4().hex
         config = SessionConfig(model=model or self.settings.model)
         if system_prompt is not None:
             config = config.model_copy(update={"system_prompt": system_prompt})
-        folder = Path(workspace) if workspace else self.settings.workspaces / session_id
-        folder = folder.expanduser().resolve()
-        folder.mkdir(parents=True, exist_ok=True)
+        if policy is not None:
+            if owner is None:
+                raise ValueError("a workspace policy needs the session's owner")
+            folder = policy.resolve(
+                owner, None if workspace is None else str(workspace), session_id
+            )
+        else:
+            folder = Path(workspace) if workspace else self.settings.workspaces / session_id
+            folder = folder.expanduser().resolve()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise InvalidWorkspace(str(workspace or folder), f"cannot be created ({err})") from err
         with self.db.transaction() as db:
             return sessions.create_session(
                 db,

@@ -33,6 +33,19 @@ class InvalidPrompt(DuragentError, ValueError):
     pass
 
 
+class InvalidWorkspace(DuragentError, ValueError):
+    """A workspace path that cannot be one: malformed, not a folder, not creatable."""
+
+    def __init__(self, workspace: str, reason: str) -> None:
+        super().__init__(f"workspace {workspace[:200]!r} {reason}")
+        self.workspace = workspace
+
+
+class WorkspaceNotAllowed(InvalidWorkspace):
+    """A workspace outside what the caller may name (over the HTTP API: their own area or
+    a root the operator allows)."""
+
+
 class SessionIdle(DuragentError):
     """Steering, follow-ups and aborts need a run in progress."""
 
