@@ -3,7 +3,8 @@
 Every route is per session and per user: a bearer token names the user, and a session
 that does not exist or belongs to someone else is a 404 either way. A client names a
 workspace only inside its own area or under a root the operator allows
-(`client.workspaces`).
+(`client.workspaces`), and every text it sends has one size limit (`MAX_INPUT_BYTES`),
+with the request body bounded before it is read.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Res
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from api.body_limit import BodyLimit
 from api.models import (
     CreateSession,
     InputResult,
@@ -32,6 +34,7 @@ from api.models import (
 from client.api import DuragentClient, RunHandle
 from client.errors import (
     DuragentError,
+    InputTooLarge,
     InvalidChange,
     InvalidPrompt,
     InvalidWorkspace,
@@ -43,6 +46,7 @@ from client.errors import (
     WorkspaceNotAllowed,
 )
 from client.workspaces import WorkspacePolicy
+from domain.input import MAX_INPUT_BYTES
 from store import display, events, runs
 from store.records import QueueItem, SessionRecord
 
@@ -50,6 +54,10 @@ from store.records import QueueItem, SessionRecord
 # every 20 ms keeps a streamed delta under ~35 ms from the model to the browser.
 SSE_POLL_S = 0.02
 SSE_KEEPALIVE_S = 15.0
+MAX_BODY_BYTES = 2 * MAX_INPUT_BYTES + 64 * 1024
+"""A request body is refused (413) past this, before more of it is read: room for one text
+at the limit even when its JSON escapes double it (CJK as \\uXXXX, code's newlines and
+quotes), and for the fields around it."""
 # First match wins: subclasses before their bases.
 _STATUS = {
     SessionNotFound: 404,
@@ -57,6 +65,7 @@ _STATUS = {
     SessionBusy: 409,
     SessionIdle: 409,
     QueueItemNotPending: 409,
+    InputTooLarge: 413,
     WorkspaceNotAllowed: 403,
     InvalidWorkspace: 422,
     InvalidPrompt: 422,
@@ -88,6 +97,7 @@ def create_app(
     """`tokens` maps bearer tokens to user names; `workspaces` says where users' sessions
     may work (default: from the client's settings)."""
     app = FastAPI(title="duragent", summary="A durable, steerable agent harness on Temporal")
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, detail=_body_too_large)
     app.state.tokens = dict(tokens)
     policy = workspaces or WorkspacePolicy.from_settings(client.settings)
 
@@ -224,6 +234,13 @@ def create_app(
         )
 
     return app
+
+
+def _body_too_large() -> str:
+    return (
+        f"request body is over {MAX_BODY_BYTES} bytes; the API takes at most "
+        f"{MAX_INPUT_BYTES} bytes ({MAX_INPUT_BYTES // 1024} KiB) per text"
+    )
 
 
 async def _sse(client: DuragentClient, session_id: str, cursor: int) -> AsyncIterator[str]:
