@@ -58,6 +58,10 @@ MAX_BODY_BYTES = 2 * MAX_INPUT_BYTES + 64 * 1024
 """A request body is refused (413) past this, before more of it is read: room for one text
 at the limit even when its JSON escapes double it (CJK as \\uXXXX, code's newlines and
 quotes), and for the fields around it."""
+_BODY_TOO_LARGE = (
+    f"request body is over {MAX_BODY_BYTES} bytes; the API takes at most "
+    f"{MAX_INPUT_BYTES} bytes ({MAX_INPUT_BYTES // 1024} KiB) per text"
+)
 # First match wins: subclasses before their bases.
 _STATUS = {
     SessionNotFound: 404,
@@ -97,7 +101,7 @@ def create_app(
     """`tokens` maps bearer tokens to user names; `workspaces` says where users' sessions
     may work (default: from the client's settings)."""
     app = FastAPI(title="duragent", summary="A durable, steerable agent harness on Temporal")
-    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, detail=_body_too_large)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, detail=_BODY_TOO_LARGE)
     app.state.tokens = dict(tokens)
     policy = workspaces or WorkspacePolicy.from_settings(client.settings)
 
@@ -234,13 +238,6 @@ def create_app(
         )
 
     return app
-
-
-def _body_too_large() -> str:
-    return (
-        f"request body is over {MAX_BODY_BYTES} bytes; the API takes at most "
-        f"{MAX_INPUT_BYTES} bytes ({MAX_INPUT_BYTES // 1024} KiB) per text"
-    )
 
 
 async def _sse(client: DuragentClient, session_id: str, cursor: int) -> AsyncIterator[str]:

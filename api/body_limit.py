@@ -6,8 +6,6 @@ Large" whatever the app's handlers say; this one answers with JSON naming the li
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
@@ -19,7 +17,7 @@ class BodyLimit:
     Content-Length says so, else as soon as the bytes received pass it (raised as an
     `HTTPException` from the body read, which the app's handlers turn into the answer)."""
 
-    def __init__(self, app: ASGIApp, limit: int, detail: Callable[[], str]) -> None:
+    def __init__(self, app: ASGIApp, limit: int, detail: str) -> None:
         self.app = app
         self.limit = limit
         self.detail = detail
@@ -30,7 +28,7 @@ class BodyLimit:
             return
         declared = Headers(scope=scope).get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            response = JSONResponse({"detail": self.detail()}, status_code=413)
+            response = JSONResponse({"detail": self.detail}, status_code=413)
             await response(scope, receive, send)
             return
         received = 0
@@ -41,7 +39,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
-                    raise HTTPException(413, self.detail())
+                    raise HTTPException(413, self.detail)
             return message
 
         await self.app(scope, bounded_receive, send)
