@@ -15,6 +15,7 @@
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
 | `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
 | `DURAGENT_API_TOKENS` | `token=user,...` for the HTTP API (none: `serve` makes one up) |
+| `DURAGENT_WORKSPACE_ROOTS` | none: `:`-separated folders API users may also put workspaces in |
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ class Settings(BaseModel):
     """Bearer token -> user name, for the HTTP API."""
     model_read_timeout_s: float = 120.0
     """Seconds without a byte from the model before the stream counts as hung."""
+    workspace_roots: list[Path] = []
+    """Folders under which HTTP API users may name a workspace, besides their own area
+    (`client.workspaces`). Folders inside the state directory are never allowed."""
 
     @property
     def offline(self) -> bool:
@@ -78,6 +82,11 @@ class Settings(BaseModel):
             "heartbeat_throttle_ms": int(env.get("DURAGENT_HEARTBEAT_THROTTLE_MS", "50")),
             "model_read_timeout_s": float(env.get("DURAGENT_MODEL_READ_TIMEOUT", "120")),
             "api_tokens": parse_tokens(env.get("DURAGENT_API_TOKENS", "")),
+            "workspace_roots": [
+                Path(p.strip())
+                for p in env.get("DURAGENT_WORKSPACE_ROOTS", "").split(":")
+                if p.strip()
+            ],
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)

@@ -1,7 +1,10 @@
 """The FastAPI application (seed 001's endpoints), over the Python client.
 
 Every route is per session and per user: a bearer token names the user, and a session
-that does not exist or belongs to someone else is a 404 either way.
+that does not exist or belongs to someone else is a 404 either way. A client names a
+workspace only inside its own area or under a root the operator allows
+(`client.workspaces`), and every text it sends has one size limit (`MAX_INPUT_BYTES`),
+with the request body bounded before it is read.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Res
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from api.body_limit import BodyLimit
 from api.models import (
     CreateSession,
     InputResult,
@@ -30,14 +34,19 @@ from api.models import (
 from client.api import DuragentClient, RunHandle
 from client.errors import (
     DuragentError,
+    InputTooLarge,
     InvalidChange,
     InvalidPrompt,
+    InvalidWorkspace,
     QueueItemNotFound,
     QueueItemNotPending,
     SessionBusy,
     SessionIdle,
     SessionNotFound,
+    WorkspaceNotAllowed,
 )
+from client.workspaces import WorkspacePolicy
+from domain.input import MAX_INPUT_BYTES
 from store import display, events, runs
 from store.records import QueueItem, SessionRecord
 
@@ -45,12 +54,24 @@ from store.records import QueueItem, SessionRecord
 # every 20 ms keeps a streamed delta under ~35 ms from the model to the browser.
 SSE_POLL_S = 0.02
 SSE_KEEPALIVE_S = 15.0
+MAX_BODY_BYTES = 2 * MAX_INPUT_BYTES + 64 * 1024
+"""A request body is refused (413) past this, before more of it is read: room for one text
+at the limit even when its JSON escapes double it (CJK as \\uXXXX, code's newlines and
+quotes), and for the fields around it."""
+_BODY_TOO_LARGE = (
+    f"request body is over {MAX_BODY_BYTES} bytes; the API takes at most "
+    f"{MAX_INPUT_BYTES} bytes ({MAX_INPUT_BYTES // 1024} KiB) per text"
+)
+# First match wins: subclasses before their bases.
 _STATUS = {
     SessionNotFound: 404,
     QueueItemNotFound: 404,
     SessionBusy: 409,
     SessionIdle: 409,
     QueueItemNotPending: 409,
+    InputTooLarge: 413,
+    WorkspaceNotAllowed: 403,
+    InvalidWorkspace: 422,
     InvalidPrompt: 422,
     InvalidChange: 422,
 }
@@ -74,10 +95,15 @@ def current_user(
 User = Annotated[str, Depends(current_user)]
 
 
-def create_app(client: DuragentClient, tokens: dict[str, str]) -> FastAPI:
-    """`tokens` maps bearer tokens to user names."""
+def create_app(
+    client: DuragentClient, tokens: dict[str, str], workspaces: WorkspacePolicy | None = None
+) -> FastAPI:
+    """`tokens` maps bearer tokens to user names; `workspaces` says where users' sessions
+    may work (default: from the client's settings)."""
     app = FastAPI(title="duragent", summary="A durable, steerable agent harness on Temporal")
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, detail=_BODY_TOO_LARGE)
     app.state.tokens = dict(tokens)
+    policy = workspaces or WorkspacePolicy.from_settings(client.settings)
 
     def owned(session_id: str, owner: str) -> SessionRecord:
         try:
@@ -101,6 +127,7 @@ def create_app(client: DuragentClient, tokens: dict[str, str]) -> FastAPI:
             model=body.model,
             system_prompt=body.system_prompt,
             owner=owner,
+            policy=policy,
         )
         return SessionView(session=session, phase="idle")
 
@@ -116,7 +143,9 @@ def create_app(client: DuragentClient, tokens: dict[str, str]) -> FastAPI:
     @app.post("/api/sessions/{session_id}/input")
     async def send_input(session_id: str, body: SendInput, owner: User) -> InputResult:
         owned(session_id, owner)
-        sent = await client.send_input(session_id, body.text, guidance=body.guidance)
+        sent = await client.send_input(
+            session_id, body.text, guidance=body.guidance, intent=body.intent
+        )
         if isinstance(sent, RunHandle):
             return InputResult(action="started", run_id=sent.run_id)
         return InputResult(action="queued", item=sent)

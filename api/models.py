@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from domain.guidance import GuidanceIntent
 from store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
@@ -17,6 +17,8 @@ class _Body(BaseModel):
 class CreateSession(_Body):
     name: str | None = None
     workspace: str | None = None
+    """A folder in your own area (a relative path such as `project`), or one under a root
+    the operator allows (`DURAGENT_WORKSPACE_ROOTS`); default: a new folder for the session."""
     model: str | None = None
     system_prompt: str | None = None
 
@@ -27,6 +29,12 @@ class SendInput(_Body):
     """Busy session: send it to the run as guidance instead of queueing it."""
     intent: GuidanceIntent | None = None
     """For guidance: `interrupt` or `supplement`; default: classified from the text."""
+
+    @model_validator(mode="after")
+    def _intent_needs_guidance(self) -> SendInput:
+        if self.intent is not None and not self.guidance:
+            raise ValueError("intent is for guidance: send it with guidance true")
+        return self
 
 
 class InputResult(_Body):
@@ -40,11 +48,23 @@ class QueueInput(_Body):
     kind: Literal["next_turn", "guidance"] = "next_turn"
     intent: GuidanceIntent | None = None
 
+    @model_validator(mode="after")
+    def _intent_needs_guidance(self) -> QueueInput:
+        if self.intent is not None and self.kind != "guidance":
+            raise ValueError("intent is for guidance: send it with kind guidance")
+        return self
+
 
 class QueueAction(_Body):
     action: Literal["edit", "guide"]
     """edit: cancel the item and get its text back; guide: send it to the run in progress."""
     intent: GuidanceIntent | None = None
+
+    @model_validator(mode="after")
+    def _intent_needs_guide(self) -> QueueAction:
+        if self.intent is not None and self.action != "guide":
+            raise ValueError("intent is for guidance: send it with action guide")
+        return self
 
 
 class QueueActionResult(_Body):
