@@ -10,11 +10,10 @@ loading are two statements; rows of a session become visible in `seq` order
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import ColumnElement, exists, select
+from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
 from store.tables import DisplayMessageRow, RunEventRow
@@ -50,12 +49,11 @@ def page_after(
     *,
     limit: int,
     max_bytes: int = PAGE_BYTES,
-    where: Sequence[ColumnElement[bool]] = (),
 ) -> Page[Row]:
     """Up to `limit` rows with `seq > after`, oldest first."""
     sizes = db.execute(
         select(model.seq, model.payload_bytes)
-        .where(model.session_id == session_id, model.seq > after, *where)
+        .where(model.session_id == session_id, model.seq > after)
         .order_by(model.seq)
         .limit(limit + 1)
     ).all()
@@ -65,7 +63,7 @@ def page_after(
     last = sizes[taken - 1][0]
     rows = db.scalars(
         select(model)
-        .where(model.session_id == session_id, model.seq > after, model.seq <= last, *where)
+        .where(model.session_id == session_id, model.seq > after, model.seq <= last)
         .order_by(model.seq)
     ).all()
     return Page(rows=list(rows), beyond=len(sizes) > taken)
