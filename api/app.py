@@ -21,7 +21,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from api.body_limit import BodyLimit
 from api.models import (
     CreateSession,
+    Cursor,
     InputResult,
+    MessagesPage,
     QueueAction,
     QueueActionResult,
     QueueInput,
@@ -54,6 +56,8 @@ from store.records import QueueItem, SessionRecord
 # every 20 ms keeps a streamed delta under ~35 ms from the model to the browser.
 SSE_POLL_S = 0.02
 SSE_KEEPALIVE_S = 15.0
+MESSAGES_LIMIT_MAX = 500
+EVENTS_LIMIT_MAX = 2000
 MAX_BODY_BYTES = 2 * MAX_INPUT_BYTES + 64 * 1024
 """A request body is refused (413) past this, before more of it is read: room for one text
 at the limit even when its JSON escapes double it (CJK as \\uXXXX, code's newlines and
@@ -154,22 +158,55 @@ def create_app(
     async def state(
         session_id: str,
         owner: User,
-        messages_after: Annotated[int, Query(ge=0)] = 0,
-        events_after: Annotated[int, Query(ge=0)] = 0,
+        messages_after: Annotated[Cursor | None, Query()] = None,
+        events_after: Annotated[Cursor | None, Query()] = None,
+        messages_limit: Annotated[int, Query(ge=1, le=MESSAGES_LIMIT_MAX)] = 200,
+        events_limit: Annotated[int, Query(ge=1, le=EVENTS_LIMIT_MAX)] = 500,
     ) -> SessionState:
+        """A page of display messages and one of run events (each also bounded to about
+        1 MB), with the run and the pending queue. Without a cursor a list holds its
+        newest items; with one, the items after it. Follow `*_cursor` while `*_more`."""
         owned(session_id, owner)
         with client.db.transaction() as db:
-            shown = display.list_display(db, session_id, after=messages_after)
-            activity = events.read_events(db, session_id, after=events_after, limit=2000)
+            if messages_after is None:
+                shown, earlier = display.messages_before(db, session_id, None, limit=messages_limit)
+                more = False
+            else:
+                shown, more = display.messages_after(
+                    db, session_id, messages_after, limit=messages_limit
+                )
+                earlier = display.any_before(
+                    db, session_id, shown[0].seq if shown else messages_after + 1
+                )
+            activity, events_more = events.events_page(
+                db, session_id, after=events_after, limit=events_limit
+            )
             latest = runs.list_runs(db, session_id, limit=1)
         return SessionState(
             messages=shown,
             activity_events=activity,
             run=RunView(phase=await client.phase(session_id), latest=latest[0] if latest else None),
             input_queue=client.queue_items(session_id),
-            messages_cursor=shown[-1].seq if shown else messages_after,
-            events_cursor=activity[-1].seq if activity else events_after,
+            messages_cursor=shown[-1].seq if shown else messages_after or 0,
+            events_cursor=activity[-1].seq if activity else events_after or 0,
+            messages_more=more,
+            events_more=events_more,
+            messages_earlier=earlier,
         )
+
+    @app.get("/api/sessions/{session_id}/messages")
+    async def messages(
+        session_id: str,
+        owner: User,
+        before: Annotated[Cursor | None, Query()] = None,
+        limit: Annotated[int, Query(ge=1, le=MESSAGES_LIMIT_MAX)] = 200,
+    ) -> MessagesPage:
+        """The page of display messages just before `before` (the newest page without
+        it), oldest first, bounded in count and to about 1 MB."""
+        owned(session_id, owner)
+        with client.db.transaction() as db:
+            shown, earlier = display.messages_before(db, session_id, before, limit=limit)
+        return MessagesPage(messages=shown, earlier=earlier)
 
     @app.post("/api/sessions/{session_id}/input-queue", status_code=201)
     async def add_input(session_id: str, body: QueueInput, owner: User) -> QueueItem:
@@ -224,13 +261,13 @@ def create_app(
     async def event_stream(
         session_id: str,
         owner: User,
-        after: Annotated[int, Query(ge=0)] = 0,
-        last_event_id: Annotated[str | None, Header()] = None,
+        after: Annotated[Cursor, Query()] = 0,
+        last_event_id: Annotated[Cursor | None, Header()] = None,
     ) -> StreamingResponse:
-        """Server-Sent Events of the session's run events, from the cursor in
-        `Last-Event-ID` (a reconnecting browser sends it) or `after`."""
+        """Server-Sent Events of the session's run events after a cursor: `Last-Event-ID`
+        (what a reconnecting browser sends) or else `after`. Each event's `id:` is its seq."""
         owned(session_id, owner)
-        cursor = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
+        cursor = last_event_id if last_event_id is not None else after
         return StreamingResponse(
             _sse(client, session_id, cursor),
             media_type="text/event-stream",

@@ -214,7 +214,8 @@ class DuragentClient:
             return runs.list_runs(db, session_id)
 
     def cursor(self, session_id: str) -> int:
-        """The session's newest event seq: follow from here to see only what comes next."""
+        """The session's newest event seq (numbered per session from 1): follow from here
+        to see only what comes next."""
         with self.db.transaction() as db:
             return events.latest_seq(db, session_id)
 
