@@ -56,6 +56,11 @@ class Settings(BaseModel):
         return self.home / "workspaces"
 
     @property
+    def resources_dir(self) -> Path:
+        """Skills and prompt templates every session can use (`skills/`, `prompts/`)."""
+        return self.home / "resources"
+
+    @property
     def dev_server_db(self) -> Path:
         return self.home / "temporal.db"
 
