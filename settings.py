@@ -15,6 +15,7 @@
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
 | `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
 | `DURAGENT_API_TOKENS` | `token=user,...` for the HTTP API (none: `serve` makes one up) |
+| `DURAGENT_TEMPORAL_UI_PORT` | Temporal's port + 1000: the web UI a started dev server serves |
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class Settings(BaseModel):
     """Bearer token -> user name, for the HTTP API."""
     model_read_timeout_s: float = 120.0
     """Seconds without a byte from the model before the stream counts as hung."""
+    temporal_ui_port: int | None = None
+    """The Temporal web UI's port; None: Temporal's port + 1000, as the dev server does."""
 
     @property
     def offline(self) -> bool:
@@ -54,6 +57,14 @@ class Settings(BaseModel):
     @property
     def workspaces(self) -> Path:
         return self.home / "workspaces"
+
+    @property
+    def web_ui_port(self) -> int | None:
+        """The port of Temporal's web UI (None: the address has no port to go by)."""
+        if self.temporal_ui_port is not None:
+            return self.temporal_ui_port
+        port = self.temporal_address.rpartition(":")[2]
+        return int(port) + 1000 if port.isdigit() and int(port) + 1000 < 65536 else None
 
     @property
     def resources_dir(self) -> Path:
@@ -83,6 +94,7 @@ class Settings(BaseModel):
             "heartbeat_throttle_ms": int(env.get("DURAGENT_HEARTBEAT_THROTTLE_MS", "50")),
             "model_read_timeout_s": float(env.get("DURAGENT_MODEL_READ_TIMEOUT", "120")),
             "api_tokens": parse_tokens(env.get("DURAGENT_API_TOKENS", "")),
+            "temporal_ui_port": env.get("DURAGENT_TEMPORAL_UI_PORT") or None,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
