@@ -16,6 +16,7 @@
 | `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
 | `DURAGENT_API_TOKENS` | `token=user,...` for the HTTP API (none: `serve` makes one up) |
 | `DURAGENT_WORKSPACE_ROOTS` | none: `:`-separated folders API users may also put workspaces in |
+| `DURAGENT_TEMPORAL_UI_PORT` | Temporal's port + 1000: the web UI a started dev server serves |
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class Settings(BaseModel):
     workspace_roots: list[Path] = []
     """Folders under which HTTP API users may name a workspace, besides their own area
     (`client.workspaces`). Folders inside the state directory are never allowed."""
+    temporal_ui_port: int | None = None
+    """The Temporal web UI's port; None: Temporal's port + 1000, as the dev server does."""
 
     @property
     def offline(self) -> bool:
@@ -58,6 +61,19 @@ class Settings(BaseModel):
     @property
     def workspaces(self) -> Path:
         return self.home / "workspaces"
+
+    @property
+    def web_ui_port(self) -> int | None:
+        """The port of Temporal's web UI (None: the address has no port to go by)."""
+        if self.temporal_ui_port is not None:
+            return self.temporal_ui_port
+        port = self.temporal_address.rpartition(":")[2]
+        return int(port) + 1000 if port.isdigit() and int(port) + 1000 < 65536 else None
+
+    @property
+    def resources_dir(self) -> Path:
+        """Skills and prompt templates every session can use (`skills/`, `prompts/`)."""
+        return self.home / "resources"
 
     @property
     def dev_server_db(self) -> Path:
@@ -87,6 +103,7 @@ class Settings(BaseModel):
                 for p in env.get("DURAGENT_WORKSPACE_ROOTS", "").split(":")
                 if p.strip()
             ],
+            "temporal_ui_port": env.get("DURAGENT_TEMPORAL_UI_PORT") or None,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)

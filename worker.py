@@ -61,7 +61,7 @@ def build_worker(
     registry = tools or ToolRegistry(default_tools())
     facades = DuragentClient(client, db, settings)
     hooks = Extensions(extensions, lambda session_id: SessionFacade(facades, session_id))
-    taker = SnapshotTaker(hooks, settings.home / "resources")
+    taker = SnapshotTaker(hooks, settings.resources_dir)
     bookkeeping = Bookkeeping(db, hooks, taker)
     anthropic_client = model or model_client(settings)
     # Entries and paths read by one activity are there for the next: they never change.

@@ -23,6 +23,8 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.resources import load_resources
+from activities.tools import default_tool_names
 from client.connection import connect_temporal, open_store
 from client.errors import (
     EntryNotInSession,
@@ -32,6 +34,7 @@ from client.errors import (
     InvalidWorkspace,
     QueueItemNotFound,
     QueueItemNotPending,
+    ResourceNotFound,
     SessionBusy,
     SessionIdle,
     SessionNotFound,
@@ -40,7 +43,7 @@ from client.errors import (
 from client.workspaces import WorkspacePolicy
 from domain.changes import ConfigChange, FacadeEntry, SessionChange
 from domain.compaction import CompactionSettings
-from domain.config import QueueMode, SessionConfig, ThinkingLevel
+from domain.config import QueueMode, SessionConfig, ThinkingLevel, check_tool_names
 from domain.context import derive_path_state
 from domain.entries import (
     CustomEntry,
@@ -53,6 +56,7 @@ from domain.guidance import GuidanceIntent, GuidanceItem, classify
 from domain.input import MAX_INPUT_BYTES, PromptInput, input_bytes, normalize_prompt_input
 from domain.messages import AgentMessage, TextContent, UserMessage, text_of
 from domain.queues import QueuedMessage
+from domain.resources import ResourceKind
 from domain.runs import (
     Invocation,
     Phase,
@@ -113,10 +117,20 @@ class RunHandle:
 
 
 class DuragentClient:
-    def __init__(self, temporal: Client, db: Database, settings: Settings) -> None:
+    def __init__(
+        self,
+        temporal: Client,
+        db: Database,
+        settings: Settings,
+        *,
+        tool_names: Sequence[str] | None = None,
+    ) -> None:
         self.temporal = temporal
         self.db = db
         self.settings = settings
+        self.tool_names = list(tool_names) if tool_names is not None else default_tool_names()
+        """The tools a session's active tools may name: the workers' built-in ones, unless
+        the workers register others (`build_worker(tools=...)`): then pass those."""
 
     @classmethod
     async def connect(cls, settings: Settings) -> DuragentClient:
@@ -245,8 +259,9 @@ class DuragentClient:
     async def skill(
         self, session_id: str, name: str, args: Sequence[str] = (), **kwargs: Any
     ) -> RunHandle:
-        """Run the skill `name` (a markdown file in the session's skills) with `args`."""
-        self.get_session(session_id)
+        """Run the skill `name` (a markdown file in the session's skills) with `args`;
+        `ResourceNotFound` (listing the skills there are) before any run starts."""
+        self._require_resource(session_id, "skill", name)
         invocation = Invocation(kind="skill", name=name, args=list(args))
         bounded("skill invocation", invocation)
         return await self._start(session_id, [], invocation, **kwargs)
@@ -254,11 +269,29 @@ class DuragentClient:
     async def prompt_from_template(
         self, session_id: str, name: str, args: Sequence[str] = (), **kwargs: Any
     ) -> RunHandle:
-        """Run the prompt template `name` with positional `args` ($1, $2, $@)."""
-        self.get_session(session_id)
+        """Run the prompt template `name` with positional `args` ($1, $2, $@);
+        `ResourceNotFound` (listing the templates there are) before any run starts."""
+        self._require_resource(session_id, "template", name)
         invocation = Invocation(kind="template", name=name, args=list(args))
         bounded("template invocation", invocation)
         return await self._start(session_id, [], invocation, **kwargs)
+
+    def resources(self, session_id: str, kind: ResourceKind) -> list[str]:
+        """Names of the skills (or templates) a run of the session can invoke, looked up
+        as a worker does: the workspace's `.duragent/`, then `$DURAGENT_HOME/resources/`."""
+        workspace = Path(self.get_session(session_id).workspace)
+        found = load_resources(workspace, self.settings.resources_dir)
+        return sorted(resource.name for resource in found if resource.kind == kind)
+
+    def _require_resource(self, session_id: str, kind: ResourceKind, name: str) -> None:
+        """Refuse a name that does not exist before a run starts: a started run would
+        only fail, and stay in the session's history as a failed run of no turns."""
+        session = self.get_session(session_id)
+        if not Path(session.workspace).is_dir():
+            return  # a workspace on the workers' machines only: the run reports it
+        known = self.resources(session_id, kind)
+        if name not in known:
+            raise ResourceNotFound(session_id, kind, name, known)
 
     async def _start(
         self,
@@ -269,6 +302,8 @@ class DuragentClient:
         options: RunOptions | None = None,
     ) -> RunHandle:
         """prompt, skill and promptFromTemplate share this one flow (seed 004)."""
+        if max_turns is not None and max_turns < 1:
+            raise InvalidPrompt(f"max_turns must be at least 1 (got {max_turns})")
         run_id = uuid.uuid4().hex
         kind: RunKind = invocation.kind if invocation else "prompt"
         run_input = RunInput(
@@ -398,8 +433,8 @@ class DuragentClient:
         A run is asked directly (a query); when no worker answers in time (all are down),
         the phase comes from the stored run state and the queues are unknown (`run` None).
         """
+        session = self.get_session(session_id)
         with self.db.transaction() as db:
-            session = sessions.require_session(db, session_id)
             waiting = input_queue.list_items(db, session_id, kind="next_turn")
             path = entries.load_path(db, session.leaf_id)
             running = runs.running_runs(db, session_id)
@@ -697,7 +732,12 @@ class DuragentClient:
         try:
             config = ConfigChange(**fields)
         except ValidationError as err:
-            raise InvalidChange(str(err)) from err
+            raise InvalidChange(_one_line(err)) from err
+        if config.active_tools is not None:
+            try:
+                check_tool_names(config.active_tools, self.tool_names)
+            except ValueError as err:
+                raise InvalidChange(f"active_tools: {err}") from err
         for field, value in fields.items():
             if value is not None:
                 bounded(field.replace("_", " "), value)
@@ -844,6 +884,14 @@ def bounded(what: str, value: object) -> None:
     size = input_bytes(value)
     if size > MAX_INPUT_BYTES:
         raise InputTooLarge(what, size, MAX_INPUT_BYTES)
+
+
+def _one_line(error: ValidationError) -> str:
+    """A validation error as one line per bad field: which field, the rule, the value."""
+    return "; ".join(
+        f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']} (got {e['input']!r})"
+        for e in error.errors(include_url=False)
+    )
 
 
 def _first_line(messages: Sequence[AgentMessage]) -> str:

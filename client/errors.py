@@ -92,3 +92,18 @@ class QueueItemNotPending(DuragentError):
 class EntryNotInSession(DuragentError, LookupError):
     def __init__(self, session_id: str, entry_id: str) -> None:
         super().__init__(f"entry {entry_id!r} is not in session {session_id}")
+
+
+class ResourceNotFound(DuragentError, LookupError):
+    """A skill or prompt template that the session's workspace and the shared resources
+    do not have."""
+
+    def __init__(self, session_id: str, kind: str, name: str, known: list[str]) -> None:
+        folder = "skills" if kind == "skill" else "prompts"
+        super().__init__(
+            f"no {kind} named {name!r} in session {session_id} "
+            f"(available: {', '.join(known) or 'none'}; a {kind} is a "
+            f".duragent/{folder}/NAME.md file in the workspace)"
+        )
+        self.name = name
+        self.known = known

@@ -29,6 +29,7 @@ __all__ = [
     "ToolInputError",
     "ToolRegistry",
     "WriteTool",
+    "default_tool_names",
     "default_tools",
     "process_group_alive",
     "running_process_groups",
@@ -38,3 +39,9 @@ __all__ = [
 def default_tools() -> list[Tool[Any]]:
     """Fresh instances of the built-in tools, in the order the model sees them."""
     return [ReadTool(), WriteTool(), EditTool(), BashTool(), LsTool(), GrepTool(), FindTool()]
+
+
+def default_tool_names() -> list[str]:
+    """The built-in tools' names: what a session's active tools may name (clients check
+    against them, so there is one list: the tools themselves)."""
+    return [tool.name for tool in default_tools()]
