@@ -177,7 +177,8 @@ def test_the_migration_numbers_existing_rows_per_session_in_their_order(store_ur
     session's rows are numbered from 1 in the order they were written, and new rows
     continue from there."""
     old = Database(store_url, run_migrations=False)
-    command.upgrade(alembic_config(old.engine), "0002")
+    with old.engine.begin() as connection:
+        command.upgrade(alembic_config(connection), "0002")
     with old.engine.begin() as connection:
         for session_id in ("a", "b"):
             connection.execute(
@@ -234,14 +235,16 @@ def test_the_migration_numbers_existing_rows_per_session_in_their_order(store_ur
             assert [m.id for m in page] == ["b6", "b9"] and earlier
         with db.engine.connect() as connection:
             assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
-        command.downgrade(alembic_config(db.engine), "0002")  # and back, keeping every row
+        with db.engine.begin() as connection:  # and back, keeping every row
+            command.downgrade(alembic_config(connection), "0002")
         with db.engine.connect() as connection:
             counts = [
                 connection.execute(text(f"SELECT COUNT(*) FROM {table}")).scalar_one()
                 for table in ("run_events", "display_messages")
             ]
         assert counts == [8, 8]
-        command.upgrade(alembic_config(db.engine), "head")
+        with db.engine.begin() as connection:
+            command.upgrade(alembic_config(connection), "head")
         with db.transaction() as tx:
             assert [e.seq for e in events.read_events(tx, "a")] == [1, 2, 3, 4]
     finally:
