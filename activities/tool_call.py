@@ -3,7 +3,8 @@
 A tool that is not retry-safe is never run twice: a second attempt (the first one's
 worker died) answers with a result saying the call was interrupted and what is known of
 it, and the model decides what to do. Cancellation (abort, guidance) kills the tool and
-still returns a result carrying the output so far.
+still returns a result carrying the output so far. A call to a tool that is not active in
+the turn is answered with an error and never runs.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class ToolCalls:
                 earlier = await self._earlier_result(data, _progress(info))
                 if earlier is not None:  # finished before the last attempt was lost
                     return await self._finish(data, sink, earlier, progress, interrupted=False)
-                if not data.call.traits.retry_safe:
+                if not data.call.traits.retry_safe and data.call.refused is None:
                     result = _interrupted_by_crash(data, info.attempt, _progress(info))
                     return await self._finish(data, sink, result, progress, interrupted=True)
             result, interrupted = await self._run(data, sink, progress)
@@ -128,6 +129,8 @@ class ToolCalls:
             if assistant is not None and tool_call is not None
             else None
         )
+        if data.call.refused is not None:  # not active in the turn: never run, no hooks
+            return ToolResult.error(data.call.refused, not_active=True), False
         blocked = await self._extensions.before_tool_call(hook) if hook else None
         if blocked is not None:
             return ToolResult.error(f"Tool call blocked: {blocked.reason}", blocked=True), False

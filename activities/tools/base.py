@@ -121,6 +121,18 @@ class ToolRegistry:
         tool = self._tools.get(name)
         return tool.traits if tool is not None else ToolTraits(known=False)
 
+    def refusal(self, name: str, active: Sequence[str] | None) -> str | None:
+        """Why a call to `name` must not run in a turn whose active tools are `active`
+        (None: every tool), or None if it may. Hiding a tool from the model is not enough:
+        a model may still call it (from an earlier turn, a prompt, a guess)."""
+        if active is None or name in active:
+            return None
+        offered = ", ".join(t for t in self._tools if t in active) or "none"
+        return (
+            f"Tool '{name}' is not active in this session, so the call was not run. "
+            f"Active tools: {offered}."
+        )
+
     def api_specs(self, active: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """`{"name", "description", "input_schema"}` for each active tool, in registry order.
 
