@@ -56,6 +56,11 @@ class Settings(BaseModel):
         return self.home / "workspaces"
 
     @property
+    def tool_processes(self) -> Path:
+        """Where running tool processes are recorded, for the next attempt on this machine."""
+        return self.home / "tool-processes"
+
+    @property
     def dev_server_db(self) -> Path:
         return self.home / "temporal.db"
 

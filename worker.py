@@ -20,6 +20,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities.bookkeeping import Bookkeeping
 from activities.extensions import Extension, Extensions
 from activities.model_turn import ModelTurns
+from activities.orphans import ProcessRecords
 from activities.snapshots import SnapshotTaker
 from activities.tool_call import ToolCalls
 from activities.tools import ToolRegistry, default_tools
@@ -85,7 +86,7 @@ def build_worker(
             tree.plan_navigation,
             tree.commit_navigation,
             tree.save_turn,
-            ToolCalls(db, registry, hooks).run_tool,
+            ToolCalls(db, registry, hooks, ProcessRecords(settings.tool_processes)).run_tool,
         ],
         activity_executor=ThreadPoolExecutor(max_workers=32),
         # Cancellation reaches an activity in the reply to a heartbeat, so the throttle

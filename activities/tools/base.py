@@ -50,8 +50,9 @@ class ToolContext:
     on_update: Callable[[str], None] = field(default=_ignore_update)
     """Called with each new chunk of partial output (bash streams its output here)."""
     on_process: Callable[[int], None] = field(default=_ignore_process)
-    """Called with the process group id of each process the tool starts, so that a
-    later attempt can stop it if this worker dies while it runs."""
+    """Called with the process group id of each process the tool starts, before the
+    process may do anything: it records the group where a later attempt finds it to stop
+    it if this worker dies. If it raises, the tool stops the process and fails."""
 
 
 class Tool(ABC, Generic[ArgsT]):
@@ -68,6 +69,9 @@ class Tool(ABC, Generic[ArgsT]):
     args_model: ClassVar[type[BaseModel]]
     """Pydantic model with `extra="forbid"`; its field descriptions reach the model."""
     traits: ClassVar[ToolTraits] = ToolTraits()
+    process_gate: ClassVar[bool] = False
+    """Every process the tool starts is held until `ctx.on_process` has returned for it,
+    so when no process of a call was recorded, none of it ran."""
 
     def input_schema(self) -> dict[str, Any]:
         """JSON schema of the arguments, as the Anthropic `tools` parameter expects.

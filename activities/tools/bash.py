@@ -1,7 +1,11 @@
 """`bash`: run a shell command in the workspace, streaming its output.
 
 Every command runs in its own process group so that a timeout or a cancellation can stop
-everything it started, background jobs included, with one signal.
+everything it started, background jobs included, with one signal. The shell starts held
+at a gate (reading a line from its stdin) and runs the command only once the caller has
+recorded the group (`ToolContext.on_process`), so a worker that dies at any moment
+leaves nothing running that a later attempt cannot find: if it dies before the gate
+opens, the shell reads end-of-file and exits without running anything.
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ _POLL_SECONDS = 0.01
 # seconds, so the group would look alive long after everything in it has stopped.
 _TRAP_PREFIX = "trap 'wait; exit 143' TERM; "
 
+# The gate: wait for the caller's go-ahead on stdin, then give the command an empty stdin.
+# End-of-file instead (the worker died before recording the group) runs nothing.
+_GATE_PREFIX = 'IFS= read -r _gate && [ "$_gate" = go ] || exit 125; unset _gate; exec </dev/null; '
+_GO = b"go\n"
+
 _running: set[int] = set()
 
 
@@ -80,6 +89,7 @@ class BashTool(Tool[BashArgs]):
     )
     args_model = BashArgs
     traits: ClassVar[ToolTraits] = ToolTraits(retry_safe=False)
+    process_gate = True
 
     async def execute(self, args: BashArgs, ctx: ToolContext) -> ToolResult:
         output = _OutputTail(ctx.on_update)
@@ -88,19 +98,21 @@ class BashTool(Tool[BashArgs]):
             lambda: _ShellProtocol(output),
             "bash",
             "-c",
-            _TRAP_PREFIX + args.command,
+            _GATE_PREFIX + _TRAP_PREFIX + args.command,
             cwd=ctx.workspace,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # the gate
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # new session => new process group with pgid == pid
         )
         pgid = transport.get_pid()
         _running.add(pgid)
-        ctx.on_process(pgid)
         timed_out = False
         detached = False
         try:
+            # Recorded (durably, by the caller) before the command may do anything.
+            ctx.on_process(pgid)
+            _open_gate(transport)
             try:
                 async with asyncio.timeout(args.timeout):
                     await shell.exited.wait()
@@ -141,11 +153,22 @@ class _ShellProtocol(asyncio.SubprocessProtocol):
         self._output.feed(data if isinstance(data, bytes) else data.encode())
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd != 1:  # stdin (the gate) closes long before the output does
+            return
         self._output.finish()
         self.output_closed.set()
 
     def process_exited(self) -> None:
         self.exited.set()
+
+
+def _open_gate(transport: asyncio.SubprocessTransport) -> None:
+    gate = transport.get_pipe_transport(0)
+    assert isinstance(gate, asyncio.WriteTransport)
+    # A shell that already exited (a syntax error in the command) leaves nobody to read
+    # it; the transport then drops the write and reports the closed pipe to the protocol.
+    gate.write(_GO)
+    gate.close()
 
 
 async def _wait_event(event: asyncio.Event, timeout: float) -> bool:

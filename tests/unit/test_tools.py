@@ -15,6 +15,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from activities.tools import (
+    BashTool,
     Tool,
     ToolContext,
     ToolInputError,
@@ -600,3 +601,40 @@ async def test_bash_leaves_redirected_background_jobs_running(
         assert process_group_alive(pgid)
     finally:
         os.killpg(pgid, signal.SIGKILL)
+
+
+async def test_bash_runs_nothing_until_its_process_is_recorded(ws: Path) -> None:
+    """The command waits at the gate while the caller records its group (slowly here)."""
+    seen: list[tuple[int, bool]] = []
+
+    def on_process(pgid: int) -> None:
+        time.sleep(0.3)  # a slow durable record: the command must not run meanwhile
+        seen.append((pgid, (ws / "ran.txt").exists()))
+
+    registry = ToolRegistry([BashTool()])
+    result = await registry.run(
+        "bash", {"command": "touch ran.txt; cat"}, ToolContext(ws, on_process=on_process)
+    )
+    assert not result.is_error, text(result)
+    assert result.details is not None
+    assert seen == [(result.details["pid"], False)]
+    assert (ws / "ran.txt").exists()  # and once recorded, it ran, with an empty stdin
+    assert text(result) == "(no output)"
+
+
+async def test_bash_that_cannot_record_its_process_never_runs_it(ws: Path) -> None:
+    groups: list[int] = []
+
+    def on_process(pgid: int) -> None:
+        groups.append(pgid)
+        time.sleep(0.3)
+        raise OSError(28, "No space left on device")
+
+    registry = ToolRegistry([BashTool()])
+    result = await registry.run(
+        "bash", {"command": "touch ran.txt"}, ToolContext(ws, on_process=on_process)
+    )
+    assert result.is_error and "No space left on device" in text(result)
+    (pgid,) = groups
+    assert not process_group_alive(pgid)
+    assert not (ws / "ran.txt").exists()
