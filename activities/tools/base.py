@@ -64,8 +64,9 @@ class Tool(ABC, Generic[ArgsT]):
     """
 
     name: ClassVar[str]
-    description: ClassVar[str]
-    """Written for the model: what the tool does, its limits, how paths work."""
+    description: str
+    """Written for the model: what the tool does, its limits, how paths work. A class
+    attribute, unless an instance's setup changes what is true (a sandboxed bash)."""
     args_model: ClassVar[type[BaseModel]]
     """Pydantic model with `extra="forbid"`; its field descriptions reach the model."""
     traits: ClassVar[ToolTraits] = ToolTraits()

@@ -6,6 +6,9 @@ at a gate (reading a line from its stdin) and runs the command only once the cal
 recorded the group (`ToolContext.on_process`), so a worker that dies at any moment
 leaves nothing running that a later attempt cannot find: if it dies before the gate
 opens, the shell reads end-of-file and exits without running anything.
+
+Commands get an allow-listed environment (`activities.tools.environment`) and, if the
+worker asks for it, run inside a bubblewrap sandbox (`activities.tools.sandbox`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,6 +36,8 @@ from activities.tools.base import (
     format_size,
     truncate_tail,
 )
+from activities.tools.environment import tool_environment
+from activities.tools.sandbox import BwrapSandbox
 from domain.tools import ToolResult, ToolTraits
 
 logger = logging.getLogger(__name__)
@@ -75,31 +81,54 @@ class BashArgs(BaseModel):
     )
 
 
+_DESCRIPTION = (
+    "Run a bash command with the workspace root as the working directory. stdin is "
+    "empty; stdout and stderr are merged. The result shows the last "
+    f"{DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024} KB of output (earlier "
+    "output is dropped, so filter large output with grep, head or tail). A non-zero exit "
+    "code is reported as an error. Use timeout (seconds) for commands that might hang. "
+)
+_BACKGROUND_JOBS = (
+    "Background jobs that keep the output open are stopped shortly after the command "
+    "exits; to leave a server running, redirect its output "
+    "(e.g. `nohup server > server.log 2>&1 &`)."
+)
+_SANDBOXED = (
+    "The command runs in a sandbox: only the workspace is writable, there is no network, "
+    "and everything it started stops when it exits."
+)
+
+
 class BashTool(Tool[BashArgs]):
     name = "bash"
-    description = (
-        "Run a bash command with the workspace root as the working directory. stdin is "
-        "empty; stdout and stderr are merged. The result shows the last "
-        f"{DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024} KB of output (earlier "
-        "output is dropped, so filter large output with grep, head or tail). A non-zero exit "
-        "code is reported as an error. Use timeout (seconds) for commands that might hang. "
-        "Background jobs that keep the output open are stopped shortly after the command "
-        "exits; to leave a server running, redirect its output "
-        "(e.g. `nohup server > server.log 2>&1 &`)."
-    )
+    description = _DESCRIPTION + _BACKGROUND_JOBS
     args_model = BashArgs
     traits: ClassVar[ToolTraits] = ToolTraits(retry_safe=False)
     process_gate = True
+
+    def __init__(
+        self, env: Mapping[str, str] | None = None, sandbox: BwrapSandbox | None = None
+    ) -> None:
+        """`env`: the whole environment of a command (default: the allow-listed part of
+        this process's, see `tool_environment`). `sandbox`: where commands run, if not
+        directly on the host."""
+        self.env = dict(tool_environment() if env is None else env)
+        self.sandbox = sandbox
+        if sandbox is not None:
+            self.description = _DESCRIPTION + _SANDBOXED
+
+    def _argv(self, command: str, workspace: Path) -> list[str]:
+        argv = ["bash", "-c", _GATE_PREFIX + _TRAP_PREFIX + command]
+        return argv if self.sandbox is None else self.sandbox.command(workspace, argv)
 
     async def execute(self, args: BashArgs, ctx: ToolContext) -> ToolResult:
         output = _OutputTail(ctx.on_update)
         loop = asyncio.get_running_loop()
         transport, shell = await loop.subprocess_exec(
             lambda: _ShellProtocol(output),
-            "bash",
-            "-c",
-            _GATE_PREFIX + _TRAP_PREFIX + args.command,
+            *self._argv(args.command, ctx.workspace),
             cwd=ctx.workspace,
+            env=self.env,
             stdin=subprocess.PIPE,  # the gate
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -18,6 +18,7 @@ from checks import assert_session_sound, tool_results
 from support import Stack
 
 from activities.tools import process_group_alive
+from activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
 from domain.messages import text_of
 
 TOKEN = uuid.uuid4().hex
@@ -34,7 +35,8 @@ SCRIPT = {
 
 
 def shells_with_token() -> list[int]:
-    """Live processes whose command line holds the token (the shell of the command)."""
+    """Live processes whose command line holds the token: the command's shell (and, in
+    the sandbox, the bwrap processes around it, the first of them the group's leader)."""
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -63,15 +65,41 @@ async def shell_spawned(timeout: float = 60.0) -> int:
     raise AssertionError(f"the shell did not appear within {timeout} s")
 
 
-@pytest.mark.parametrize("offset_ms", [0, 10, 30, 60, 100])
+def _no_sandbox() -> str | None:
+    try:
+        BwrapSandbox.create([])
+    except SandboxUnavailable as exc:
+        return str(exc)
+    return None
+
+
+NO_SANDBOX = _no_sandbox()
+SANDBOXED = pytest.param(
+    30,
+    "bwrap",
+    marks=pytest.mark.skipif(bool(NO_SANDBOX), reason=f"no sandbox here: {NO_SANDBOX}"),
+    id="30-bwrap",
+)
+
+
+@pytest.mark.parametrize(
+    ("offset_ms", "sandbox"),
+    [(0, "none"), (10, "none"), (30, "none"), (60, "none"), (100, "none"), SANDBOXED],
+)
 @pytest.mark.script(SCRIPT)
-async def test_worker_killed_just_after_bash_spawned(stack: Stack, offset_ms: int) -> None:
+async def test_worker_killed_just_after_bash_spawned(
+    stack: Stack, offset_ms: int, sandbox: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A sandboxed command also dies with its worker (bwrap --die-with-parent).
+    monkeypatch.setenv("DURAGENT_TOOL_SANDBOX", sandbox)
     session = stack.client.create_session()
     log = Path(session.workspace) / "log.txt"
     first = stack.spawn_worker()
     run = await stack.client.prompt(session.id, "run the slow thing")
     pgid = await shell_spawned()
+    program = Path(f"/proc/{pgid}/cmdline").read_bytes().split(b"\0")[0]
     try:
+        assert program.endswith(b"bwrap") == (sandbox == "bwrap"), program
         await asyncio.sleep(offset_ms / 1000)  # the deliberate offset
         stack.kill(first)
         second = stack.spawn_worker()
@@ -91,9 +119,12 @@ async def test_worker_killed_just_after_bash_spawned(stack: Stack, offset_ms: in
         # What the result says matches what happened.
         ran = log.exists()
         assert details.get("started") in (True, False), text
-        if details["started"]:
+        if details["started"] and sandbox == "none":
             assert "had started" in text and "was stopped" in text, text
             assert details.get("stopped") == [pgid]
+        elif details["started"]:
+            assert "had started" in text, text
+            assert "was stopped" in text or "had already ended" in text, text
         else:
             assert "had not started" in text and not ran, text
         if ran:
