@@ -17,14 +17,21 @@
 | `DURAGENT_API_TOKENS` | `token=user,...` for the HTTP API (none: `serve` makes one up) |
 | `DURAGENT_WORKSPACE_ROOTS` | none: `:`-separated folders API users may also put workspaces in |
 | `DURAGENT_TEMPORAL_UI_PORT` | Temporal's port + 1000: the web UI a started dev server serves |
+| `DURAGENT_TOOL_ENV` | tools get PATH, HOME, LANG, LC_*, TZ...; add `NAME`, `P*`, `NAME=value` |
+| `DURAGENT_TOOL_SANDBOX` | `none`; `bwrap`: tool commands run in a bubblewrap sandbox |
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
+
+ToolSandbox = Literal["none", "bwrap"]
+TOOL_SANDBOXES: tuple[ToolSandbox, ...] = ("none", "bwrap")
 
 
 class Settings(BaseModel):
@@ -52,6 +59,18 @@ class Settings(BaseModel):
     (`client.workspaces`). Folders inside the state directory are never allowed."""
     temporal_ui_port: int | None = None
     """The Temporal web UI's port; None: Temporal's port + 1000, as the dev server does."""
+    tool_env: list[str] = []
+    """Environment for tool processes beyond the allow-list (`NAME`, `PREFIX*`,
+    `NAME=value`); see `activities.tools.environment`."""
+    tool_sandbox: ToolSandbox = "none"
+    """Where tool commands run: on the host (`none`) or in a bubblewrap sandbox."""
+
+    @field_validator("tool_env")
+    @classmethod
+    def _check_tool_env(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            check_tool_env_entry(entry)
+        return entries
 
     @property
     def offline(self) -> bool:
@@ -74,6 +93,11 @@ class Settings(BaseModel):
     def resources_dir(self) -> Path:
         """Skills and prompt templates every session can use (`skills/`, `prompts/`)."""
         return self.home / "resources"
+
+    @property
+    def tool_processes(self) -> Path:
+        """Where running tool processes are recorded, for the next attempt on this machine."""
+        return self.home / "tool-processes"
 
     @property
     def dev_server_db(self) -> Path:
@@ -104,6 +128,8 @@ class Settings(BaseModel):
                 if p.strip()
             ],
             "temporal_ui_port": env.get("DURAGENT_TEMPORAL_UI_PORT") or None,
+            "tool_env": parse_tool_env(env.get("DURAGENT_TOOL_ENV", "")),
+            "tool_sandbox": parse_tool_sandbox(env.get("DURAGENT_TOOL_SANDBOX", "")),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
@@ -117,3 +143,29 @@ def parse_tokens(spec: str) -> dict[str, str]:
         token, _, user = part.partition("=")
         tokens[token] = user or "default"
     return tokens
+
+
+_TOOL_ENV_ENTRY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\*|=.*)?", re.DOTALL)
+TOOL_ENV_RULE = "NAME (passed through), PREFIX* (every name starting so) or NAME=value"
+
+
+def parse_tool_env(spec: str) -> list[str]:
+    """`"GOPATH,CI=1,PIP_*"` -> ["GOPATH", "CI=1", "PIP_*"] (values cannot hold commas)."""
+    entries = [part.strip() for part in spec.split(",") if part.strip()]
+    for entry in entries:
+        check_tool_env_entry(entry)
+    return entries
+
+
+def check_tool_env_entry(entry: str) -> None:
+    if _TOOL_ENV_ENTRY.fullmatch(entry) is None:
+        raise ValueError(f"DURAGENT_TOOL_ENV: {entry!r} is not {TOOL_ENV_RULE}")
+
+
+def parse_tool_sandbox(value: str) -> ToolSandbox:
+    """`DURAGENT_TOOL_SANDBOX`: empty or `none`, or `bwrap`."""
+    name = value.strip().lower() or "none"
+    for sandbox in TOOL_SANDBOXES:
+        if name == sandbox:
+            return sandbox
+    raise ValueError(f"DURAGENT_TOOL_SANDBOX: {value!r} is not one of {', '.join(TOOL_SANDBOXES)}")

@@ -36,9 +36,18 @@ __all__ = [
 ]
 
 
-def default_tools() -> list[Tool[Any]]:
-    """Fresh instances of the built-in tools, in the order the model sees them."""
-    return [ReadTool(), WriteTool(), EditTool(), BashTool(), LsTool(), GrepTool(), FindTool()]
+def default_tools(bash: BashTool | None = None) -> list[Tool[Any]]:
+    """Fresh instances of the built-in tools, in the order the model sees them; `bash` as
+    given (its environment and sandbox), or one with the default allow-listed environment."""
+    return [
+        ReadTool(),
+        WriteTool(),
+        EditTool(),
+        bash or BashTool(),
+        LsTool(),
+        GrepTool(),
+        FindTool(),
+    ]
 
 
 def default_tool_names() -> list[str]:
