@@ -261,9 +261,9 @@ class DuragentClient:
     ) -> RunHandle:
         """Run the skill `name` (a markdown file in the session's skills) with `args`;
         `ResourceNotFound` (listing the skills there are) before any run starts."""
-        self._require_resource(session_id, "skill", name)
         invocation = Invocation(kind="skill", name=name, args=list(args))
         bounded("skill invocation", invocation)
+        self._require_resource(session_id, "skill", name)
         return await self._start(session_id, [], invocation, **kwargs)
 
     async def prompt_from_template(
@@ -271,9 +271,9 @@ class DuragentClient:
     ) -> RunHandle:
         """Run the prompt template `name` with positional `args` ($1, $2, $@);
         `ResourceNotFound` (listing the templates there are) before any run starts."""
-        self._require_resource(session_id, "template", name)
         invocation = Invocation(kind="template", name=name, args=list(args))
         bounded("template invocation", invocation)
+        self._require_resource(session_id, "template", name)
         return await self._start(session_id, [], invocation, **kwargs)
 
     def resources(self, session_id: str, kind: ResourceKind) -> list[str]:
@@ -729,6 +729,9 @@ class DuragentClient:
     async def configure(self, session_id: str, **fields: Any) -> None:
         """Set config: model, thinking_level, active_tools, system_prompt, max_tokens,
         steering_mode, follow_up_mode. Getters see it at once; turns from the next one."""
+        for field, value in fields.items():
+            if value is not None:
+                bounded(field.replace("_", " "), value)
         try:
             config = ConfigChange(**fields)
         except ValidationError as err:
@@ -738,9 +741,6 @@ class DuragentClient:
                 check_tool_names(config.active_tools, self.tool_names)
             except ValueError as err:
                 raise InvalidChange(f"active_tools: {err}") from err
-        for field, value in fields.items():
-            if value is not None:
-                bounded(field.replace("_", " "), value)
         await self.change(session_id, self._change(config=config))
 
     async def set_model(self, session_id: str, model: str) -> None:

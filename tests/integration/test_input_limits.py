@@ -208,7 +208,9 @@ async def test_the_command_line_refuses_oversize_text(stack: Stack) -> None:
             result = await asyncio.to_thread(runner.invoke, cli, [*options, *args])
             assert result.exit_code == 2, (what, result.output[-500:])
             assert f"{what} is" in result.stderr and LIMIT_NAMED in result.stderr
-        guided = await asyncio.to_thread(runner.invoke, cli, [*options, "guide", session.id, OVER])
+        guided = await asyncio.to_thread(
+            runner.invoke, cli, [*options, "guide", session.id, "--text", OVER]
+        )
         assert guided.exit_code == 2 and LIMIT_NAMED in guided.stderr
         status = await stack.client.status(session.id)
         assert status.run is not None and status.run.steering == [] and status.run.follow_ups == []
