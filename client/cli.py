@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from client import lifecycle
 from client.api import DuragentClient, RunHandle
 from client.errors import DuragentError, EntryNotInSession
 from client.render import EventPrinter
@@ -70,8 +71,10 @@ def global_options(
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine: Ctrl-C, SIGTERM and SIGHUP stop what it started, then
+    end the process by that signal (`client.lifecycle`)."""
     try:
-        return asyncio.run(coro)
+        return lifecycle.run(coro, notice=_announce)
     except DuragentError as error:
         err.print(f"[red]error:[/] {escape(str(error))}")
         raise typer.Exit(2) from None
@@ -154,8 +157,15 @@ async def _follow(
         session_id, handle = await start(client)
         printer = EventPrinter(console)
         cursor = client.cursor(session_id)
-        async for event in client.events(session_id, run_id=handle.run_id, after=cursor):
-            printer.show(event)
+        try:
+            async for event in client.events(session_id, run_id=handle.run_id, after=cursor):
+                printer.show(event)
+        except asyncio.CancelledError:  # a signal: services stop, the run stays open
+            _announce(
+                f"Stopped. Run {handle.run_id} stays open and goes on with the next worker "
+                f"(duragent worker); end it with: duragent abort {session_id}"
+            )
+            raise
         result = await handle.result()
         _announce(f"Inspect it: duragent show {session_id}")
         return EXIT_CODES[result.status]
@@ -395,8 +405,7 @@ def worker(ctx: typer.Context) -> None:
             _announce(f"Worker on task queue {ready.task_queue} at {ready.temporal_address}")
             await run_worker(ready)
 
-    with contextlib.suppress(KeyboardInterrupt):
-        _run(main())
+    _run(main())
 
 
 @app.command("dev-server")
@@ -408,8 +417,7 @@ def dev_server(ctx: typer.Context) -> None:
         async with ensure_temporal(settings, _announce):
             await asyncio.Event().wait()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        _run(main())
+    _run(main())
 
 
 @app.command("offline-model")
@@ -450,15 +458,31 @@ def serve(
         tokens = {secrets.token_urlsafe(24): "default"}
         _announce(f"API token (user default): {next(iter(tokens))}")
 
+    class Server(uvicorn.Server):
+        """Signals are the command's (they stop the services too), not uvicorn's."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
     async def main() -> None:
         async with local_services(settings, _announce, worker=worker) as ready:
             client = await DuragentClient.connect(ready)
-            config = uvicorn.Config(create_app(client, tokens), host=host, port=port)
+            # Open event streams end within the grace period instead of holding the stop.
+            config = uvicorn.Config(
+                create_app(client, tokens), host=host, port=port, timeout_graceful_shutdown=3
+            )
+            server = Server(config)
+            serving = asyncio.create_task(server.serve())
             _announce(f"HTTP API on http://{host}:{port} (docs at /docs)")
-            await uvicorn.Server(config).serve()
+            try:
+                await asyncio.shield(serving)
+            except asyncio.CancelledError:  # a signal: finish the HTTP side, then the rest
+                server.should_exit = True
+                await serving
+                raise
 
-    with contextlib.suppress(KeyboardInterrupt):
-        _run(main())
+    _run(main())
 
 
 @app.command()
@@ -728,7 +752,7 @@ def _when(ms: int) -> str:
 
 
 def main() -> None:
-    app()
+    lifecycle.exit_after(app)
 
 
 if __name__ == "__main__":
