@@ -155,17 +155,19 @@ async def _follow(
     async with local_services(settings, _announce) as ready:
         client = await DuragentClient.connect(ready)
         session_id, handle = await start(client)
-        printer = EventPrinter(console)
+        printer = EventPrinter(console, session_id)
         cursor = client.cursor(session_id)
         try:
             async for event in client.events(session_id, run_id=handle.run_id, after=cursor):
                 printer.show(event)
         except asyncio.CancelledError:  # a signal: services stop, the run stays open
+            printer.close()
             _announce(
                 f"Stopped. Run {handle.run_id} stays open and goes on with the next worker "
                 f"(duragent worker); end it with: duragent abort {session_id}"
             )
             raise
+        printer.close()
         result = await handle.result()
         _announce(f"Inspect it: duragent show {session_id}")
         return EXIT_CODES[result.status]
