@@ -98,10 +98,12 @@ def run(
     name: Annotated[str | None, typer.Option(help="Name for a new session.")] = None,
     max_turns: Annotated[int | None, typer.Option(help="Stop after this many turns.")] = None,
 ) -> None:
-    """Run PROMPT in a session and stream what happens; exit with the run's outcome.
+    """Run PROMPT in a session and stream what happens; exit with the run's outcome
+    (0 completed, 1 error, 130 aborted).
 
-    Starts a Temporal dev server, the offline model (when ANTHROPIC_API_KEY is unset) and a
-    worker in this process when none is reachable.
+    Starts a Temporal dev server and a worker in this process when none is reachable, and
+    for that worker the offline model when ANTHROPIC_API_KEY is unset. Ctrl-C or SIGTERM
+    stop what it started; the run stays open for the next worker.
     """
     settings: Settings = ctx.obj
 
@@ -397,6 +399,8 @@ def worker(ctx: typer.Context) -> None:
     """Run a worker: it hosts session workflows and their activities until interrupted.
 
     With no ANTHROPIC_API_KEY and no ANTHROPIC_BASE_URL it serves the offline model itself.
+    Ctrl-C or SIGTERM stop it with the tool processes it runs; their runs go on with the
+    next worker.
     """
     from worker import run_worker
 
