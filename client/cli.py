@@ -169,7 +169,8 @@ async def _follow(
                 f"(duragent worker); end it with: duragent abort {session_id}"
             )
             raise
-        printer.close()
+        finally:
+            printer.close()  # also on an error: the terminal gets its cursor back
         result = await handle.result()
         _announce(f"Inspect it: duragent show {session_id}")
         return EXIT_CODES[result.status]

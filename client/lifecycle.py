@@ -21,6 +21,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, NoReturn, TypeVar
 
@@ -45,7 +46,8 @@ def run(coro: Coroutine[Any, Any, T], notice: Callable[[str], None] | None = Non
 
     Only the first signal cancels: cleanup (bounded: every service stops within seconds)
     is never cut short by a second Ctrl-C, which only gets a `notice`. A signal the parent
-    set to be ignored (a shell's background job ignores SIGINT) stays ignored.
+    set to be ignored (a shell's background job ignores SIGINT) stays ignored; off the
+    main thread, where signals cannot be handled, the coroutine just runs.
     """
     received: list[int] = []
 
@@ -62,7 +64,10 @@ def run(coro: Coroutine[Any, Any, T], notice: Callable[[str], None] | None = Non
             received.append(signum)
             task.cancel()
 
-        installed = [s for s in STOP_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
+        main_thread = threading.current_thread() is threading.main_thread()
+        installed = [
+            s for s in STOP_SIGNALS if main_thread and signal.getsignal(s) is not signal.SIG_IGN
+        ]
         for signum in installed:
             loop.add_signal_handler(signum, on_signal, signum)
         try:

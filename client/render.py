@@ -48,12 +48,12 @@ def _text(content: list[dict[str, Any]]) -> str:
 @dataclass
 class _RunningTool:
     name: str
-    started: float = field(default_factory=time.monotonic)
+    started: float = field(default_factory=lambda: time.monotonic())
     lines: deque[str] = field(default_factory=lambda: deque(maxlen=LIVE_LINES))
     partial: str = ""
     printed: int = 0
     held_back: int = 0
-    last_progress: float = field(default_factory=time.monotonic)
+    last_progress: float = field(default_factory=lambda: time.monotonic())
 
     def add(self, chunk: str) -> list[str]:
         """Take a chunk of output; return the lines it completed, cleaned and cut."""
