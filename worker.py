@@ -147,11 +147,16 @@ def workflow_runner() -> SandboxedWorkflowRunner:
 
 
 async def run_worker(settings: Settings) -> None:
+    """Run a worker until cancelled (the CLI cancels on a stop signal); leaving, it shuts
+    down: running activities are cancelled, which kills their tool processes."""
     tools = tool_registry(settings)  # a sandbox that cannot run fails before anything starts
     client = await connect_temporal(settings)
     db = open_store(settings)
-    async with build_worker(client, db, settings, tools=tools):
-        await asyncio.Event().wait()
+    try:
+        async with build_worker(client, db, settings, tools=tools):
+            await asyncio.Event().wait()
+    finally:
+        db.dispose()
 
 
 def main() -> None:

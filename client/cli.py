@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from activities.tools import default_tool_names
+from client import lifecycle
 from client.api import DuragentClient, RunHandle
 from client.errors import DuragentError, QueueItemNotFound
 from client.render import EventPrinter
@@ -75,8 +76,10 @@ def global_options(
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine: Ctrl-C, SIGTERM and SIGHUP stop what it started, then
+    end the process by that signal (`client.lifecycle`)."""
     try:
-        return asyncio.run(coro)
+        return lifecycle.run(coro, notice=_announce)
     except DuragentError as error:
         err.print(f"[red]error:[/] {escape(str(error))}")
         raise typer.Exit(2) from None
@@ -106,10 +109,12 @@ def run(
     name: Annotated[str | None, typer.Option(help="Name for a new session.")] = None,
     max_turns: Annotated[int | None, typer.Option(help="Stop after this many turns.")] = None,
 ) -> None:
-    """Run PROMPT in a session and stream what happens; exit with the run's outcome.
+    """Run PROMPT in a session and stream what happens; exit with the run's outcome
+    (0 completed, 1 error, 130 aborted).
 
-    Starts a Temporal dev server, the offline model (when ANTHROPIC_API_KEY is unset) and a
-    worker in this process when none is reachable.
+    Starts a Temporal dev server and a worker in this process when none is reachable, and
+    for that worker the offline model when ANTHROPIC_API_KEY is unset. Ctrl-C or SIGTERM
+    stop what it started; the run stays open for the next worker.
     """
     settings: Settings = ctx.obj
 
@@ -163,10 +168,20 @@ async def _follow(
     async with local_services(settings, _announce) as ready:
         client = await DuragentClient.connect(ready)
         session_id, handle = await start(client)
-        printer = EventPrinter(console)
+        printer = EventPrinter(console, session_id)
         cursor = client.cursor(session_id)
-        async for event in client.events(session_id, run_id=handle.run_id, after=cursor):
-            printer.show(event)
+        try:
+            async for event in client.events(session_id, run_id=handle.run_id, after=cursor):
+                printer.show(event)
+        except asyncio.CancelledError:  # a signal: services stop, the run stays open
+            printer.close()
+            _announce(
+                f"Stopped. Run {handle.run_id} stays open and goes on with the next worker "
+                f"(duragent worker); end it with: duragent abort {session_id}"
+            )
+            raise
+        finally:
+            printer.close()  # also on an error: the terminal gets its cursor back
         result = await handle.result()
         _announce(f"Inspect it: duragent show {session_id}")
         return EXIT_CODES[result.status]
@@ -461,6 +476,8 @@ def worker(ctx: typer.Context) -> None:
     """Run a worker: it hosts session workflows and their activities until interrupted.
 
     With no ANTHROPIC_API_KEY and no ANTHROPIC_BASE_URL it serves the offline model itself.
+    Ctrl-C or SIGTERM stop it with the tool processes it runs; their runs go on with the
+    next worker.
     """
     from worker import run_worker
 
@@ -471,8 +488,7 @@ def worker(ctx: typer.Context) -> None:
             _announce(f"Worker on task queue {ready.task_queue} at {ready.temporal_address}")
             await run_worker(ready)
 
-    with contextlib.suppress(KeyboardInterrupt):
-        _run(main())
+    _run(main())
 
 
 @app.command("dev-server")
@@ -484,8 +500,7 @@ def dev_server(ctx: typer.Context) -> None:
         async with ensure_temporal(settings, _announce):
             await asyncio.Event().wait()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        _run(main())
+    _run(main())
 
 
 @app.command("offline-model")
@@ -526,15 +541,31 @@ def serve(
         tokens = {secrets.token_urlsafe(24): "default"}
         _announce(f"API token (user default): {next(iter(tokens))}")
 
+    class Server(uvicorn.Server):
+        """Signals are the command's (they stop the services too), not uvicorn's."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
     async def main() -> None:
         async with local_services(settings, _announce, worker=worker) as ready:
             client = await DuragentClient.connect(ready)
-            config = uvicorn.Config(create_app(client, tokens), host=host, port=port)
+            # Open event streams end within the grace period instead of holding the stop.
+            config = uvicorn.Config(
+                create_app(client, tokens), host=host, port=port, timeout_graceful_shutdown=3
+            )
+            server = Server(config)
+            serving = asyncio.create_task(server.serve())
             _announce(f"HTTP API on http://{host}:{port} (docs at /docs)")
-            await uvicorn.Server(config).serve()
+            try:
+                await asyncio.shield(serving)
+            except asyncio.CancelledError:  # a signal: finish the HTTP side, then the rest
+                server.should_exit = True
+                await serving
+                raise
 
-    with contextlib.suppress(KeyboardInterrupt):
-        _run(main())
+    _run(main())
 
 
 @app.command()
@@ -938,7 +969,7 @@ def _when(ms: int) -> str:
 
 
 def main() -> None:
-    app()
+    lifecycle.exit_after(app)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,21 @@
-"""Start what a command needs when it is not already there: the Temporal dev server,
-the offline model (no API key), a worker. Everything started here stops on exit."""
+"""Start what a command needs when it is not already there: the Temporal dev server, a
+worker and, for that worker when there is no API key, the offline model. Everything
+started here stops on exit, also when a signal cancels the command (`client.lifecycle`)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator, Callable
 
+from google.protobuf.timestamp_pb2 import Timestamp
 from temporal_dev import DevServer, is_reachable
-from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.enums.v1 import TaskQueueType, WorkerStatus
 from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, ListWorkersRequest
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from client.connection import connect_temporal, open_store
 from offline_model import DEMO_SCRIPT, OfflineModelServer
@@ -30,6 +34,12 @@ def _local_port(address: str) -> int | None:
 
 
 async def has_live_worker(client: Client, settings: Settings) -> bool:
+    """Whether a worker polls the task queue now.
+
+    The task queue lists every poller of the last minutes, also those of a worker that
+    has just stopped (the previous command's), so a poller counts only if it polled
+    within `LIVE_POLLER_S` and its worker has not reported shutting down since.
+    """
     response = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
             namespace=settings.temporal_namespace,
@@ -38,9 +48,39 @@ async def has_live_worker(client: Client, settings: Settings) -> bool:
         )
     )
     now = time.time()
-    return any(
-        now - poller.last_access_time.ToSeconds() < LIVE_POLLER_S for poller in response.pollers
+    recent = [p for p in response.pollers if now - _seconds(p.last_access_time) < LIVE_POLLER_S]
+    if not recent:
+        return False
+    stopped = await _stopped_workers(client, settings)
+    return any(stopped.get(p.identity, 0.0) < _seconds(p.last_access_time) for p in recent)
+
+
+async def _stopped_workers(client: Client, settings: Settings) -> dict[str, float]:
+    """Identity -> when it said so, for the task queue's workers that reported shutting
+    down (their last worker heartbeat). Empty where the server does not list workers."""
+    gone = (WorkerStatus.WORKER_STATUS_SHUTTING_DOWN, WorkerStatus.WORKER_STATUS_SHUTDOWN)
+    stopped: dict[str, float] = {}
+    request = ListWorkersRequest(
+        namespace=settings.temporal_namespace,
+        query=f"TaskQueue = {json.dumps(settings.task_queue)}",
     )
+    try:
+        while True:
+            page = await client.workflow_service.list_workers(request)
+            for info in page.workers_info:
+                beat = info.worker_heartbeat
+                if beat.task_queue == settings.task_queue and beat.status in gone:
+                    when = _seconds(beat.heartbeat_time)
+                    stopped[beat.worker_identity] = max(when, stopped.get(beat.worker_identity, 0))
+            if not page.next_page_token:
+                return stopped
+            request.next_page_token = page.next_page_token
+    except RPCError:  # an older server, or worker listing turned off: pollers alone
+        return {}
+
+
+def _seconds(stamp: Timestamp) -> float:
+    return stamp.seconds + stamp.nanos / 1e9
 
 
 @contextlib.asynccontextmanager
@@ -70,7 +110,10 @@ async def ensure_temporal(settings: Settings, announce: Announce) -> AsyncIterat
 
 @contextlib.asynccontextmanager
 async def ensure_model(settings: Settings, announce: Announce) -> AsyncIterator[Settings]:
-    """With no API key and no base URL, serve the offline model and point settings at it."""
+    """With no API key and no base URL, serve the offline model and point settings at it.
+
+    Only for a worker of this process: the model is called by workers alone.
+    """
     if not settings.offline or settings.anthropic_base_url:
         yield settings
         return
@@ -78,8 +121,9 @@ async def ensure_model(settings: Settings, announce: Announce) -> AsyncIterator[
     server = OfflineModelServer(script)
     server.start()
     announce(
-        f"No ANTHROPIC_API_KEY: using the offline model, which plays scripted replies from "
-        f"{script.name}. It is not Claude; set ANTHROPIC_API_KEY to use Claude."
+        f"No ANTHROPIC_API_KEY: this command's worker uses the offline model, which plays "
+        f"scripted replies from {script.name}. It is not Claude; set ANTHROPIC_API_KEY to use "
+        "Claude."
     )
     try:
         yield settings.model_copy(update={"anthropic_base_url": server.base_url})
@@ -89,27 +133,31 @@ async def ensure_model(settings: Settings, announce: Announce) -> AsyncIterator[
 
 @contextlib.asynccontextmanager
 async def ensure_worker(settings: Settings, announce: Announce) -> AsyncIterator[None]:
+    """A worker in this process (with the offline model when there is no API key), unless
+    one polls the task queue already: then nothing is started, the model neither."""
     from worker import build_worker
 
     client = await connect_temporal(settings)
     if await has_live_worker(client, settings):
         yield
         return
-    db = open_store(settings)
-    async with build_worker(client, db, settings):
-        announce(f"Started a worker in this process (task queue {settings.task_queue}).")
-        yield
-    db.dispose()
+    async with ensure_model(settings, announce) as with_model:
+        db = open_store(with_model)
+        try:
+            async with build_worker(client, db, with_model):
+                announce(f"Started a worker in this process (task queue {settings.task_queue}).")
+                yield
+        finally:
+            db.dispose()
 
 
 @contextlib.asynccontextmanager
 async def local_services(
     settings: Settings, announce: Announce, *, worker: bool = True
 ) -> AsyncIterator[Settings]:
-    """Temporal, the model and (optionally) a worker, started here if missing."""
+    """Temporal and (optionally) a worker, started here if missing."""
     async with contextlib.AsyncExitStack() as stack:
         await stack.enter_async_context(ensure_temporal(settings, announce))
-        settings = await stack.enter_async_context(ensure_model(settings, announce))
         if worker:
             await stack.enter_async_context(ensure_worker(settings, announce))
         yield settings
