@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 ToolSandbox = Literal["none", "bwrap"]
 TOOL_SANDBOXES: tuple[ToolSandbox, ...] = ("none", "bwrap")
@@ -64,6 +66,15 @@ class Settings(BaseModel):
     `NAME=value`); see `activities.tools.environment`."""
     tool_sandbox: ToolSandbox = "none"
     """Where tool commands run: on the host (`none`) or in a bubblewrap sandbox."""
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, url: str) -> str:
+        try:
+            make_url(url)
+        except ArgumentError as err:
+            raise ValueError(f"not a SQLAlchemy database URL ({err})") from None
+        return url
 
     @field_validator("tool_env")
     @classmethod
@@ -118,9 +129,9 @@ class Settings(BaseModel):
             "anthropic_api_key": env.get("ANTHROPIC_API_KEY") or None,
             "anthropic_base_url": env.get("ANTHROPIC_BASE_URL") or None,
             "offline_script": env.get("DURAGENT_OFFLINE_SCRIPT") or None,
-            "heartbeat_timeout_s": float(env.get("DURAGENT_HEARTBEAT_TIMEOUT", "10")),
-            "heartbeat_throttle_ms": int(env.get("DURAGENT_HEARTBEAT_THROTTLE_MS", "50")),
-            "model_read_timeout_s": float(env.get("DURAGENT_MODEL_READ_TIMEOUT", "120")),
+            "heartbeat_timeout_s": env.get("DURAGENT_HEARTBEAT_TIMEOUT", "10"),
+            "heartbeat_throttle_ms": env.get("DURAGENT_HEARTBEAT_THROTTLE_MS", "50"),
+            "model_read_timeout_s": env.get("DURAGENT_MODEL_READ_TIMEOUT", "120"),
             "api_tokens": parse_tokens(env.get("DURAGENT_API_TOKENS", "")),
             "workspace_roots": [
                 Path(p.strip())

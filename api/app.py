@@ -211,10 +211,9 @@ def create_app(
     @app.post("/api/sessions/{session_id}/input-queue", status_code=201)
     async def add_input(session_id: str, body: QueueInput, owner: User) -> QueueItem:
         owned(session_id, owner)
-        item = client.next_turn(session_id, body.text)
         if body.kind == "guidance":
-            item = await client.guide(session_id, item.id, intent=body.intent)
-        return item
+            return await client.guide_text(session_id, body.text, intent=body.intent)
+        return client.next_turn(session_id, body.text)
 
     @app.get("/api/sessions/{session_id}/input-queue")
     async def list_input(

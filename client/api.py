@@ -27,6 +27,7 @@ from activities.resources import load_resources
 from activities.tools import default_tool_names
 from client.connection import connect_temporal, open_store
 from client.errors import (
+    DuragentError,
     EntryNotInSession,
     InputTooLarge,
     InvalidChange,
@@ -626,8 +627,25 @@ class DuragentClient:
         if not guidance:
             with contextlib.suppress(SessionBusy):
                 return await self.prompt(session_id, text)
+        if guidance:
+            return await self.guide_text(session_id, text, intent=intent)
+        return self.next_turn(session_id, text)
+
+    async def guide_text(
+        self, session_id: str, text: str, *, intent: GuidanceIntent | None = None
+    ) -> QueueItem:
+        """New text as guidance for the run in progress (queued, then guided). When the
+        run cannot take it (`SessionIdle`: none is open), nothing is kept: it was meant for
+        this run, not the next one."""
+        if await self._open_run(session_id) is None:
+            raise SessionIdle(session_id, "take guidance")  # nothing stored, not even cancelled
         item = self.next_turn(session_id, text)
-        return await self.guide(session_id, item.id, intent=intent) if guidance else item
+        try:
+            return await self.guide(session_id, item.id, intent=intent)
+        except DuragentError:
+            with contextlib.suppress(DuragentError):
+                self.delete_queue_item(session_id, item.id)
+            raise
 
     def queue_items(self, session_id: str, *, status: str | None = "pending") -> list[QueueItem]:
         self.get_session(session_id)

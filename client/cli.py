@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
@@ -20,7 +21,13 @@ from client import lifecycle
 from client.api import DuragentClient, RunHandle
 from client.errors import DuragentError, QueueItemNotFound
 from client.render import EventPrinter
-from client.services import ensure_model, ensure_temporal, local_services
+from client.services import (
+    ensure_model,
+    ensure_temporal,
+    ensure_worker,
+    has_live_worker,
+    local_services,
+)
 from client.tables import Column, print_table
 from domain.compaction import CompactionSettings
 from domain.config import QUEUE_MODES, THINKING_LEVELS, SessionConfig, check_tool_names
@@ -28,7 +35,6 @@ from domain.entries import CompactionEntry, LeafEntry, MessageEntry, SessionEntr
 from domain.guidance import GuidanceIntent
 from domain.messages import AssistantMessage, ToolResultMessage, text_of
 from settings import Settings
-from store.records import QueueItem
 
 app = typer.Typer(
     help="duragent: a durable, steerable agent harness on Temporal.",
@@ -65,14 +71,26 @@ def global_options(
         str | None, typer.Option(help="Model for new sessions [env DURAGENT_MODEL]")
     ] = None,
 ) -> None:
-    ctx.obj = Settings.from_env(
-        home=home,
-        database_url=database_url,
-        temporal_address=temporal_address,
-        temporal_namespace=namespace,
-        task_queue=task_queue,
-        model=model,
-    )
+    try:
+        ctx.obj = Settings.from_env(
+            home=home,
+            database_url=database_url,
+            temporal_address=temporal_address,
+            temporal_namespace=namespace,
+            task_queue=task_queue,
+            model=model,
+        )
+    except ValueError as error:  # pydantic's ValidationError is one too
+        _fail(f"bad setting: {_setting_error(error)}")
+
+
+def _setting_error(error: ValueError) -> str:
+    if isinstance(error, ValidationError):
+        return "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e['input']!r})"
+            for e in error.errors(include_url=False)
+        )
+    return str(error)
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
@@ -117,16 +135,20 @@ def run(
     stop what it started; the run stays open for the next worker.
     """
     settings: Settings = ctx.obj
+    if max_turns is not None and max_turns < 1:
+        _fail(f"--max-turns is at least 1 (got {max_turns})")
 
-    async def start(client: DuragentClient) -> tuple[str, RunHandle]:
+    def open_session(client: DuragentClient) -> str:
         if session is None:
             record = client.create_session(workspace=workspace, name=name)
             _announce(f"Session {record.id} (workspace {record.workspace})")
-        else:
-            record = client.get_session(session)
-        return record.id, await client.prompt(record.id, prompt, max_turns=max_turns)
+            return record.id
+        return client.get_session(session).id
 
-    raise typer.Exit(_run(_follow(settings, start)))
+    async def start(client: DuragentClient, session_id: str) -> RunHandle:
+        return await client.prompt(session_id, prompt, max_turns=max_turns)
+
+    raise typer.Exit(_run(_follow(settings, open_session, start)))
 
 
 @app.command()
@@ -138,10 +160,10 @@ def skill(
 ) -> None:
     """Run a skill in a session and stream what happens."""
 
-    async def start(client: DuragentClient) -> tuple[str, RunHandle]:
-        return session, await client.skill(session, name, args or [])
+    async def start(client: DuragentClient, session_id: str) -> RunHandle:
+        return await client.skill(session_id, name, args or [])
 
-    raise typer.Exit(_run(_follow(ctx.obj, start)))
+    raise typer.Exit(_run(_follow(ctx.obj, lambda client: client.get_session(session).id, start)))
 
 
 @app.command()
@@ -155,36 +177,43 @@ def template(
 ) -> None:
     """Run a prompt template with arguments in a session and stream what happens."""
 
-    async def start(client: DuragentClient) -> tuple[str, RunHandle]:
-        return session, await client.prompt_from_template(session, name, args or [])
+    async def start(client: DuragentClient, session_id: str) -> RunHandle:
+        return await client.prompt_from_template(session_id, name, args or [])
 
-    raise typer.Exit(_run(_follow(ctx.obj, start)))
+    raise typer.Exit(_run(_follow(ctx.obj, lambda client: client.get_session(session).id, start)))
 
 
 async def _follow(
-    settings: Settings, start: Callable[[DuragentClient], Awaitable[tuple[str, RunHandle]]]
+    settings: Settings,
+    open_session: Callable[[DuragentClient], str],
+    start: Callable[[DuragentClient, str], Awaitable[RunHandle]],
 ) -> int:
     """Start a run (services started as needed), print its events, return its exit code."""
     async with local_services(settings, _announce) as ready:
         client = await DuragentClient.connect(ready)
-        session_id, handle = await start(client)
-        printer = EventPrinter(console, session_id)
-        cursor = client.cursor(session_id)
-        try:
-            async for event in client.events(session_id, run_id=handle.run_id, after=cursor):
-                printer.show(event)
-        except asyncio.CancelledError:  # a signal: services stop, the run stays open
-            printer.close()
-            _announce(
-                f"Stopped. Run {handle.run_id} stays open and goes on with the next worker "
-                f"(duragent worker); end it with: duragent abort {session_id}"
-            )
-            raise
-        finally:
-            printer.close()  # also on an error: the terminal gets its cursor back
-        result = await handle.result()
-        _announce(f"Inspect it: duragent show {session_id}")
-        return EXIT_CODES[result.status]
+        session_id = open_session(client)
+        cursor = client.cursor(session_id)  # before the start: no event of the run is missed
+        return await _show_run(client, session_id, await start(client, session_id), cursor)
+
+
+async def _show_run(client: DuragentClient, session_id: str, handle: RunHandle, cursor: int) -> int:
+    """Print a run's events from `cursor` until it ends; its exit code."""
+    printer = EventPrinter(console, session_id)
+    try:
+        async for event in client.events(session_id, run_id=handle.run_id, after=cursor):
+            printer.show(event)
+    except asyncio.CancelledError:  # a signal: services stop, the run stays open
+        printer.close()
+        _announce(
+            f"Stopped. Run {handle.run_id} stays open and goes on with the next worker "
+            f"(duragent worker); end it with: duragent abort {session_id}"
+        )
+        raise
+    finally:
+        printer.close()  # also on an error: the terminal gets its cursor back
+    result = await handle.result()
+    _announce(f"Inspect it: duragent show {session_id}")
+    return EXIT_CODES[result.status]
 
 
 @app.command()
@@ -230,21 +259,33 @@ def send(
     text: Annotated[str, typer.Argument(help="The input.")],
     guide: Annotated[bool, typer.Option(help="Busy session: send it as guidance.")] = False,
 ) -> None:
-    """Send input as a chat box does: an idle session starts a run, a busy one queues it."""
+    """Send input as a chat box does: an idle session starts a run, a busy one queues it.
+
+    A run it starts with a worker of its own (none was polling) is shown until it ends,
+    as `run` shows it; with a worker elsewhere the command returns at once."""
     settings: Settings = ctx.obj
 
-    async def main() -> None:
-        async with local_services(settings, _announce) as ready:
+    async def main() -> int:
+        async with local_services(settings, _announce, worker=False) as ready:
             client = await DuragentClient.connect(ready)
-            sent = await client.send_input(session, text, guidance=guide)
-            if isinstance(sent, RunHandle):
-                console.print(
-                    f"started run {sent.run_id}; follow it with: duragent status {session}"
-                )
-            else:
-                console.print(f"queued ({sent.kind}): {sent.id}")
+            hosted_elsewhere = await has_live_worker(client.temporal, ready)
+            async with ensure_worker(ready, _announce):
+                cursor = client.cursor(session)
+                sent = await client.send_input(session, text, guidance=guide)
+                if not isinstance(sent, RunHandle):
+                    console.print(f"queued ({sent.kind}): {sent.id}")
+                    return 0
+                if hosted_elsewhere:
+                    console.print(
+                        f"started run {sent.run_id}; follow it with: duragent status {session}"
+                    )
+                    return 0
+                # The run's worker lives in this command: leaving now would stall the run
+                # until another worker starts, so stay and show it, as `run` does.
+                _announce(f"Started run {sent.run_id}; showing it here (its worker is ours)")
+                return await _show_run(client, session, sent, cursor)
 
-    _run(main())
+    raise typer.Exit(_run(main()))
 
 
 @app.command()
@@ -282,27 +323,13 @@ def guide(
             except QueueItemNotFound as error:
                 _fail(f"{error} (new text is sent with: duragent guide SESSION --text TEXT)")
         else:
-            guided = await _guide_text(client, session, text, chosen)
+            guided = await client.guide_text(session, text, intent=chosen)
         console.print(f"guidance sent: {guided.id}")
 
     _run(main())
 
 
 GUIDANCE_INTENTS = ("interrupt", "supplement")
-
-
-async def _guide_text(
-    client: DuragentClient, session: str, text: str, intent: GuidanceIntent | None
-) -> QueueItem:
-    """Queue `text` and guide the run with it; when the run cannot take it, the item is
-    withdrawn again (the user asked for guidance, not for input to the next run)."""
-    item = client.next_turn(session, text)
-    try:
-        return await client.guide(session, item.id, intent=intent)
-    except DuragentError:
-        with contextlib.suppress(DuragentError):
-            client.delete_queue_item(session, item.id)
-        raise
 
 
 @app.command()

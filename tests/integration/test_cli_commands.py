@@ -210,6 +210,9 @@ BAD_INPUT = [
     (["guide", S, "i", "--text", "t"], "give a queued item's id or --text TEXT"),
     (["compact", S, "--keep", "-5"], "--keep is a number of tokens, 0 or more (got -5)"),
     (["queue", "a", "b"], "expected `queue SESSION` or `queue rm SESSION ITEM`"),
+    # Settings and option values refused before anything is stored or started.
+    (["--database-url", "nonsense", "sessions"], "bad setting: database_url: "),
+    (["run", "--max-turns", "0", "hi"], "--max-turns is at least 1 (got 0)"),
     # Refused before a run starts, listing what exists.
     (["skill", S, "reviw"], "no skill named 'reviw' in session {session} (available: review;"),
     (["template", S, "x"], "no template named 'x' in session {session} (available: none;"),

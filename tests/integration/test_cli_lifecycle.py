@@ -499,3 +499,26 @@ def test_worker_stops_its_model_and_the_tools_it_runs(
         working.kill()
         if follower is not None:
             follower.kill()
+
+
+def test_send_that_starts_a_run_with_its_own_worker_shows_it_to_the_end(
+    tmp_path: Path, temporal: DevServer
+) -> None:
+    """No worker polls: `send` hosts the run's worker, so it must not leave (the run would
+    stall until some other worker started); it shows the run and exits with its outcome."""
+    script = tmp_path / "script.yaml"
+    script.write_text(one_tool_call("echo from the tool", then="all done"))
+    queue = f"send-{uuid.uuid4().hex[:8]}"
+    env = cli_env(
+        tmp_path / "home", script, TEMPORAL_ADDRESS=temporal.address, DURAGENT_TASK_QUEUE=queue
+    )
+    first = duragent(env, "run", "start")
+    assert first.returncode == 0, first.stderr
+    session = SESSION.search(first.stderr)
+    assert session is not None
+    sent = duragent(env, "send", session.group(1), "again")
+    assert sent.returncode == 0, sent.stderr
+    assert "showing it here" in sent.stderr
+    assert "from the tool" in sent.stdout and "run completed" in sent.stdout
+    shown = duragent(env, "show", session.group(1))
+    assert shown.stdout.count("all done") == 2, shown.stdout

@@ -110,3 +110,26 @@ async def test_an_intent_without_guidance_is_refused(stack: Stack, api: ApiServe
             assert "intent is for guidance" in refused.text
     assert stack.client.queue_items(session, status=None) == []
     assert stack.client.runs(session) == []
+
+
+async def test_guidance_to_an_idle_session_is_refused_and_keeps_nothing(
+    stack: Stack, api: ApiServer
+) -> None:
+    """Guidance is for the run in progress: with none open it is a 409, and no queued item
+    is left behind to be sent again (a resend would have made a second one)."""
+    async with api.client() as http:
+        created = await http.post("/api/sessions", json={})
+        session = created.json()["session"]["id"]
+        for _ in range(2):
+            refused = await http.post(
+                f"/api/sessions/{session}/input", json={"text": "use pathlib", "guidance": True}
+            )
+            assert refused.status_code == 409, refused.text
+        for _ in range(2):
+            refused = await http.post(
+                f"/api/sessions/{session}/input-queue",
+                json={"text": "use pathlib", "kind": "guidance"},
+            )
+            assert refused.status_code == 409, refused.text
+    assert stack.client.queue_items(session, status=None) == []
+    assert stack.client.runs(session) == []
