@@ -27,6 +27,8 @@ from api.models import (
     SessionView,
     StopResult,
 )
+from api.routes_page import page_routes
+from api.web import mount_web
 from client.api import DuragentClient, RunHandle
 from client.errors import (
     DuragentError,
@@ -208,6 +210,8 @@ def create_app(client: DuragentClient, tokens: dict[str, str]) -> FastAPI:
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
+    app.include_router(page_routes(client, current_user))
+    mount_web(app)  # the web page, at /
     return app
 
 
