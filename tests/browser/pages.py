@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -17,13 +19,18 @@ def base_url(api: ApiServer) -> str:
 
 
 async def signed_in(
-    context: Any, api: ApiServer, token: str = ApiServer.TOKEN, *, remember: bool = False
+    context: Any,
+    api: ApiServer,
+    token: str = ApiServer.TOKEN,
+    *,
+    remember: bool = False,
+    url: str | None = None,
 ) -> Any:
-    """A new tab of the page, signed in as the token's user."""
+    """A new tab of the page (at `url`, by default the API's), signed in as the token's user."""
     from playwright.async_api import expect
 
     page = await context.new_page()
-    await page.goto(base_url(api) + "/")
+    await page.goto((url or base_url(api)) + "/")
     await page.fill("#token", token)
     if remember:
         await page.check("#remember")
@@ -64,3 +71,59 @@ async def screenshot(page: Any, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     await page.screenshot(path=str(path), full_page=True)
     return path
+
+
+class CuttableNetwork:
+    """A TCP proxy in front of the API whose connections a test cuts, as a network drop
+    does: open connections are reset and new ones refused until `restore()`.
+
+    (Playwright's offline mode refuses new requests but leaves an open stream alone.)
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self._target_port = target_port
+        self._server: asyncio.Server | None = None
+        self._open: set[asyncio.StreamWriter] = set()
+        self.cut_off = False
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def __aenter__(self) -> CuttableNetwork:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self.cut()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    def cut(self) -> None:
+        self.cut_off = True
+        for writer in list(self._open):
+            writer.transport.abort()
+        self._open.clear()
+
+    def restore(self) -> None:
+        self.cut_off = False
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.cut_off:
+            writer.transport.abort()
+            return
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self._target_port)
+        self._open.update((writer, up_writer))
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(ConnectionError, OSError):
+                while chunk := await source.read(65536):
+                    sink.write(chunk)
+                    await sink.drain()
+            sink.transport.abort() if self.cut_off else sink.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        self._open.difference_update((writer, up_writer))

@@ -10,11 +10,13 @@ const LEAVE_AFTER_MS = 4000;
 
 export class Composer {
   // `send(mode, text)` resolves true when the text was taken; `act(action, item)` handles
-  // a chip's button (edit, guide, delete).
-  constructor(root, { send, act }) {
+  // a chip's button (edit, guide, delete); `lookup(id)` reads an item from the store.
+  constructor(root, { send, act, lookup }) {
     this.send = send;
     this.act = act;
+    this.lookup = lookup;
     this.chips = new Map(); // item id -> {item, state, note, element}
+    this.points = new Map(); // item id -> the injection point that took it
     this.chipList = el("div", { class: "chips", role: "list" });
     this.box = el("textarea", {
       class: "box",
@@ -77,16 +79,29 @@ export class Composer {
       else if (chip.state === "pending") chip.item = item;
     }
     for (const [id, chip] of this.chips) {
-      if (chip.state === "pending" && !pending.has(id)) this.chips.delete(id);
+      if (chip.state === "pending" && !pending.has(id)) this.gone(id, chip);
     }
     this.render();
+  }
+
+  // An item left the queue (here or in another tab): the store says what became of it.
+  async gone(id, chip) {
+    chip.state = "leaving";
+    const item = await this.lookup(id);
+    if (chip.state !== "leaving") return; // settled meanwhile (Stop said what happened)
+    if (!item) this.settle([id], "cancelled", "gone");
+    else if (item.status === "cancelled") this.settle([id], "cancelled", "cancelled");
+    else if (item.kind === "guidance") {
+      const point = this.points.get(id);
+      this.settle([id], "consumed", point ? `guidance taken at ${point}` : "guidance taken");
+    } else this.settle([id], "consumed", "sent with the next run");
   }
 
   // A chip says what became of its item, then leaves.
   settle(ids, state, note) {
     for (const id of ids) {
       const chip = this.chips.get(id);
-      if (!chip || chip.state !== "pending") continue;
+      if (!chip || (chip.state !== "pending" && chip.state !== "leaving")) continue;
       chip.state = state;
       chip.note = note;
       setTimeout(() => { this.chips.delete(id); this.render(); }, LEAVE_AFTER_MS);
@@ -97,6 +112,7 @@ export class Composer {
   onEvent(event) {
     const p = event.payload;
     if (event.type === "runtime_guidance_injected") {
+      for (const id of p.item_ids) this.points.set(id, p.point);
       this.settle(p.item_ids, "consumed", `guidance taken at ${p.point}`);
     } else if (event.type === "queue_consumed" && p.queue === "next_turn") {
       this.settle([p.entry_id], "consumed", "sent with the next run");

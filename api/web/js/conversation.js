@@ -6,6 +6,7 @@ import { duration, el, textOf } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
 const FOLD_LINES = 12;
+const FOLD_CHARS = 1500;
 const LIVE_OUTPUT_CHARS = 100000;
 
 export function toolState(result, { started, aborted }) {
@@ -376,7 +377,7 @@ export class Conversation {
     }
     if (output) {
       const lines = output.split("\n");
-      const long = lines.length > FOLD_LINES;
+      const long = lines.length > FOLD_LINES || output.length > FOLD_CHARS;
       const wasOpen = card.querySelector(".tool-output.open");
       const pre = el("pre", { class: `tool-output${long && !wasOpen ? " folded" : ""}${wasOpen ? " open" : ""}` }, output);
       parts.push(pre);
@@ -386,9 +387,9 @@ export class Conversation {
           onclick: (e) => {
             const open = pre.classList.toggle("open");
             pre.classList.toggle("folded", !open);
-            e.target.textContent = open ? "Fold output" : `Show all ${lines.length} lines`;
+            e.target.textContent = open ? "Fold output" : "Show all output";
           },
-        }, wasOpen ? "Fold output" : `Show all ${lines.length} lines`));
+        }, wasOpen ? "Fold output" : `Show all output (${lines.length} lines, ${output.length} characters)`));
       }
       if (state === "running") pre.scrollTop = pre.scrollHeight;
     }

@@ -44,7 +44,10 @@ export class RunHeader {
   }
 
   setRun(run) {
-    this.setPhase(run.phase);
+    // A run's own phases end with it: once the store has its outcome the session is idle,
+    // even while its workflow takes its last step.
+    const over = run.latest && run.latest.status !== "running";
+    this.setPhase(over && (run.phase === "turn" || run.phase === "retry") ? "idle" : run.phase);
     this.run = run.latest;
     if (this.run) this.currentTurn = this.run.status === "running" ? Math.max(this.run.turns, this.currentTurn || 0) : this.run.turns;
     this.tick();
@@ -62,6 +65,10 @@ export class RunHeader {
     if (event.type === "turn_start") this.currentTurn = p.turn;
     else if (event.type === "phase_changed") this.setPhase(p.phase);
     else if (event.type === "agent_start") this.setPhase("turn");
+    else if (event.type === "agent_end" && this.run && this.run.run_id === p.run_id) {
+      this.run = { ...this.run, status: p.status, turns: p.turns, usage: p.usage, ended_at: event.created_at };
+      this.setPhase("idle");
+    }
     this.tick();
   }
 

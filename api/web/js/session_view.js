@@ -37,6 +37,7 @@ export class SessionView {
     this.composer = new Composer(parts.composer, {
       send: (mode, text) => this.send(mode, text),
       act: (action, item) => this.chipAction(action, item),
+      lookup: (id) => this.attempt(() => this.call(`/input-queue/${encodeURIComponent(id)}`), { quiet: true }),
     });
     this.header = new RunHeader(parts.header, {
       stop: () => this.stop(),
@@ -67,14 +68,16 @@ export class SessionView {
     return result;
   }
 
-  // Runs `work`; a failure is shown to the person (or ends quietly once closed).
-  async attempt(work) {
+  // Runs `work`; a failure of what the person did is shown to them. Background reads
+  // (`quiet`) fail silently: the next event or poll repeats them, and a dropped
+  // connection already shows as "reconnecting".
+  async attempt(work, { quiet = false } = {}) {
     try {
       return await work();
     } catch (error) {
       if (error instanceof Closed || this.closed) return undefined;
       if (error.status === 404) this.app.notFound(this.id);
-      else this.composer.showError(error.message);
+      else if (!quiet) this.composer.showError(error.message);
       return undefined;
     }
   }
@@ -140,8 +143,7 @@ export class SessionView {
     this.activity.add(event);
     this.composer.onEvent(event);
     this.header.onEvent(event);
-    if (event.type === "phase_changed") this.phase = event.payload.phase;
-    if (event.type === "agent_start") this.phase = "turn";
+    this.phase = this.header.phase.dataset.phase;
     if (event.type === "agent_start" || event.type === "agent_end") this.app.sessionsChanged();
     if (REFRESH_ON.has(event.type)) this.refresh();
     if (event.type === "compaction_end") this.loadMarks();
@@ -149,8 +151,8 @@ export class SessionView {
   }
 
   setRun(run) {
-    this.phase = run.phase;
     this.header.setRun(run);
+    this.phase = this.header.phase.dataset.phase;
   }
 
   // New display messages, queue and run state since the cursors. Calls that come while
@@ -172,7 +174,7 @@ export class SessionView {
         this.setRun(state.run);
         if (state.messages_more) this.refreshAgain = true;
       } while (this.refreshAgain && !this.closed);
-    }).finally(() => { this.refreshing = null; });
+    }, { quiet: true }).finally(() => { this.refreshing = null; });
     return this.refreshing;
   }
 
@@ -196,15 +198,15 @@ export class SessionView {
       const status = await this.call("/status");
       this.header.setSession(status.session);
       this.header.setStatus(status);
-    });
+    }, { quiet: true });
   }
 
   async loadMarks() {
-    await this.attempt(async () => this.conversation.setMarks(await this.call("/compactions")));
+    await this.attempt(async () => this.conversation.setMarks(await this.call("/compactions")), { quiet: true });
   }
 
   async loadTree() {
-    await this.attempt(async () => this.tree.show(await this.call("/tree")));
+    await this.attempt(async () => this.tree.show(await this.call("/tree")), { quiet: true });
   }
 
   // What the person does --------------------------------------------------------------
