@@ -9,7 +9,7 @@ shown above it (`folded` counts it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -119,32 +119,57 @@ def _labels(entries: Sequence[SessionEntry]) -> dict[str, str]:
 
 
 _CONVERSATION = (MessageEntry, CustomMessageEntry, CompactionEntry, BranchSummaryEntry)
-"""Entries of the conversation; labels, config changes and the like are bookkeeping."""
+"""Entries of the conversation. Labels, config changes, leaf moves and the like are
+bookkeeping: the tree shows them as part of the conversation entry they follow."""
+
+
+def _is_conversation(entry: SessionEntry) -> bool:
+    return isinstance(entry, _CONVERSATION)
+
+
+def _nearest(
+    by_id: dict[str, SessionEntry], entry_id: str | None, wanted: Callable[[SessionEntry], bool]
+) -> str | None:
+    """`entry_id` or its nearest ancestor that is `wanted` (None: none is)."""
+    seen: set[str] = set()
+    while entry_id is not None and entry_id in by_id and entry_id not in seen:
+        if wanted(by_id[entry_id]):
+            return entry_id
+        seen.add(entry_id)
+        entry_id = by_id[entry_id].parent_id
+    return None
 
 
 def tree_view(entries: Sequence[SessionEntry], leaf_id: str | None) -> TreeView:
     """The tree of `entries` (stored order) with the current leaf `leaf_id`."""
     labels = _labels(entries)
     by_id = {e.id: e for e in entries}
-    children: dict[str | None, list[SessionEntry]] = {}
+    # Each conversation entry under its nearest conversation ancestor. Parents are stored
+    # before their children, so one pass in stored order resolves every chain.
+    above: dict[str, str | None] = {}
     for entry in entries:
         parent = entry.parent_id if entry.parent_id in by_id else None
-        children.setdefault(parent, []).append(entry)
+        if parent is not None and not _is_conversation(by_id[parent]):
+            parent = above[parent] if parent in above else _nearest(by_id, parent, _is_conversation)
+        above[entry.id] = parent
+    conversation = [e for e in entries if _is_conversation(e)]
+    children: dict[str | None, list[SessionEntry]] = {}
+    for entry in conversation:
+        children.setdefault(above[entry.id], []).append(entry)
+    leaf = _nearest(by_id, leaf_id, _is_conversation)
     on_path: set[str] = set()
-    cursor = leaf_id
-    while cursor is not None and cursor in by_id and cursor not in on_path:
+    cursor = leaf
+    while cursor is not None and cursor not in on_path:
         on_path.add(cursor)
-        cursor = by_id[cursor].parent_id
-
-    def branches(entry: SessionEntry) -> int:
-        return sum(isinstance(c, _CONVERSATION) for c in children.get(entry.id, []))
+        cursor = above[cursor]
 
     def shown(entry: SessionEntry) -> bool:
-        if entry.id == leaf_id or entry.id in labels:
-            return True
-        if not isinstance(entry, _CONVERSATION):
-            return False
-        return _kind(entry) in ("user", "compaction", "branch_summary") or branches(entry) != 1
+        return (
+            _kind(entry) in ("user", "compaction", "branch_summary")
+            or entry.id == leaf
+            or entry.id in labels
+            or len(children.get(entry.id, [])) != 1
+        )
 
     nodes: dict[str, TreeNode] = {}
     # Depth-first, iteratively (a line of thousands of turns would overflow recursion).
@@ -152,30 +177,31 @@ def tree_view(entries: Sequence[SessionEntry], leaf_id: str | None) -> TreeView:
         (root, None, 0) for root in reversed(children.get(None, []))
     ]
     while stack:
-        entry, above, depth = stack.pop()
-        node_id = above
+        entry, node_above, depth = stack.pop()
+        kids = children.get(entry.id, [])
+        node_id = node_above
         if shown(entry):
             nodes[entry.id] = TreeNode(
                 id=entry.id,
-                parent_id=above,
+                parent_id=node_above,
                 depth=depth,
                 kind=_kind(entry),
                 preview=_preview(entry),
                 label=labels.get(entry.id),
                 timestamp=entry.timestamp,
                 on_path=entry.id in on_path,
-                is_leaf=entry.id == leaf_id,
-                branches=branches(entry),
+                is_leaf=entry.id == leaf,
+                branches=len(kids),
                 folded=0,
             )
             node_id = entry.id
-        elif above is not None:
-            nodes[above].folded += 1
-        deeper = depth + 1 if branches(entry) > 1 else depth
-        for child in reversed(children.get(entry.id, [])):
+        elif node_above is not None:
+            nodes[node_above].folded += 1
+        deeper = depth + 1 if len(kids) > 1 else depth
+        for child in reversed(kids):
             stack.append((child, node_id, deeper))
     listed = list(nodes.values())
-    return TreeView(leaf_id=leaf_id, nodes=listed[-MAX_NODES:], truncated=len(listed) > MAX_NODES)
+    return TreeView(leaf_id=leaf, nodes=listed[-MAX_NODES:], truncated=len(listed) > MAX_NODES)
 
 
 def _displayed(entry: SessionEntry) -> bool:
@@ -192,13 +218,7 @@ def compaction_marks(entries: Sequence[SessionEntry]) -> list[CompactionMark]:
     for entry in entries:
         if not isinstance(entry, CompactionEntry):
             continue
-        cursor, seen = entry.parent_id, set()
-        while cursor is not None and cursor in by_id and cursor not in seen:
-            if _displayed(by_id[cursor]):
-                break
-            seen.add(cursor)
-            cursor = by_id[cursor].parent_id
-        after = cursor if cursor is not None and cursor in by_id else None
+        after = _nearest(by_id, entry.parent_id, _displayed)
         marks.append(
             CompactionMark(
                 entry_id=entry.id,
