@@ -40,9 +40,11 @@ async function start() {
   $("sign-in").hidden = true;
   $("app").hidden = false;
   $("sign-out").hidden = false;
-  await refreshSessions();
   clearInterval(sessionsTimer);
   sessionsTimer = setInterval(refreshSessions, SESSIONS_POLL_MS);
+  // A session named in the address opens at once; the list loads beside it.
+  const listed = refreshSessions();
+  if (!currentId()) await listed;
   route();
 }
 

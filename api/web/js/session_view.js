@@ -76,7 +76,7 @@ export class SessionView {
       return await work();
     } catch (error) {
       if (error instanceof Closed || this.closed) return undefined;
-      if (error.status === 404) this.app.notFound(this.id);
+      if (error.status === 404 && error.message.startsWith("session ")) this.app.notFound(this.id);
       else if (!quiet) this.composer.showError(error.message);
       return undefined;
     }
