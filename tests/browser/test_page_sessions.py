@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -91,3 +92,46 @@ async def test_the_tree_goes_to_forks_from_and_labels_entries(
         await expect(page.locator("#conversation")).to_contain_text("first answer")
         assert "second question" not in await page.locator("#conversation").inner_text()
     assert stack.client.labels(session) == {first_id: "the start"}
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {
+                    "reply": [
+                        {
+                            "tool_use": {
+                                "name": "bash",
+                                "input": {"command": "until [ -f go ]; do sleep 0.05; done"},
+                            }
+                        }
+                    ]
+                },
+                {"reply": [{"text": "steered"}]},
+                {"reply": [{"text": "followed up"}]},
+            ]
+        }
+    }
+)
+async def test_steer_and_follow_up_from_the_send_menu(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session = await new_session(http)
+        workspace = Path(stack.client.get_session(session).workspace)
+        page = await signed_in(browser_context, api)
+        await open_session(page, session)
+        await send(page, "start")
+        await expect(page.locator('.tool[data-state="running"]')).to_be_visible()
+        for mode, text in (("steer", "use pathlib"), ("follow-up", "then add tests")):
+            await page.fill("#composer .box", text)
+            await page.click("#composer .send-menu summary")
+            await page.click(f'#composer .send-option[data-mode="{mode}"]')
+            await expect(page.locator("#composer .box")).to_have_value("")
+        await expect(page.locator("#composer .chip")).to_have_count(0)  # not queue items
+        (workspace / "go").touch()
+        await expect(page.locator(".msg.assistant").last).to_contain_text("followed up")
+    requests = stack.model.requests_for(session)
+    assert "use pathlib" in str(requests[1].body["messages"])
+    assert "then add tests" in str(requests[2].body["messages"])
