@@ -15,14 +15,23 @@
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
 | `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
 | `DURAGENT_API_TOKENS` | `token=user,...` for the HTTP API (none: `serve` makes one up) |
+| `DURAGENT_WORKSPACE_ROOTS` | none: `:`-separated folders API users may also put workspaces in |
+| `DURAGENT_TEMPORAL_UI_PORT` | Temporal's port + 1000: the web UI a started dev server serves |
+| `DURAGENT_TOOL_ENV` | tools get PATH, HOME, LANG, LC_*, TZ...; add `NAME`, `P*`, `NAME=value` |
+| `DURAGENT_TOOL_SANDBOX` | `none`; `bwrap`: tool commands run in a bubblewrap sandbox |
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
+
+ToolSandbox = Literal["none", "bwrap"]
+TOOL_SANDBOXES: tuple[ToolSandbox, ...] = ("none", "bwrap")
 
 
 class Settings(BaseModel):
@@ -45,6 +54,23 @@ class Settings(BaseModel):
     """Bearer token -> user name, for the HTTP API."""
     model_read_timeout_s: float = 120.0
     """Seconds without a byte from the model before the stream counts as hung."""
+    workspace_roots: list[Path] = []
+    """Folders under which HTTP API users may name a workspace, besides their own area
+    (`client.workspaces`). Folders inside the state directory are never allowed."""
+    temporal_ui_port: int | None = None
+    """The Temporal web UI's port; None: Temporal's port + 1000, as the dev server does."""
+    tool_env: list[str] = []
+    """Environment for tool processes beyond the allow-list (`NAME`, `PREFIX*`,
+    `NAME=value`); see `activities.tools.environment`."""
+    tool_sandbox: ToolSandbox = "none"
+    """Where tool commands run: on the host (`none`) or in a bubblewrap sandbox."""
+
+    @field_validator("tool_env")
+    @classmethod
+    def _check_tool_env(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            check_tool_env_entry(entry)
+        return entries
 
     @property
     def offline(self) -> bool:
@@ -54,6 +80,24 @@ class Settings(BaseModel):
     @property
     def workspaces(self) -> Path:
         return self.home / "workspaces"
+
+    @property
+    def web_ui_port(self) -> int | None:
+        """The port of Temporal's web UI (None: the address has no port to go by)."""
+        if self.temporal_ui_port is not None:
+            return self.temporal_ui_port
+        port = self.temporal_address.rpartition(":")[2]
+        return int(port) + 1000 if port.isdigit() and int(port) + 1000 < 65536 else None
+
+    @property
+    def resources_dir(self) -> Path:
+        """Skills and prompt templates every session can use (`skills/`, `prompts/`)."""
+        return self.home / "resources"
+
+    @property
+    def tool_processes(self) -> Path:
+        """Where running tool processes are recorded, for the next attempt on this machine."""
+        return self.home / "tool-processes"
 
     @property
     def dev_server_db(self) -> Path:
@@ -78,6 +122,14 @@ class Settings(BaseModel):
             "heartbeat_throttle_ms": int(env.get("DURAGENT_HEARTBEAT_THROTTLE_MS", "50")),
             "model_read_timeout_s": float(env.get("DURAGENT_MODEL_READ_TIMEOUT", "120")),
             "api_tokens": parse_tokens(env.get("DURAGENT_API_TOKENS", "")),
+            "workspace_roots": [
+                Path(p.strip())
+                for p in env.get("DURAGENT_WORKSPACE_ROOTS", "").split(":")
+                if p.strip()
+            ],
+            "temporal_ui_port": env.get("DURAGENT_TEMPORAL_UI_PORT") or None,
+            "tool_env": parse_tool_env(env.get("DURAGENT_TOOL_ENV", "")),
+            "tool_sandbox": parse_tool_sandbox(env.get("DURAGENT_TOOL_SANDBOX", "")),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
@@ -91,3 +143,29 @@ def parse_tokens(spec: str) -> dict[str, str]:
         token, _, user = part.partition("=")
         tokens[token] = user or "default"
     return tokens
+
+
+_TOOL_ENV_ENTRY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\*|=.*)?", re.DOTALL)
+TOOL_ENV_RULE = "NAME (passed through), PREFIX* (every name starting so) or NAME=value"
+
+
+def parse_tool_env(spec: str) -> list[str]:
+    """`"GOPATH,CI=1,PIP_*"` -> ["GOPATH", "CI=1", "PIP_*"] (values cannot hold commas)."""
+    entries = [part.strip() for part in spec.split(",") if part.strip()]
+    for entry in entries:
+        check_tool_env_entry(entry)
+    return entries
+
+
+def check_tool_env_entry(entry: str) -> None:
+    if _TOOL_ENV_ENTRY.fullmatch(entry) is None:
+        raise ValueError(f"DURAGENT_TOOL_ENV: {entry!r} is not {TOOL_ENV_RULE}")
+
+
+def parse_tool_sandbox(value: str) -> ToolSandbox:
+    """`DURAGENT_TOOL_SANDBOX`: empty or `none`, or `bwrap`."""
+    name = value.strip().lower() or "none"
+    for sandbox in TOOL_SANDBOXES:
+        if name == sandbox:
+            return sandbox
+    raise ValueError(f"DURAGENT_TOOL_SANDBOX: {value!r} is not one of {', '.join(TOOL_SANDBOXES)}")

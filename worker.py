@@ -11,8 +11,10 @@ import asyncio
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from pathlib import Path
 
 import anthropic
+from sqlalchemy.engine import make_url
 from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -20,12 +22,16 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities.bookkeeping import Bookkeeping
 from activities.extensions import Extension, Extensions
 from activities.model_turn import ModelTurns
+from activities.orphans import ProcessRecords
 from activities.snapshots import SnapshotTaker
 from activities.tool_call import ToolCalls
-from activities.tools import ToolRegistry, default_tools
+from activities.tools import BashTool, ToolRegistry, default_tools
+from activities.tools.environment import tool_environment
+from activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
 from activities.tree_ops import TreeOps
 from client.api import DuragentClient
 from client.connection import connect_temporal, open_store
+from client.errors import DuragentError
 from client.facade import SessionFacade
 from settings import Settings
 from store.db import Database
@@ -47,6 +53,34 @@ def model_client(settings: Settings) -> anthropic.AsyncAnthropic:
     )
 
 
+def tool_registry(settings: Settings) -> ToolRegistry:
+    """The built-in tools, their commands with the environment and sandbox `settings` ask
+    for. Raises `DuragentError` when the sandbox is asked for and cannot run here."""
+    sandbox = None
+    if settings.tool_sandbox == "bwrap":
+        try:
+            sandbox = BwrapSandbox.create(private_paths(settings))
+        except SandboxUnavailable as exc:
+            raise DuragentError(str(exc)) from None
+    bash = BashTool(env=tool_environment(settings.tool_env), sandbox=sandbox)
+    return ToolRegistry(default_tools(bash=bash))
+
+
+def private_paths(settings: Settings) -> list[Path]:
+    """What no sandboxed command may read, whatever its workspace: the state directory
+    (database, dev server, every session's workspace), a SQLite database kept elsewhere,
+    and the home directory of the worker's user (keys, tokens, other projects)."""
+    paths = [settings.home, Path.home()]
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        database = Path(url.database)
+        paths += [database, *(database.with_name(database.name + s) for s in _SQLITE_SIDECARS)]
+    return paths
+
+
+_SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
+
+
 def build_worker(
     client: Client,
     db: Database,
@@ -58,10 +92,16 @@ def build_worker(
 ) -> Worker:
     """A worker for `settings.task_queue`: the session workflows and their activities,
     with the built-in tools (or `tools`) and the given extensions' hooks."""
-    registry = tools or ToolRegistry(default_tools())
+    registry = tools or tool_registry(settings)
+    bash = registry.get("bash")
+    if settings.tool_sandbox != "none" and isinstance(bash, BashTool) and bash.sandbox is None:
+        raise DuragentError(
+            f"DURAGENT_TOOL_SANDBOX={settings.tool_sandbox}, but the tools given to the worker "
+            "run bash unsandboxed: build them with worker.tool_registry(settings)"
+        )
     facades = DuragentClient(client, db, settings)
     hooks = Extensions(extensions, lambda session_id: SessionFacade(facades, session_id))
-    taker = SnapshotTaker(hooks, settings.home / "resources")
+    taker = SnapshotTaker(hooks, settings.resources_dir)
     bookkeeping = Bookkeeping(db, hooks, taker)
     anthropic_client = model or model_client(settings)
     # Entries and paths read by one activity are there for the next: they never change.
@@ -85,7 +125,7 @@ def build_worker(
             tree.plan_navigation,
             tree.commit_navigation,
             tree.save_turn,
-            ToolCalls(db, registry, hooks).run_tool,
+            ToolCalls(db, registry, hooks, ProcessRecords(settings.tool_processes)).run_tool,
         ],
         activity_executor=ThreadPoolExecutor(max_workers=32),
         # Cancellation reaches an activity in the reply to a heartbeat, so the throttle
@@ -107,9 +147,10 @@ def workflow_runner() -> SandboxedWorkflowRunner:
 
 
 async def run_worker(settings: Settings) -> None:
+    tools = tool_registry(settings)  # a sandbox that cannot run fails before anything starts
     client = await connect_temporal(settings)
     db = open_store(settings)
-    async with build_worker(client, db, settings):
+    async with build_worker(client, db, settings, tools=tools):
         await asyncio.Event().wait()
 
 

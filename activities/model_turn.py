@@ -136,6 +136,7 @@ class ModelTurns:
                     name=call.name,
                     args_preview=_preview(call.arguments),
                     traits=self._tools.traits_of(call.name),
+                    refused=self._tools.refusal(call.name, snapshot.active_tools),
                 )
                 for call in message.tool_calls
             ],

@@ -1,36 +1,122 @@
-"""Processes a dead worker left behind: found again from heartbeat details, stopped.
+"""Processes a dead worker left behind: recorded before they act, found again, stopped.
 
-A tool that started a process group records it (with the host and the process's start
-time, so a reused pid is never mistaken for it) in its heartbeat details. When the
-worker dies, the process keeps running; the call's next attempt, if it lands on the
-same host, stops the group before reporting the call as interrupted.
+A tool call that is not retry-safe is recorded in a small file on this machine (named by
+the call's result entry id) when it begins, and each process group it starts is added
+before the process may do anything (bash holds its shell at a gate until then). When the
+worker dies, its processes keep running; the call's next attempt, if it lands on the same
+machine, reads the record and stops them before reporting the call as interrupted.
+Heartbeat details carry the same identities, for operators reading the pending activity.
+
+An identity is the process group id with the host and the leader's start time, so a
+reused pid is never mistaken for it. A record needs no fsync: it outlives the worker
+process in the page cache, and a machine that goes down takes the processes with it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import re
 import signal
 import socket
-from typing import Any
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from activities.tools.bash import process_group_alive
+
+STOP_WAIT_SECONDS = 2.0
+"""How long to wait for a stopped group to disappear before reporting it stopped anyway."""
+
+Fate = Literal["stopped", "ended", "elsewhere"]
+"""What became of a recorded group: stopped now, already gone, or on another machine."""
+
+
+class CallRecord(BaseModel):
+    """What the next attempt needs to know about a call that was in progress here."""
+
+    host: str
+    began_at: float
+    processes: list[dict[str, Any]] = []
+    """`process_identity` of each group the call started, in order."""
+
+
+class ProcessRecords:
+    """The records of tool calls in progress on this machine, one file each in `folder`."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+
+    def begin(self, key: str) -> CallRecord:
+        """Record that the call `key` begins here, with no process yet."""
+        record = CallRecord(host=socket.gethostname(), began_at=time.time())
+        self._write(key, record)
+        return record
+
+    def add_process(self, key: str, record: CallRecord, identity: dict[str, Any]) -> None:
+        """Add a process group to the call's record; it is on disk when this returns."""
+        record.processes.append(identity)
+        self._write(key, record)
+
+    def read(self, key: str) -> CallRecord | None:
+        try:
+            return CallRecord.model_validate_json(self._path(key).read_bytes())
+        except (OSError, ValidationError):
+            return None  # never recorded, or the folder is not this worker's
+
+    def remove(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._path(key).unlink()
+
+    def _write(self, key: str, record: CallRecord) -> None:
+        # Write, then rename: a worker killed mid-write leaves the previous record whole.
+        self._folder.mkdir(parents=True, exist_ok=True)
+        path = self._path(key)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(record.model_dump_json())
+        os.replace(partial, path)
+
+    def _path(self, key: str) -> Path:
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,128}", key):
+            raise ValueError(f"not a tool call record key: {key!r}")
+        return self._folder / f"{key}.json"
 
 
 def process_identity(pgid: int) -> dict[str, Any]:
-    return {"pgid": pgid, "host": socket.gethostname(), "started": _start_ticks(pgid)}
+    return {
+        "pgid": pgid,
+        "host": socket.gethostname(),
+        "started": _start_ticks(pgid),
+        "at": time.time(),
+    }
 
 
-def stop_orphan(identity: dict[str, Any]) -> bool:
-    """SIGKILL the recorded process group if it is still the same one, on this host."""
+async def stop_orphan(identity: dict[str, Any]) -> Fate:
+    """SIGKILL the recorded process group if it is still the same one, on this host, and
+    wait (briefly) until it is gone."""
     pgid = identity.get("pgid")
-    if not isinstance(pgid, int) or identity.get("host") != socket.gethostname():
-        return False
+    if not isinstance(pgid, int) or pgid <= 1:
+        return "ended"
+    if identity.get("host") != socket.gethostname():
+        return "elsewhere"
     started = _start_ticks(pgid)
-    if started is None or started != identity.get("started"):
-        return False
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+    if started is not None and started != identity.get("started"):
+        return "ended"  # the pid now belongs to another process
+    # With the leader alive and the same, or gone while members of its group remain (a
+    # group id cannot be handed to a new process while the group exists), it is ours.
+    try:
         os.killpg(pgid, signal.SIGKILL)
-        return True
-    return False
+    except ProcessLookupError:
+        return "ended"
+    except PermissionError:
+        return "ended"  # only members we may not signal are left
+    deadline = time.monotonic() + STOP_WAIT_SECONDS
+    while process_group_alive(pgid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    return "stopped"
 
 
 def _start_ticks(pid: int) -> int | None:

@@ -1,7 +1,7 @@
 """Skills and prompt templates on disk, read when a turn snapshot is taken.
 
 Looked up in `<workspace>/.duragent/{skills,prompts}/` and then the worker's resource
-directory (`$DURAGENT_HOME/{skills,prompts}/`); the first of a name wins.
+directory (`$DURAGENT_HOME/resources/{skills,prompts}/`); the first of a name wins.
 """
 
 from __future__ import annotations

@@ -1,9 +1,12 @@
 """One tool call as one activity: run it in the session's workspace, stage its result.
 
 A tool that is not retry-safe is never run twice: a second attempt (the first one's
-worker died) answers with a result saying the call was interrupted and what is known of
-it, and the model decides what to do. Cancellation (abort, guidance) kills the tool and
-still returns a result carrying the output so far.
+worker died) stops what the first one left running and answers with a result saying the
+call was interrupted and what is known of it, and the model decides what to do. What it
+must stop is recorded on this machine before it may act (`activities.orphans`).
+Cancellation (abort, guidance) kills the tool and still returns a result carrying the
+output so far. A call to a tool that is not active in the turn is answered with an error
+and never runs.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ from temporalio import activity
 from activities.event_sink import EventSink
 from activities.extensions import Extensions, ToolCallContext
 from activities.heartbeat import heartbeating
-from activities.orphans import process_identity, stop_orphan
+from activities.orphans import CallRecord, Fate, ProcessRecords, process_identity, stop_orphan
 from activities.store_retry import with_store_retries
 from activities.tools import ToolContext, ToolRegistry
+from activities.tools.base import describe_os_error
 from domain.events import (
     MessageEnd,
     MessageStart,
@@ -51,10 +55,17 @@ class OutputTail:
 
 
 class ToolCalls:
-    def __init__(self, db: Database, registry: ToolRegistry, extensions: Extensions) -> None:
+    def __init__(
+        self,
+        db: Database,
+        registry: ToolRegistry,
+        extensions: Extensions,
+        records: ProcessRecords,
+    ) -> None:
         self._db = db
         self._registry = registry
         self._extensions = extensions
+        self._records = records
 
     @activity.defn(name=RUN_TOOL)
     async def run_tool(self, data: ToolCallInput) -> ToolCallOutcome:
@@ -72,8 +83,8 @@ class ToolCalls:
                 earlier = await self._earlier_result(data, _progress(info))
                 if earlier is not None:  # finished before the last attempt was lost
                     return await self._finish(data, sink, earlier, progress, interrupted=False)
-                if not data.call.traits.retry_safe:
-                    result = _interrupted_by_crash(data, info.attempt, _progress(info))
+                if not data.call.traits.retry_safe and data.call.refused is None:
+                    result = await self._interrupted_by_crash(data, info.attempt, _progress(info))
                     return await self._finish(data, sink, result, progress, interrupted=True)
             result, interrupted = await self._run(data, sink, progress)
             # Known before it is stored: a later attempt can store it if this one dies.
@@ -128,6 +139,8 @@ class ToolCalls:
             if assistant is not None and tool_call is not None
             else None
         )
+        if data.call.refused is not None:  # not active in the turn: never run, no hooks
+            return ToolResult.error(data.call.refused, not_active=True), False
         blocked = await self._extensions.before_tool_call(hook) if hook else None
         if blocked is not None:
             return ToolResult.error(f"Tool call blocked: {blocked.reason}", blocked=True), False
@@ -158,8 +171,21 @@ class ToolCalls:
             progress["output_tail"] = tail.text
             sink.add(ToolExecutionUpdate(tool_call_id=call.id, tool_name=call.name, partial=chunk))
 
+        # Only what must never run twice is recorded for the next attempt to stop.
+        key = data.result_entry_id
+        try:
+            record = None if call.traits.retry_safe else self._records.begin(key)
+        except OSError as exc:
+            return ToolResult.error(
+                f"Tool '{call.name}' was not run: its progress could not be recorded for "
+                f"recovery after a crash ({describe_os_error(exc)})."
+            ), False
+
         def on_process(pgid: int) -> None:
-            progress["processes"].append(process_identity(pgid))
+            identity = process_identity(pgid)
+            if record is not None:
+                self._records.add_process(key, record, identity)
+            progress["processes"].append(identity)
 
         try:
             ctx = ToolContext(workspace, on_update, on_process)
@@ -193,6 +219,8 @@ class ToolCalls:
         sink.add(MessageStart(entry_id=data.result_entry_id, message=message))
         sink.add(MessageEnd(entry_id=data.result_entry_id, message=message))
         await sink.close(self._stager(data, message))
+        # Staged: a later attempt finds the result itself, and nothing is left to stop.
+        self._records.remove(data.result_entry_id)
         text = text_of(message.content)
         return ToolCallOutcome(
             is_error=result.is_error,
@@ -202,6 +230,18 @@ class ToolCalls:
             content_chars=len(text),
             duration_ms=duration_ms,
         )
+
+    async def _interrupted_by_crash(
+        self, data: ToolCallInput, attempt: int, progress: dict[str, Any]
+    ) -> ToolResult:
+        """The result of a call whose earlier attempt was lost with its worker: what it had
+        started is stopped first, and the result says what is known."""
+        record = self._records.read(data.result_entry_id)
+        identities = _identities(record, progress)
+        fates = [(identity, await stop_orphan(identity)) for identity in identities]
+        tool = self._registry.get(data.call.name)
+        gated = tool is not None and tool.process_gate
+        return _interrupted(data.call.name, attempt, progress, record, fates, gated=gated)
 
     def _load(self, data: ToolCallInput) -> tuple[Path, AssistantMessage | None, ToolCall | None]:
         """The workspace, and the call with its full arguments from the staged message."""
@@ -236,30 +276,77 @@ def _progress(info: activity.Info) -> dict[str, Any]:
     return details[0] if details and isinstance(details[0], dict) else {}
 
 
-def _interrupted_by_crash(
-    data: ToolCallInput, attempt: int, progress: dict[str, Any]
+def _identities(record: CallRecord | None, progress: dict[str, Any]) -> list[dict[str, Any]]:
+    """The process groups the record and the last heartbeat name, each once."""
+    found: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for identity in [*(record.processes if record else []), *progress.get("processes", [])]:
+        if isinstance(identity, dict):
+            found.setdefault((identity.get("host"), identity.get("pgid")), identity)
+    return list(found.values())
+
+
+def _interrupted(
+    name: str,
+    attempt: int,
+    progress: dict[str, Any],
+    record: CallRecord | None,
+    fates: list[tuple[dict[str, Any], Fate]],
+    *,
+    gated: bool,
 ) -> ToolResult:
-    call = data.call
     lines = [
-        f"This `{call.name}` call was interrupted by a worker failure and was not run again, "
+        f"This `{name}` call was interrupted by a worker failure and was not run again, "
         "because running it twice could repeat its side effects.",
     ]
-    if "started_at" in progress:
-        ran_for = max(0.0, time.time() - float(progress["started_at"]))
+    began = record.began_at if record else progress.get("started_at")
+    if fates and isinstance(fates[0][0].get("at"), (int, float)):
+        began = fates[0][0]["at"]  # when its (first) process was let run
+    ago = f"about {max(0.0, time.time() - float(began)):.0f} s ago" if began else None
+    started: bool | None = None
+    if fates:
+        started = True
+        what = "Its command" if gated else "It"
+        lines.append(f"{what} had started {ago or 'before the failure'}.")
+    elif record is not None and gated:
+        started = False
         lines.append(
-            f"It had started about {ran_for:.0f} s ago; it may have finished partly or fully."
+            "Its command had not started: the worker failed before letting it run, "
+            "so nothing of it ran."
         )
+    elif record is not None:
+        lines.append(f"It had started {ago}; it may have finished partly or fully.")
     else:
-        lines.append("It may not have started, or may have finished partly or fully.")
-    stopped = [p["pgid"] for p in progress.get("processes", []) if stop_orphan(p)]
-    if stopped:
         lines.append(
-            f"The process it had started (group {', '.join(map(str, stopped))}) was stopped."
+            "There is no record of it on this machine: it may not have started, may have "
+            "finished partly or fully, or, if it ran on another machine, may still be "
+            "running there."
+        )
+    by_fate: dict[Fate, list[str]] = {}
+    for identity, fate in fates:
+        by_fate.setdefault(fate, []).append(str(identity.get("pgid")))
+    if "stopped" in by_fate:
+        groups = ", ".join(by_fate["stopped"])
+        lines.append(f"The process it had started (group {groups}) was stopped.")
+    if "ended" in by_fate:
+        groups = ", ".join(by_fate["ended"])
+        lines.append(f"Its process (group {groups}) had already ended.")
+    if "elsewhere" in by_fate:
+        hosts = sorted({str(i.get("host")) for i, fate in fates if fate == "elsewhere"})
+        groups = ", ".join(by_fate["elsewhere"])
+        lines.append(
+            f"Its process (group {groups}) runs on {', '.join(hosts)}, not on this machine; "
+            "it could not be stopped from here and may still be running."
         )
     tail = str(progress.get("output_tail") or "")
     lines.append(f"Output before the interruption:\n{tail}" if tail else "No output was recorded.")
     lines.append("Check the current state before deciding whether to run it again.")
-    return ToolResult.error("\n".join(lines), interrupted=True, attempt=attempt)
+    return ToolResult.error(
+        "\n".join(lines),
+        interrupted=True,
+        attempt=attempt,
+        started=started,
+        stopped=[int(p) for p in by_fate.get("stopped", [])],
+    )
 
 
 def _cancelled(name: str, partial: str) -> ToolResult:

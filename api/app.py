@@ -1,7 +1,10 @@
 """The FastAPI application (seed 001's endpoints), over the Python client.
 
 Every route is per session and per user: a bearer token names the user, and a session
-that does not exist or belongs to someone else is a 404 either way.
+that does not exist or belongs to someone else is a 404 either way. A client names a
+workspace only inside its own area or under a root the operator allows
+(`client.workspaces`), and every text it sends has one size limit (`MAX_INPUT_BYTES`),
+with the request body bounded before it is read.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Res
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from api.body_limit import BodyLimit
 from api.models import (
     CreateSession,
+    Cursor,
     InputResult,
+    MessagesPage,
     QueueAction,
     QueueActionResult,
     QueueInput,
@@ -32,14 +38,19 @@ from api.web import mount_web
 from client.api import DuragentClient, RunHandle
 from client.errors import (
     DuragentError,
+    InputTooLarge,
     InvalidChange,
     InvalidPrompt,
+    InvalidWorkspace,
     QueueItemNotFound,
     QueueItemNotPending,
     SessionBusy,
     SessionIdle,
     SessionNotFound,
+    WorkspaceNotAllowed,
 )
+from client.workspaces import WorkspacePolicy
+from domain.input import MAX_INPUT_BYTES
 from store import display, events, runs
 from store.records import QueueItem, SessionRecord
 
@@ -47,12 +58,26 @@ from store.records import QueueItem, SessionRecord
 # every 20 ms keeps a streamed delta under ~35 ms from the model to the browser.
 SSE_POLL_S = 0.02
 SSE_KEEPALIVE_S = 15.0
+MESSAGES_LIMIT_MAX = 500
+EVENTS_LIMIT_MAX = 2000
+MAX_BODY_BYTES = 2 * MAX_INPUT_BYTES + 64 * 1024
+"""A request body is refused (413) past this, before more of it is read: room for one text
+at the limit even when its JSON escapes double it (CJK as \\uXXXX, code's newlines and
+quotes), and for the fields around it."""
+_BODY_TOO_LARGE = (
+    f"request body is over {MAX_BODY_BYTES} bytes; the API takes at most "
+    f"{MAX_INPUT_BYTES} bytes ({MAX_INPUT_BYTES // 1024} KiB) per text"
+)
+# First match wins: subclasses before their bases.
 _STATUS = {
     SessionNotFound: 404,
     QueueItemNotFound: 404,
     SessionBusy: 409,
     SessionIdle: 409,
     QueueItemNotPending: 409,
+    InputTooLarge: 413,
+    WorkspaceNotAllowed: 403,
+    InvalidWorkspace: 422,
     InvalidPrompt: 422,
     InvalidChange: 422,
 }
@@ -76,10 +101,15 @@ def current_user(
 User = Annotated[str, Depends(current_user)]
 
 
-def create_app(client: DuragentClient, tokens: dict[str, str]) -> FastAPI:
-    """`tokens` maps bearer tokens to user names."""
+def create_app(
+    client: DuragentClient, tokens: dict[str, str], workspaces: WorkspacePolicy | None = None
+) -> FastAPI:
+    """`tokens` maps bearer tokens to user names; `workspaces` says where users' sessions
+    may work (default: from the client's settings)."""
     app = FastAPI(title="duragent", summary="A durable, steerable agent harness on Temporal")
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, detail=_BODY_TOO_LARGE)
     app.state.tokens = dict(tokens)
+    policy = workspaces or WorkspacePolicy.from_settings(client.settings)
 
     def owned(session_id: str, owner: str) -> SessionRecord:
         try:
@@ -103,6 +133,7 @@ def create_app(client: DuragentClient, tokens: dict[str, str]) -> FastAPI:
             model=body.model,
             system_prompt=body.system_prompt,
             owner=owner,
+            policy=policy,
         )
         return SessionView(session=session, phase="idle")
 
@@ -118,7 +149,9 @@ def create_app(client: DuragentClient, tokens: dict[str, str]) -> FastAPI:
     @app.post("/api/sessions/{session_id}/input")
     async def send_input(session_id: str, body: SendInput, owner: User) -> InputResult:
         owned(session_id, owner)
-        sent = await client.send_input(session_id, body.text, guidance=body.guidance)
+        sent = await client.send_input(
+            session_id, body.text, guidance=body.guidance, intent=body.intent
+        )
         if isinstance(sent, RunHandle):
             return InputResult(action="started", run_id=sent.run_id)
         return InputResult(action="queued", item=sent)
@@ -127,22 +160,55 @@ def create_app(client: DuragentClient, tokens: dict[str, str]) -> FastAPI:
     async def state(
         session_id: str,
         owner: User,
-        messages_after: Annotated[int, Query(ge=0)] = 0,
-        events_after: Annotated[int, Query(ge=0)] = 0,
+        messages_after: Annotated[Cursor | None, Query()] = None,
+        events_after: Annotated[Cursor | None, Query()] = None,
+        messages_limit: Annotated[int, Query(ge=1, le=MESSAGES_LIMIT_MAX)] = 200,
+        events_limit: Annotated[int, Query(ge=1, le=EVENTS_LIMIT_MAX)] = 500,
     ) -> SessionState:
+        """A page of display messages and one of run events (each also bounded to about
+        1 MB), with the run and the pending queue. Without a cursor a list holds its
+        newest items; with one, the items after it. Follow `*_cursor` while `*_more`."""
         owned(session_id, owner)
         with client.db.transaction() as db:
-            shown = display.list_display(db, session_id, after=messages_after)
-            activity = events.read_events(db, session_id, after=events_after, limit=2000)
+            if messages_after is None:
+                shown, earlier = display.messages_before(db, session_id, None, limit=messages_limit)
+                more = False
+            else:
+                shown, more = display.messages_after(
+                    db, session_id, messages_after, limit=messages_limit
+                )
+                earlier = display.any_before(
+                    db, session_id, shown[0].seq if shown else messages_after + 1
+                )
+            activity, events_more = events.events_page(
+                db, session_id, after=events_after, limit=events_limit
+            )
             latest = runs.list_runs(db, session_id, limit=1)
         return SessionState(
             messages=shown,
             activity_events=activity,
             run=RunView(phase=await client.phase(session_id), latest=latest[0] if latest else None),
             input_queue=client.queue_items(session_id),
-            messages_cursor=shown[-1].seq if shown else messages_after,
-            events_cursor=activity[-1].seq if activity else events_after,
+            messages_cursor=shown[-1].seq if shown else messages_after or 0,
+            events_cursor=activity[-1].seq if activity else events_after or 0,
+            messages_more=more,
+            events_more=events_more,
+            messages_earlier=earlier,
         )
+
+    @app.get("/api/sessions/{session_id}/messages")
+    async def messages(
+        session_id: str,
+        owner: User,
+        before: Annotated[Cursor | None, Query()] = None,
+        limit: Annotated[int, Query(ge=1, le=MESSAGES_LIMIT_MAX)] = 200,
+    ) -> MessagesPage:
+        """The page of display messages just before `before` (the newest page without
+        it), oldest first, bounded in count and to about 1 MB."""
+        owned(session_id, owner)
+        with client.db.transaction() as db:
+            shown, earlier = display.messages_before(db, session_id, before, limit=limit)
+        return MessagesPage(messages=shown, earlier=earlier)
 
     @app.post("/api/sessions/{session_id}/input-queue", status_code=201)
     async def add_input(session_id: str, body: QueueInput, owner: User) -> QueueItem:
@@ -197,13 +263,13 @@ def create_app(client: DuragentClient, tokens: dict[str, str]) -> FastAPI:
     async def event_stream(
         session_id: str,
         owner: User,
-        after: Annotated[int, Query(ge=0)] = 0,
-        last_event_id: Annotated[str | None, Header()] = None,
+        after: Annotated[Cursor, Query()] = 0,
+        last_event_id: Annotated[Cursor | None, Header()] = None,
     ) -> StreamingResponse:
-        """Server-Sent Events of the session's run events, from the cursor in
-        `Last-Event-ID` (a reconnecting browser sends it) or `after`."""
+        """Server-Sent Events of the session's run events after a cursor: `Last-Event-ID`
+        (what a reconnecting browser sends) or else `after`. Each event's `id:` is its seq."""
         owned(session_id, owner)
-        cursor = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
+        cursor = last_event_id if last_event_id is not None else after
         return StreamingResponse(
             _sse(client, session_id, cursor),
             media_type="text/event-stream",

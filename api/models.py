@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from domain.guidance import GuidanceIntent
 from store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
@@ -17,6 +25,8 @@ class _Body(BaseModel):
 class CreateSession(_Body):
     name: str | None = None
     workspace: str | None = None
+    """A folder in your own area (a relative path such as `project`), or one under a root
+    the operator allows (`DURAGENT_WORKSPACE_ROOTS`); default: a new folder for the session."""
     model: str | None = None
     system_prompt: str | None = None
 
@@ -27,6 +37,12 @@ class SendInput(_Body):
     """Busy session: send it to the run as guidance instead of queueing it."""
     intent: GuidanceIntent | None = None
     """For guidance: `interrupt` or `supplement`; default: classified from the text."""
+
+    @model_validator(mode="after")
+    def _intent_needs_guidance(self) -> SendInput:
+        if self.intent is not None and not self.guidance:
+            raise ValueError("intent is for guidance: send it with guidance true")
+        return self
 
 
 class InputResult(_Body):
@@ -40,11 +56,23 @@ class QueueInput(_Body):
     kind: Literal["next_turn", "guidance"] = "next_turn"
     intent: GuidanceIntent | None = None
 
+    @model_validator(mode="after")
+    def _intent_needs_guidance(self) -> QueueInput:
+        if self.intent is not None and self.kind != "guidance":
+            raise ValueError("intent is for guidance: send it with kind guidance")
+        return self
+
 
 class QueueAction(_Body):
     action: Literal["edit", "guide"]
     """edit: cancel the item and get its text back; guide: send it to the run in progress."""
     intent: GuidanceIntent | None = None
+
+    @model_validator(mode="after")
+    def _intent_needs_guide(self) -> QueueAction:
+        if self.intent is not None and self.action != "guide":
+            raise ValueError("intent is for guidance: send it with action guide")
+        return self
 
 
 class QueueActionResult(_Body):
@@ -63,15 +91,56 @@ class RunView(_Body):
     latest: RunRecord | None
 
 
+CURSOR_MAX = 2**53 - 1
+"""The largest cursor: JSON numbers are exact up to here in every client (JavaScript)."""
+CURSOR_RULE = f"a cursor is an integer from 0 to {CURSOR_MAX} (2^53 - 1)"
+
+
+def _cursor(value: object) -> int:
+    """Digits only (no sign, exponent or blank), at most `CURSOR_MAX`: anything else is
+    refused rather than read as 0, which would replay a session from its start."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.isascii() and value.isdigit():
+        number = int(value)
+    else:
+        raise PydanticCustomError("cursor", CURSOR_RULE)
+    if not 0 <= number <= CURSOR_MAX:
+        raise PydanticCustomError("cursor", CURSOR_RULE)
+    return number
+
+
+Cursor = Annotated[
+    int,
+    BeforeValidator(_cursor),
+    WithJsonSchema({"type": "integer", "minimum": 0, "maximum": CURSOR_MAX}),
+]
+"""A per-session `seq` sent by a client (query parameter or `Last-Event-ID`)."""
+
+
 class SessionState(_Body):
-    """Everything a UI needs to rebuild itself, incrementally from two cursors."""
+    """Everything a UI needs to rebuild itself: the newest page of messages and events,
+    or the page after each cursor sent; the cursors to ask for what comes next."""
 
     messages: list[DisplayMessage]
     activity_events: list[StoredEvent]
     run: RunView
     input_queue: list[QueueItem]
     messages_cursor: int
+    """The seq of the last message returned (or the cursor sent, when none was)."""
     events_cursor: int
+    messages_more: bool
+    """More messages after `messages_cursor` exist now: ask again from it."""
+    events_more: bool
+    messages_earlier: bool
+    """Messages before the first one returned exist (`GET .../messages?before=`)."""
+
+
+class MessagesPage(_Body):
+    messages: list[DisplayMessage]
+    """Oldest first."""
+    earlier: bool
+    """Messages before the first one returned exist."""
 
 
 class StopResult(_Body):

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.ownership import owned_session
 from api.tree_view import CompactionMark, TreeView, compaction_marks, tree_view
-from client.api import MAX_PROMPT_BYTES, DuragentClient
+from client.api import DuragentClient
 from client.errors import EntryNotInSession
 from domain.config import ThinkingLevel
 from domain.runs import Phase
@@ -26,16 +26,6 @@ MAX_LABEL_CHARS = 100
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-def _within_limit(text: str) -> str:
-    size = len(text.encode())
-    if size > MAX_PROMPT_BYTES:
-        raise ValueError(
-            f"text is {size} bytes; the limit is {MAX_PROMPT_BYTES} bytes "
-            "(put large content in a workspace file and refer to it)"
-        )
-    return text
 
 
 class SessionSummary(_Body):
@@ -69,11 +59,7 @@ class SessionStatusView(_Body):
 
 class QueueText(_Body):
     text: str = Field(min_length=1)
-
-    @field_validator("text")
-    @classmethod
-    def _limit(cls, text: str) -> str:
-        return _within_limit(text)
+    """Bounded by the client's one size limit, like every text sent to a session."""
 
 
 class Queued(_Body):
@@ -82,11 +68,6 @@ class Queued(_Body):
 
 class Compact(_Body):
     instructions: str | None = None
-
-    @field_validator("instructions")
-    @classmethod
-    def _limit(cls, text: str | None) -> str | None:
-        return text if text is None else _within_limit(text)
 
 
 class Goto(_Body):

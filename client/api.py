@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -24,21 +23,27 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.resources import load_resources
+from activities.tools import default_tool_names
 from client.connection import connect_temporal, open_store
 from client.errors import (
     EntryNotInSession,
+    InputTooLarge,
     InvalidChange,
     InvalidPrompt,
+    InvalidWorkspace,
     QueueItemNotFound,
     QueueItemNotPending,
+    ResourceNotFound,
     SessionBusy,
     SessionIdle,
     SessionNotFound,
     TemporalUnreachable,
 )
+from client.workspaces import WorkspacePolicy
 from domain.changes import ConfigChange, FacadeEntry, SessionChange
 from domain.compaction import CompactionSettings
-from domain.config import QueueMode, SessionConfig, ThinkingLevel
+from domain.config import QueueMode, SessionConfig, ThinkingLevel, check_tool_names
 from domain.context import derive_path_state
 from domain.entries import (
     CustomEntry,
@@ -48,9 +53,10 @@ from domain.entries import (
     SessionInfoEntry,
 )
 from domain.guidance import GuidanceIntent, GuidanceItem, classify
-from domain.input import PromptInput, normalize_prompt_input
+from domain.input import MAX_INPUT_BYTES, PromptInput, input_bytes, normalize_prompt_input
 from domain.messages import AgentMessage, TextContent, UserMessage, text_of
 from domain.queues import QueuedMessage
+from domain.resources import ResourceKind
 from domain.runs import (
     Invocation,
     Phase,
@@ -77,9 +83,6 @@ from workflows.session_structure import SessionCompaction, SessionNavigation
 SESSION_ID_ATTR = SearchAttributeKey.for_keyword("DuragentSessionId")
 RUN_ID_ATTR = SearchAttributeKey.for_keyword("DuragentRunId")
 KIND_ATTR = SearchAttributeKey.for_keyword("DuragentKind")
-
-MAX_PROMPT_BYTES = 256 * 1024
-"""Prompts enter workflow history once; Temporal warns above 256 KB per payload."""
 
 EVENT_POLL_S = 0.05
 # A run whose outcome is stored has one workflow step left; it is waited for this long.
@@ -114,10 +117,20 @@ class RunHandle:
 
 
 class DuragentClient:
-    def __init__(self, temporal: Client, db: Database, settings: Settings) -> None:
+    def __init__(
+        self,
+        temporal: Client,
+        db: Database,
+        settings: Settings,
+        *,
+        tool_names: Sequence[str] | None = None,
+    ) -> None:
         self.temporal = temporal
         self.db = db
         self.settings = settings
+        self.tool_names = list(tool_names) if tool_names is not None else default_tool_names()
+        """The tools a session's active tools may name: the workers' built-in ones, unless
+        the workers register others (`build_worker(tools=...)`): then pass those."""
 
     @classmethod
     async def connect(cls, settings: Settings) -> DuragentClient:
@@ -137,14 +150,40 @@ class DuragentClient:
         model: str | None = None,
         system_prompt: str | None = None,
         owner: str | None = None,
+        policy: WorkspacePolicy | None = None,
     ) -> SessionRecord:
+        """A new idle session working in `workspace` (default: a fresh folder under the
+        state directory), created if missing.
+
+        With a `policy` (the HTTP API's) the workspace is what the policy allows `owner`
+        (`WorkspaceNotAllowed` otherwise); without one it is any folder (the local CLI).
+        Nothing is created or stored when an argument is refused.
+        """
+        for what, text in (
+            ("workspace", workspace),
+            ("session name", name),
+            ("model", model),
+            ("system prompt", system_prompt),
+        ):
+            if text is not None:
+                bounded(what, str(text))
         session_id = uuid.uuid4().hex
         config = SessionConfig(model=model or self.settings.model)
         if system_prompt is not None:
             config = config.model_copy(update={"system_prompt": system_prompt})
-        folder = Path(workspace) if workspace else self.settings.workspaces / session_id
-        folder = folder.expanduser().resolve()
-        folder.mkdir(parents=True, exist_ok=True)
+        if policy is not None:
+            if owner is None:
+                raise ValueError("a workspace policy needs the session's owner")
+            folder = policy.resolve(
+                owner, None if workspace is None else str(workspace), session_id
+            )
+        else:
+            folder = Path(workspace) if workspace else self.settings.workspaces / session_id
+            folder = folder.expanduser().resolve()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise InvalidWorkspace(str(workspace or folder), f"cannot be created ({err})") from err
         with self.db.transaction() as db:
             return sessions.create_session(
                 db,
@@ -189,7 +228,8 @@ class DuragentClient:
             return runs.list_runs(db, session_id)
 
     def cursor(self, session_id: str) -> int:
-        """The session's newest event seq: follow from here to see only what comes next."""
+        """The session's newest event seq (numbered per session from 1): follow from here
+        to see only what comes next."""
         with self.db.transaction() as db:
             return events.latest_seq(db, session_id)
 
@@ -213,29 +253,45 @@ class DuragentClient:
             messages = normalize_prompt_input(prompt, now_ms())
         except ValueError as err:
             raise InvalidPrompt(str(err)) from err
-        size = len(json.dumps([m.model_dump(mode="json") for m in messages]).encode())
-        if size > MAX_PROMPT_BYTES:
-            raise InvalidPrompt(
-                f"prompt is {size} bytes; the limit is {MAX_PROMPT_BYTES} bytes "
-                "(put large content in a workspace file and refer to it)"
-            )
+        bounded("prompt", prompt if isinstance(prompt, str) else messages)
         return await self._start(session_id, messages, None, max_turns, options)
 
     async def skill(
         self, session_id: str, name: str, args: Sequence[str] = (), **kwargs: Any
     ) -> RunHandle:
-        """Run the skill `name` (a markdown file in the session's skills) with `args`."""
-        self.get_session(session_id)
+        """Run the skill `name` (a markdown file in the session's skills) with `args`;
+        `ResourceNotFound` (listing the skills there are) before any run starts."""
+        self._require_resource(session_id, "skill", name)
         invocation = Invocation(kind="skill", name=name, args=list(args))
+        bounded("skill invocation", invocation)
         return await self._start(session_id, [], invocation, **kwargs)
 
     async def prompt_from_template(
         self, session_id: str, name: str, args: Sequence[str] = (), **kwargs: Any
     ) -> RunHandle:
-        """Run the prompt template `name` with positional `args` ($1, $2, $@)."""
-        self.get_session(session_id)
+        """Run the prompt template `name` with positional `args` ($1, $2, $@);
+        `ResourceNotFound` (listing the templates there are) before any run starts."""
+        self._require_resource(session_id, "template", name)
         invocation = Invocation(kind="template", name=name, args=list(args))
+        bounded("template invocation", invocation)
         return await self._start(session_id, [], invocation, **kwargs)
+
+    def resources(self, session_id: str, kind: ResourceKind) -> list[str]:
+        """Names of the skills (or templates) a run of the session can invoke, looked up
+        as a worker does: the workspace's `.duragent/`, then `$DURAGENT_HOME/resources/`."""
+        workspace = Path(self.get_session(session_id).workspace)
+        found = load_resources(workspace, self.settings.resources_dir)
+        return sorted(resource.name for resource in found if resource.kind == kind)
+
+    def _require_resource(self, session_id: str, kind: ResourceKind, name: str) -> None:
+        """Refuse a name that does not exist before a run starts: a started run would
+        only fail, and stay in the session's history as a failed run of no turns."""
+        session = self.get_session(session_id)
+        if not Path(session.workspace).is_dir():
+            return  # a workspace on the workers' machines only: the run reports it
+        known = self.resources(session_id, kind)
+        if name not in known:
+            raise ResourceNotFound(session_id, kind, name, known)
 
     async def _start(
         self,
@@ -246,6 +302,8 @@ class DuragentClient:
         options: RunOptions | None = None,
     ) -> RunHandle:
         """prompt, skill and promptFromTemplate share this one flow (seed 004)."""
+        if max_turns is not None and max_turns < 1:
+            raise InvalidPrompt(f"max_turns must be at least 1 (got {max_turns})")
         run_id = uuid.uuid4().hex
         kind: RunKind = invocation.kind if invocation else "prompt"
         run_input = RunInput(
@@ -375,8 +433,8 @@ class DuragentClient:
         A run is asked directly (a query); when no worker answers in time (all are down),
         the phase comes from the stored run state and the queues are unknown (`run` None).
         """
+        session = self.get_session(session_id)
         with self.db.transaction() as db:
-            session = sessions.require_session(db, session_id)
             waiting = input_queue.list_items(db, session_id, kind="next_turn")
             path = entries.load_path(db, session.leaf_id)
             running = runs.running_runs(db, session_id)
@@ -424,6 +482,8 @@ class DuragentClient:
         settings: CompactionSettings | None = None,
     ) -> CompactResult:
         """Compact an idle session now (`SessionBusy` while a run is open)."""
+        if instructions is not None:
+            bounded("compaction instructions", instructions)
         data = CompactInput(
             session_id=session_id,
             op_id=uuid.uuid4().hex,
@@ -444,6 +504,8 @@ class DuragentClient:
     ) -> NavigateResult:
         """Move the session's leaf to `entry_id` (a user message: to its parent, and its
         text comes back for editing), optionally summarising the branch left behind."""
+        if instructions is not None:
+            bounded("summary instructions", instructions)
         with self.db.transaction() as db:
             if not entries.belongs_to(db, entry_id, session_id):
                 self.get_session(session_id)
@@ -469,6 +531,8 @@ class DuragentClient:
 
     def fork(self, session_id: str, entry_id: str, *, name: str | None = None) -> SessionRecord:
         """A new session continuing from `entry_id` of this one (its path copied)."""
+        if name is not None:
+            bounded("session name", name)
         self.get_session(session_id)
         with self.db.transaction() as db:
             try:
@@ -510,7 +574,10 @@ class DuragentClient:
         signal: Any,
         what: str,
     ) -> str:
-        item = QueuedMessage(id=item_id or uuid.uuid4().hex, message=self._one_message(message))
+        message_what = "steering message" if what == "steer" else f"{what} message"
+        item = QueuedMessage(
+            id=item_id or uuid.uuid4().hex, message=self._one_message(message, message_what)
+        )
         handle = await self._open_run(session_id)
         if handle is None:
             raise SessionIdle(session_id, what)
@@ -532,7 +599,7 @@ class DuragentClient:
                 item_id=uuid.uuid4().hex,
                 session_id=session_id,
                 kind="next_turn",
-                message=self._one_message(message),
+                message=self._one_message(message, "queued input"),
             )
 
     def next_turn_items(self, session_id: str) -> list[QueueItem]:
@@ -544,15 +611,23 @@ class DuragentClient:
     # The input queue and runtime guidance (seed 001) -------------------------------------
 
     async def send_input(
-        self, session_id: str, text: str, *, guidance: bool = False
+        self,
+        session_id: str,
+        text: str,
+        *,
+        guidance: bool = False,
+        intent: GuidanceIntent | None = None,
     ) -> RunHandle | QueueItem:
         """What a chat box does: an idle session starts a run; a busy one queues the input
-        (as guidance for the run, if asked) and never cancels or starts a run."""
+        (as guidance for the run, if asked, with `intent` or else the one its wording
+        suggests) and never cancels or starts a run."""
+        if intent is not None and not guidance:
+            raise InvalidPrompt("an intent is for guidance: send it with guidance")
         if not guidance:
             with contextlib.suppress(SessionBusy):
                 return await self.prompt(session_id, text)
         item = self.next_turn(session_id, text)
-        return await self.guide(session_id, item.id) if guidance else item
+        return await self.guide(session_id, item.id, intent=intent) if guidance else item
 
     def queue_items(self, session_id: str, *, status: str | None = "pending") -> list[QueueItem]:
         self.get_session(session_id)
@@ -572,6 +647,7 @@ class DuragentClient:
         """Turn a pending item into guidance for the session's run in progress; the run
         takes it at its nearest safe point. Guiding the same item twice delivers it once."""
         item = self.queue_item(session_id, item_id)
+        bounded("guidance", item.text)  # items queued before the limit held may be larger
         handle = await self._open_run(session_id)
         run_id = await self._run_id(handle) if handle else None
         if handle is None or run_id is None:
@@ -627,6 +703,7 @@ class DuragentClient:
     async def change(self, session_id: str, change: SessionChange) -> None:
         """Apply a change: pending in the open run until its next save point, or applied
         at once (by a short workflow under the session's id) when the session is idle."""
+        bounded("session change", change)
         self.get_session(session_id)
         handle = await self.temporal.start_workflow(
             SessionChanges.run,
@@ -655,7 +732,15 @@ class DuragentClient:
         try:
             config = ConfigChange(**fields)
         except ValidationError as err:
-            raise InvalidChange(str(err)) from err
+            raise InvalidChange(_one_line(err)) from err
+        if config.active_tools is not None:
+            try:
+                check_tool_names(config.active_tools, self.tool_names)
+            except ValueError as err:
+                raise InvalidChange(f"active_tools: {err}") from err
+        for field, value in fields.items():
+            if value is not None:
+                bounded(field.replace("_", " "), value)
         await self.change(session_id, self._change(config=config))
 
     async def set_model(self, session_id: str, model: str) -> None:
@@ -683,6 +768,7 @@ class DuragentClient:
         self, session_id: str, custom_type: str, data: dict[str, Any] | None = None
     ) -> str:
         """Store extension state in the session (never sent to the model)."""
+        bounded("custom entry", {"custom_type": custom_type, "data": data or {}})
         entry = CustomEntry(
             id=uuid.uuid4().hex,
             parent_id=None,
@@ -697,6 +783,8 @@ class DuragentClient:
         self, session_id: str, custom_type: str, text: str, *, display: bool = True
     ) -> str:
         """A message of an extension's that the model sees (and the UI, if `display`)."""
+        bounded("custom message type", custom_type)
+        bounded("custom message", text)
         entry = CustomMessageEntry(
             id=uuid.uuid4().hex,
             parent_id=None,
@@ -709,12 +797,15 @@ class DuragentClient:
         return entry.id
 
     async def set_label(self, session_id: str, entry_id: str, label: str | None) -> None:
+        if label is not None:
+            bounded("label", label)
         entry = LabelEntry(
             id=uuid.uuid4().hex, parent_id=None, timestamp=now_ms(), target_id=entry_id, label=label
         )
         await self.change(session_id, self._change(entries=[entry]))
 
     async def set_name(self, session_id: str, name: str) -> None:
+        bounded("session name", name)
         entry = SessionInfoEntry(id=uuid.uuid4().hex, parent_id=None, timestamp=now_ms(), name=name)
         await self.change(session_id, self._change(entries=[entry]))
 
@@ -732,13 +823,14 @@ class DuragentClient:
         )
 
     @staticmethod
-    def _one_message(message: PromptInput) -> AgentMessage:
+    def _one_message(message: PromptInput, what: str) -> AgentMessage:
         try:
             messages = normalize_prompt_input(message, now_ms())
         except ValueError as err:
             raise InvalidPrompt(str(err)) from err
         if len(messages) != 1:
             raise InvalidPrompt(f"expected one message, got {len(messages)}")
+        bounded(what, message if isinstance(message, str) else messages[0])
         return messages[0]
 
     async def events(
@@ -819,6 +911,23 @@ class DuragentClient:
         if not found:
             self.get_session(session_id)
             raise EntryNotInSession(session_id, entry_id)
+
+
+def bounded(what: str, value: object) -> None:
+    """The one size check on what a client sends (`MAX_INPUT_BYTES`, measured by
+    `input_bytes`: a text as sent, a message as its JSON): `InputTooLarge` naming `what`
+    before anything of it is stored or sent."""
+    size = input_bytes(value)
+    if size > MAX_INPUT_BYTES:
+        raise InputTooLarge(what, size, MAX_INPUT_BYTES)
+
+
+def _one_line(error: ValidationError) -> str:
+    """A validation error as one line per bad field: which field, the rule, the value."""
+    return "; ".join(
+        f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']} (got {e['input']!r})"
+        for e in error.errors(include_url=False)
+    )
 
 
 def _first_line(messages: Sequence[AgentMessage]) -> str:

@@ -6,23 +6,28 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
+from activities.tools import default_tool_names
 from client.api import DuragentClient, RunHandle
-from client.errors import DuragentError, EntryNotInSession
+from client.errors import DuragentError, QueueItemNotFound
 from client.render import EventPrinter
 from client.services import ensure_model, ensure_temporal, local_services
+from client.tables import Column, print_table
 from domain.compaction import CompactionSettings
-from domain.config import SessionConfig
+from domain.config import QUEUE_MODES, THINKING_LEVELS, SessionConfig, check_tool_names
 from domain.entries import CompactionEntry, LeafEntry, MessageEntry, SessionEntry
+from domain.guidance import GuidanceIntent
 from domain.messages import AssistantMessage, ToolResultMessage, text_of
 from settings import Settings
+from store.records import QueueItem
 
 app = typer.Typer(
     help="duragent: a durable, steerable agent harness on Temporal.",
@@ -31,7 +36,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",  # docstring paragraphs wrap to the terminal
 )
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error is one line, however long
 T = TypeVar("T")
 
 EXIT_CODES = {"completed": 0, "error": 1, "aborted": 130}
@@ -75,6 +80,12 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     except DuragentError as error:
         err.print(f"[red]error:[/] {escape(str(error))}")
         raise typer.Exit(2) from None
+
+
+def _fail(message: str) -> NoReturn:
+    """End the command over a client error: one line naming what was wrong, exit 2."""
+    err.print(f"[red]error:[/] {escape(message)}")
+    raise typer.Exit(2)
 
 
 def _announce(message: str) -> None:
@@ -225,25 +236,58 @@ def send(
 def guide(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session id.")],
-    item_or_text: Annotated[str, typer.Argument(help="A queued item's id, or new text.")],
+    item: Annotated[
+        str | None, typer.Argument(help="A pending item's id (see `duragent queue SESSION`).")
+    ] = None,
+    text: Annotated[
+        str | None, typer.Option("--text", help="New text to send as guidance (no ITEM).")
+    ] = None,
     intent: Annotated[
         str | None, typer.Option(help="interrupt or supplement (default: from the text).")
     ] = None,
 ) -> None:
-    """Send guidance to the running agent: taken at its nearest safe point."""
+    """Send guidance to the running agent: taken at its nearest safe point.
+
+    `guide SESSION ITEM` turns a queued item into guidance; `guide SESSION --text TEXT`
+    sends new text as guidance.
+    """
+    if (item is None) == (text is None):
+        _fail("give a queued item's id or --text TEXT (one of them)")
+    if intent not in (None, *GUIDANCE_INTENTS):
+        _fail(f"--intent must be one of {', '.join(GUIDANCE_INTENTS)} (got {intent!r})")
+    chosen: GuidanceIntent | None = intent  # type: ignore[assignment]
 
     async def main() -> None:
         client = await DuragentClient.connect(ctx.obj)
-        pending = {item.id for item in client.queue_items(session)}
-        item_id = (
-            item_or_text if item_or_text in pending else client.next_turn(session, item_or_text).id
-        )
-        if intent not in (None, "interrupt", "supplement"):
-            raise typer.BadParameter("--intent is interrupt or supplement")
-        item = await client.guide(session, item_id, intent=intent)  # type: ignore[arg-type]
-        console.print(f"guidance sent: {item.id}")
+        client.get_session(session)
+        if text is None:
+            assert item is not None
+            try:
+                guided = await client.guide(session, item, intent=chosen)
+            except QueueItemNotFound as error:
+                _fail(f"{error} (new text is sent with: duragent guide SESSION --text TEXT)")
+        else:
+            guided = await _guide_text(client, session, text, chosen)
+        console.print(f"guidance sent: {guided.id}")
 
     _run(main())
+
+
+GUIDANCE_INTENTS = ("interrupt", "supplement")
+
+
+async def _guide_text(
+    client: DuragentClient, session: str, text: str, intent: GuidanceIntent | None
+) -> QueueItem:
+    """Queue `text` and guide the run with it; when the run cannot take it, the item is
+    withdrawn again (the user asked for guidance, not for input to the next run)."""
+    item = client.next_turn(session, text)
+    try:
+        return await client.guide(session, item.id, intent=intent)
+    except DuragentError:
+        with contextlib.suppress(DuragentError):
+            client.delete_queue_item(session, item.id)
+        raise
 
 
 @app.command()
@@ -259,9 +303,13 @@ def queue(
             console.print(f"deleted {args[2]}")
             return
         if len(args) != 1:
-            raise typer.BadParameter("expected SESSION, or rm SESSION ITEM")
+            _fail("expected `queue SESSION` or `queue rm SESSION ITEM`")
         for item in client.queue_items(args[0]):
-            console.print(f"{item.id}  {item.kind:<9} {escape(item.text)}")
+            shown, more = _clip(" ".join(item.text.split()), QUEUE_TEXT_CHARS)
+            line = Text(f"{item.id}  {item.kind:<9} {shown}")
+            if more:
+                line.append(f" (+{more:,} characters)", style="dim")
+            _say(line)
     except DuragentError as error:
         err.print(f"[red]error:[/] {escape(str(error))}")
         raise typer.Exit(2) from None
@@ -276,7 +324,10 @@ def configure(
         str | None, typer.Option(help="Thinking level: off, minimal, low, medium, high.")
     ] = None,
     tools: Annotated[
-        str | None, typer.Option(help="Active tools, comma-separated (empty: none).")
+        str | None,
+        typer.Option(
+            help=f"Active tools, comma-separated (empty: none): {', '.join(default_tool_names())}."
+        ),
     ] = None,
     system_prompt: Annotated[str | None, typer.Option(help="System prompt.")] = None,
     steering_mode: Annotated[
@@ -287,15 +338,27 @@ def configure(
     ] = None,
 ) -> None:
     """Change a session's config. A running run uses it from its next turn."""
+    settings: Settings = ctx.obj
+    active_tools = None if tools is None else [t.strip() for t in tools.split(",") if t.strip()]
+    # Bad values are refused here, before any service starts.
+    _choose("--thinking", thinking, THINKING_LEVELS)
+    _choose("--steering-mode", steering_mode, QUEUE_MODES)
+    _choose("--follow-up-mode", follow_up_mode, QUEUE_MODES)
+    store = _store_client(settings)
+    if active_tools is not None:
+        try:
+            check_tool_names(active_tools, store.tool_names)
+        except ValueError as error:
+            _fail(f"--tools: {error}")
     fields = {
         "model": model,
         "thinking_level": thinking,
-        "active_tools": None if tools is None else [t for t in tools.split(",") if t],
+        "active_tools": active_tools,
         "system_prompt": system_prompt,
         "steering_mode": steering_mode,
         "follow_up_mode": follow_up_mode,
     }
-    settings: Settings = ctx.obj
+    _require_session(store, session)
 
     async def main() -> None:
         async with local_services(settings, _announce) as ready:
@@ -304,6 +367,19 @@ def configure(
             console.print(_config_line((await client.status(session)).config))
 
     _run(main())
+
+
+def _choose(option: str, value: str | None, allowed: tuple[str, ...]) -> None:
+    if value is not None and value not in allowed:
+        _fail(f"{option} must be one of {', '.join(allowed)} (got {value!r})")
+
+
+def _require_session(client: DuragentClient, session: str) -> None:
+    """Refuse an unknown session before starting services for it."""
+    try:
+        client.get_session(session)
+    except DuragentError as error:
+        _fail(str(error))
 
 
 @app.command()
@@ -324,20 +400,20 @@ def status(
                 "run": state.run.model_dump(mode="json") if state.run else None,
                 "next_turn": [i.model_dump(mode="json") for i in state.next_turn],
             }
-            console.out(json.dumps(view, indent=2))
+            console.out(json.dumps(view, indent=2), highlight=False)
             return
         run_line = f" (run {state.run.run_id}, turn {state.run.turn})" if state.run else ""
         console.print(f"[bold]{state.phase}[/]{run_line}")
         console.print(_config_line(state.config))
         if state.run:
             for item in state.run.steering:
-                console.print(f"  steering: {escape(item.text)}")
+                _print_clipped("  steering: ", item.text, QUEUE_TEXT_CHARS)
             for item in state.run.follow_ups:
-                console.print(f"  follow-up: {escape(item.text)}")
+                _print_clipped("  follow-up: ", item.text, QUEUE_TEXT_CHARS)
             for entry in state.run.pending_writes:
                 console.print(f"  pending write: {entry.type}")
         for queued in state.next_turn:
-            console.print(f"  next turn: {escape(queued.text)}")
+            _print_clipped("  next turn: ", queued.text, QUEUE_TEXT_CHARS)
 
     _run(main())
 
@@ -463,56 +539,91 @@ def serve(
 
 @app.command()
 def sessions(ctx: typer.Context) -> None:
-    """List sessions, most recently active first."""
+    """List sessions, most recently active first.
+
+    A narrow terminal leaves out the least useful columns (workspace, then updated) and
+    says so; piped output has every column in full.
+    """
     settings: Settings = ctx.obj
     client = _store_client(settings)
-    table = Table("name", "model", "updated", "workspace")
-    table.add_column("session", no_wrap=True, min_width=32)
-    for record in client.list_sessions():
-        table.add_row(
+    columns = [
+        Column("session"),
+        Column("name", wrap=True),
+        Column("model"),
+        Column("updated", drop=2),
+        Column("workspace", wrap=True, drop=3),
+    ]
+    rows = [
+        [
+            record.id,
             record.name or "",
             record.config.model,
             _when(record.updated_at),
             record.workspace,
-            record.id,
-        )
-    console.print(table)
+        ]
+        for record in client.list_sessions()
+    ]
+    print_table(console, columns, rows)
 
 
 @app.command()
 def show(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session id.")],
+    full: Annotated[
+        bool, typer.Option("--full", help="Print long messages and tool output whole.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print entries as JSON.")] = False,
 ) -> None:
-    """Show a session: its runs and the transcript of its current branch."""
+    """Show a session: its runs and the transcript of its current branch.
+
+    Long messages and tool output are cut, with a note of how much more there is;
+    `--full` prints them whole, `--json` the stored entries.
+    """
     settings: Settings = ctx.obj
     client = _store_client(settings)
     try:
         record = client.get_session(session)
     except DuragentError as error:
-        err.print(f"[red]error:[/] {escape(str(error))}")
-        raise typer.Exit(2) from None
+        _fail(str(error))
     path = client.path(session)
     if as_json:
-        console.out(json.dumps([e.model_dump(mode="json") for e in path], indent=2))
-        return
-    console.print(f"[bold]session[/] {record.id}  {record.name or ''}")
-    console.print(f"workspace {record.workspace}   model {record.config.model}")
-    runs = Table("status", "turns", "tokens", "started", "error")
-    runs.add_column("run", no_wrap=True, min_width=32)
-    for run_record in client.runs(session):
-        runs.add_row(
-            run_record.status,
-            str(run_record.turns),
-            str(run_record.usage.total_tokens),
-            _when(run_record.started_at),
-            run_record.error or "",
-            run_record.run_id,
+        console.out(
+            json.dumps([e.model_dump(mode="json") for e in path], indent=2), highlight=False
         )
-    console.print(runs)
-    for entry in path:
-        _print_entry(entry)
+        return
+    _say(Text.assemble(("session", "bold"), f" {record.id}  {record.name or ''}"))
+    _say(Text(f"workspace {record.workspace}   model {record.config.model}"))
+    columns = [
+        Column("run"),
+        Column("status"),
+        Column("turns", justify="right"),
+        Column("tokens", justify="right"),
+        Column("started", drop=1),
+        Column("error", wrap=True),
+    ]
+    rows = [
+        [
+            run.run_id,
+            run.status,
+            str(run.turns),
+            str(run.usage.total_tokens),
+            _when(run.started_at),
+            run.error or "",
+        ]
+        for run in client.runs(session)
+    ]
+    print_table(console, columns, rows)
+    limits = SHOW_ALL if full else SHOW_LIMITS
+    cut = [_print_entry(entry, limits) for entry in path]
+    if any(cut):
+        _say(
+            Text(
+                f"Long content was cut: `duragent show {session} --full` prints it whole, "
+                "`--json` the stored entries.",
+                style="dim",
+            )
+        )
 
 
 @app.command()
@@ -526,22 +637,29 @@ def history(
 
     Model calls with usage, tool calls with outcome and duration, save points, retries,
     signals and when they were consumed, aborts and continue-as-new links, with times.
+    Lines wrap on a terminal and are whole when piped. Each run links to its page in
+    Temporal's web UI when the UI answers (its port: DURAGENT_TEMPORAL_UI_PORT).
     """
     from client.history import render, session_timelines
 
     settings: Settings = ctx.obj
-    host, _, port = settings.temporal_address.rpartition(":")
-    local = host in ("127.0.0.1", "localhost", "[::1]") and port.isdigit()
-    ui_base = f"http://{host}:{int(port) + 1000}" if local else None  # the dev server's UI
+    store = _store_client(settings)
+    _require_session(store, session)
+    if run is not None:
+        record = store.run_state(run)
+        if record is None or record.session_id != session:
+            _fail(f"run {run!r} is not a run of session {session} (`duragent show` lists them)")
 
     async def main() -> int:
-        _store_client(settings).get_session(session)  # SessionNotFound for a wrong id
+        # Checked before a dev server is started here: that one stops when we exit.
+        ui_base = await _served_web_ui(settings)
         # The histories live in the dev server's file: start it if it is not running.
         async with ensure_temporal(settings, _announce):
             client = await DuragentClient.connect(settings)
             timelines = await session_timelines(client.temporal, session, run, ui_base=ui_base)
         if as_json:
-            console.out(json.dumps([t.model_dump(mode="json") for t in timelines], indent=2))
+            dumped = json.dumps([t.model_dump(mode="json") for t in timelines], indent=2)
+            console.out(dumped, highlight=False)
         elif timelines:
             render(timelines, console)
         else:
@@ -549,6 +667,26 @@ def history(
         return 0 if timelines else 1
 
     raise typer.Exit(_run(main()))
+
+
+async def _served_web_ui(settings: Settings) -> str | None:
+    """The Temporal web UI's address when something serves it there now, else None."""
+    import httpx
+
+    host = settings.temporal_address.rpartition(":")[0]
+    port = settings.web_ui_port
+    if not host or port is None:
+        return None
+    url = f"http://{host}:{port}"
+    try:
+        async with httpx.AsyncClient(timeout=WEB_UI_PROBE_S) as http:
+            await http.get(url)
+    except httpx.HTTPError:
+        return None
+    return url
+
+
+WEB_UI_PROBE_S = 1.0
 
 
 @app.command()
@@ -562,8 +700,7 @@ def tree(
         record = client.get_session(session)
         entries = client.entries(session)
     except DuragentError as error:
-        err.print(f"[red]error:[/] {escape(str(error))}")
-        raise typer.Exit(2) from None
+        _fail(str(error))
     labels = client.labels(session)
     children: dict[str | None, list[SessionEntry]] = {}
     for entry in entries:
@@ -572,12 +709,21 @@ def tree(
 
     def walk(parent: str | None, depth: int) -> None:
         for entry in children.get(parent, []):
-            mark = " [bold magenta]<- leaf[/]" if entry.id == record.leaf_id else ""
-            label = f" [green]\\[{escape(labels[entry.id])}][/]" if entry.id in labels else ""
-            console.print(f"{'  ' * depth}{entry.id[:12]} {escape(_one_line(entry))}{label}{mark}")
+            line = Text(f"{'  ' * depth}{entry.id[:12]} {_one_line(entry)}")
+            if entry.id in labels:
+                line.append(f" [{labels[entry.id]}]", style="green")
+            if entry.id == record.leaf_id:
+                line.append(" <- leaf", style="bold magenta")
+            _say(line)
             walk(entry.id, depth + 1 if len(children.get(entry.id, [])) > 1 else depth)
 
     walk(None, 0)
+
+
+def _gist(text: str, limit: int = 70) -> str:
+    """The start of `text` on one line (a tree line per entry)."""
+    line = " ".join(text[: limit * 4].split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _one_line(entry: SessionEntry) -> str:
@@ -586,10 +732,10 @@ def _one_line(entry: SessionEntry) -> str:
         if isinstance(message, AssistantMessage):
             calls = ", ".join(c.name for c in message.tool_calls)
             text = text_of(message.content) or (f"calls {calls}" if calls else message.stop_reason)
-            return f"assistant: {text[:70]}"
+            return f"assistant: {_gist(text)}"
         if isinstance(message, ToolResultMessage):
             return f"{message.tool_name} result{' (error)' if message.is_error else ''}"
-        return f"{message.role}: {text_of(message.content)[:70]}"
+        return f"{message.role}: {_gist(text_of(message.content))}"
     if isinstance(entry, CompactionEntry):
         return f"compaction (kept from {entry.first_kept_entry_id[:12]})"
     if isinstance(entry, LeafEntry):
@@ -609,8 +755,7 @@ def fork(
     try:
         record = client.fork(session, _entry_id(client, session, entry), name=name)
     except DuragentError as error:
-        err.print(f"[red]error:[/] {escape(str(error))}")
-        raise typer.Exit(2) from None
+        _fail(str(error))
     console.print(f"forked: {record.id}")
 
 
@@ -622,11 +767,12 @@ def label(
     text: Annotated[str, typer.Argument(help="The label; empty to clear it.")],
 ) -> None:
     """Label an entry of the session (shown by `duragent tree`)."""
+    entry_id = _entry_id(_store_client(ctx.obj), session, entry)
 
     async def main() -> None:
         async with local_services(ctx.obj, _announce) as ready:
             client = await DuragentClient.connect(ready)
-            await client.set_label(session, _entry_id(client, session, entry), text or None)
+            await client.set_label(session, entry_id, text or None)
             console.print("labelled")
 
     _run(main())
@@ -642,6 +788,9 @@ def compact(
     keep: Annotated[int, typer.Option(help="Recent tokens to keep verbatim.")] = 20_000,
 ) -> None:
     """Compact an idle session: older context becomes a summary; the UI keeps it all."""
+    if keep < 0:
+        _fail(f"--keep is a number of tokens, 0 or more (got {keep})")
+    _require_session(_store_client(ctx.obj), session)
 
     async def main() -> int:
         async with local_services(ctx.obj, _announce) as ready:
@@ -670,48 +819,109 @@ def goto(
 
     Choosing a user message moves to its parent and prints its text to edit and send again.
     """
+    entry_id = _entry_id(_store_client(ctx.obj), session, entry)
 
     async def main() -> None:
         async with local_services(ctx.obj, _announce) as ready:
             client = await DuragentClient.connect(ready)
-            moved = await client.navigate(
-                session, _entry_id(client, session, entry), summarize=summarize
-            )
+            moved = await client.navigate(session, entry_id, summarize=summarize)
             console.print(f"leaf: {moved.leaf_id}")
             if moved.edit_text is not None:
-                console.print(f"edit and send again: {escape(moved.edit_text)}")
+                console.print(Text(f"edit and send again: {moved.edit_text}"))
 
     _run(main())
 
 
 def _entry_id(client: DuragentClient, session: str, prefix: str) -> str:
-    """The entry `prefix` names (ids are long; `tree` shows their first 12 characters)."""
-    matches = [e.id for e in client.entries(session) if e.id.startswith(prefix)]
-    if len(matches) != 1:
-        found = "no entry" if not matches else f"{len(matches)} entries"
-        raise EntryNotInSession(session, f"{prefix}* ({found})")
+    """The entry `prefix` names (ids are long; `tree` shows their first 12 characters).
+    Anything else ends the command with one line: no such session, no such entry, or a
+    prefix that names several."""
+    try:
+        matches = [e.id for e in client.entries(session) if e.id.startswith(prefix)]
+    except DuragentError as error:
+        _fail(str(error))
+    if not prefix or not matches:
+        _fail(f"no entry of session {session} has an id starting {prefix!r} (see duragent tree)")
+    if len(matches) > 1:
+        _fail(f"{len(matches)} entries of session {session} start with {prefix!r}: give more")
     return matches[0]
 
 
-def _print_entry(entry: SessionEntry) -> None:
+@dataclass(frozen=True)
+class ShowLimits:
+    """How much of each part of a transcript `show` prints before cutting it."""
+
+    text: int | None = 2_000
+    arguments: int | None = 200
+    result: int | None = 300
+
+
+SHOW_LIMITS = ShowLimits()
+SHOW_ALL = ShowLimits(text=None, arguments=None, result=None)
+QUEUE_TEXT_CHARS = 200
+
+
+def _clip(text: str, limit: int | None) -> tuple[str, int]:
+    """`text` cut to `limit` characters (None: whole), and how many were left out."""
+    if limit is None or len(text) <= limit:
+        return text, 0
+    return text[:limit], len(text) - limit
+
+
+def _more(left_out: int) -> Text:
+    return Text(f" … (+{left_out:,} characters)" if left_out else "", style="dim")
+
+
+def _say(line: Text) -> None:
+    """Print a line of content: wrapped on a terminal, whole when piped (content is
+    never split by line breaks of ours where a program reads it)."""
+    console.print(line, soft_wrap=not console.is_terminal)
+
+
+def _print_clipped(label: str, text: str, limit: int) -> None:
+    shown, more = _clip(text, limit)
+    _say(Text(label) + Text(shown) + _more(more))
+
+
+def _print_entry(entry: SessionEntry, limits: ShowLimits) -> bool:
+    """Print one entry of the transcript; True when some of it was cut.
+
+    Model output is printed as plain `Text`: no markup parsing and no highlighting, whose
+    regular expressions take minutes over a long unbroken string. Wrapping stays linear.
+    """
     if not isinstance(entry, MessageEntry):
-        console.print(f"[dim]· {entry.type}[/]")
-        return
+        _say(Text(f"· {entry.type}", style="dim"))
+        return False
     message = entry.message
+    cut = 0
     if isinstance(message, AssistantMessage):
-        text = text_of(message.content)
+        text, more = _clip(text_of(message.content), limits.text)
+        cut += more
         if text:
-            console.print(f"[bold cyan]assistant[/] {escape(text)}")
+            _say(Text("assistant", style="bold cyan") + Text(f" {text}") + _more(more))
         for call in message.tool_calls:
-            console.print(f"  [yellow]→ {call.name}[/] {escape(json.dumps(call.arguments)[:200])}")
+            arguments, more = _clip(json.dumps(call.arguments), limits.arguments)
+            cut += more
+            line = Text(f"  → {call.name}", style="yellow") + Text(f" {arguments}") + _more(more)
+            _say(line)
         if message.error_message:
-            console.print(f"[red]model error:[/] {escape(message.error_message)}")
+            _say(Text("model error:", style="red") + Text(f" {message.error_message}"))
     elif isinstance(message, ToolResultMessage):
-        mark = "[red]✗[/]" if message.is_error else "[green]✓[/]"
-        text = text_of(message.content).strip()
-        console.print(f"  {mark} {message.tool_name} [dim]{escape(text[:300])}[/]")
+        mark = Text("✗", style="red") if message.is_error else Text("✓", style="green")
+        text, more = _clip(text_of(message.content).strip(), limits.result)
+        cut += more
+        _say(
+            Text("  ")
+            + mark
+            + Text(f" {message.tool_name} ")
+            + Text(text, style="dim")
+            + _more(more)
+        )
     else:
-        console.print(f"[bold green]{message.role}[/] {escape(text_of(message.content))}")
+        text, more = _clip(text_of(message.content), limits.text)
+        cut += more
+        _say(Text(message.role, style="bold green") + Text(f" {text}") + _more(more))
+    return cut > 0
 
 
 def _store_client(settings: Settings) -> DuragentClient:

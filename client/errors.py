@@ -33,6 +33,32 @@ class InvalidPrompt(DuragentError, ValueError):
     pass
 
 
+class InputTooLarge(InvalidPrompt):
+    """A text a client sent (any of them, not only a prompt) is over the one size limit."""
+
+    def __init__(self, what: str, size: int, limit: int) -> None:
+        super().__init__(
+            f"{what} is {size} bytes; the limit is {limit} bytes ({limit // 1024} KiB) for "
+            "any text sent to a session (put large content in a workspace file and refer to it)"
+        )
+        self.what = what
+        self.size = size
+        self.limit = limit
+
+
+class InvalidWorkspace(DuragentError, ValueError):
+    """A workspace path that cannot be one: malformed, not a folder, not creatable."""
+
+    def __init__(self, workspace: str, reason: str) -> None:
+        super().__init__(f"workspace {workspace[:200]!r} {reason}")
+        self.workspace = workspace
+
+
+class WorkspaceNotAllowed(InvalidWorkspace):
+    """A workspace outside what the caller may name (over the HTTP API: their own area or
+    a root the operator allows)."""
+
+
 class SessionIdle(DuragentError):
     """Steering, follow-ups and aborts need a run in progress."""
 
@@ -66,3 +92,18 @@ class QueueItemNotPending(DuragentError):
 class EntryNotInSession(DuragentError, LookupError):
     def __init__(self, session_id: str, entry_id: str) -> None:
         super().__init__(f"entry {entry_id!r} is not in session {session_id}")
+
+
+class ResourceNotFound(DuragentError, LookupError):
+    """A skill or prompt template that the session's workspace and the shared resources
+    do not have."""
+
+    def __init__(self, session_id: str, kind: str, name: str, known: list[str]) -> None:
+        folder = "skills" if kind == "skill" else "prompts"
+        super().__init__(
+            f"no {kind} named {name!r} in session {session_id} "
+            f"(available: {', '.join(known) or 'none'}; a {kind} is a "
+            f".duragent/{folder}/NAME.md file in the workspace)"
+        )
+        self.name = name
+        self.known = known

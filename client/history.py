@@ -132,7 +132,11 @@ async def session_timelines(
 def render(timelines: list[RunTimeline], console: Console) -> None:
     """Print timelines for people: a header per execution, then one line per item with
     its time relative to the execution's start, its turn, what it was and how long it
-    took; a turn's tool calls and the save point its model call carried are indented."""
+    took; a turn's tool calls and the save point its model call carried are indented.
+
+    Nothing is cut. On a terminal a summary too long for the width wraps under itself
+    (the columns before it stay clear); piped, every item is one whole line.
+    """
     for index, timeline in enumerate(timelines):
         if index:
             console.print()
@@ -143,12 +147,40 @@ def render(timelines: list[RunTimeline], console: Console) -> None:
             header.append(f"  run {timeline.run_id}", style="bold")
         if timeline.items:
             header.append(f"  {timeline.items[0].at:%Y-%m-%d %H:%M:%S} UTC", style="dim")
-        console.print(header, no_wrap=True, overflow="ellipsis")
+        _print_whole(console, header)
         if timeline.web_ui_url:
-            console.print(Text(timeline.web_ui_url, style="dim"), no_wrap=True, overflow="fold")
+            _print_whole(console, Text(timeline.web_ui_url, style="dim"))
         start = timeline.items[0].at if timeline.items else _EPOCH
+        widths = _widths(timeline.items, start)
         for item in timeline.items:
-            console.print(_line(item, start), no_wrap=True, overflow="ellipsis")
+            _print_item(console, _prefix(item, start, widths), Text(item.summary))
+
+
+SUMMARY_MIN_WIDTH = 30
+"""Narrower than this beside the columns, a summary goes on the lines below them."""
+
+
+def _print_whole(console: Console, line: Text) -> None:
+    if console.is_terminal:
+        console.print(line, overflow="fold")
+    else:
+        console.print(line, soft_wrap=True)  # one line, never cut
+
+
+def _print_item(console: Console, prefix: Text, summary: Text) -> None:
+    if not console.is_terminal:
+        console.print(prefix + summary, soft_wrap=True)
+        return
+    indent = prefix.cell_len
+    if console.width - indent < SUMMARY_MIN_WIDTH:
+        console.print(prefix, soft_wrap=True)
+        indent = 4
+        lines = list(summary.wrap(console, max(1, console.width - indent), overflow="fold"))
+    else:
+        lines = list(summary.wrap(console, console.width - indent, overflow="fold"))
+        console.print(prefix + (lines.pop(0) if lines else Text()), soft_wrap=True)
+    for line in lines:
+        console.print(Text(" " * indent) + line, soft_wrap=True)
 
 
 # Reading a history -----------------------------------------------------------------------
@@ -718,7 +750,7 @@ def _summarize_activity(activity: _Activity) -> None:
         if activity.result is not None:
             details["result"] = activity.result
     if activity.failure and activity.activity_type != "model_turn":
-        item.summary += f": {_preview(activity.failure['message'])}"
+        item.summary += f": {_preview(_failure_text(activity.failure))}"
 
 
 def _attempts(activity: _Activity) -> str:
@@ -727,8 +759,23 @@ def _attempts(activity: _Activity) -> str:
     if activity.attempts < 2:
         return ""
     before = activity.last_failure
-    cause = f"; the one before: {_preview(before['message'], 60)}" if before else ""
+    cause = f"; the one before: {_preview(_failure_text(before), 60)}" if before else ""
     return f" ({activity.attempts} attempts{cause})"
+
+
+_TIMEOUTS = {
+    # An activity's heartbeats stop when its worker dies (or hangs): that is how Temporal
+    # notices a crash, and what a person reading the history wants to be told.
+    "timeout heartbeat": "worker lost: heartbeat timed out",
+    "timeout start_to_close": "took too long: start-to-close timeout",
+    "timeout schedule_to_start": "no worker took it: schedule-to-start timeout",
+    "timeout schedule_to_close": "took too long: schedule-to-close timeout",
+}
+
+
+def _failure_text(failure: dict[str, Any]) -> str:
+    """A failure for people: timeouts say what they mean, others their message."""
+    return _TIMEOUTS.get(str(failure.get("type")), str(failure.get("message")))
 
 
 def _model_summary(activity: _Activity, data: dict[str, Any], result: dict[str, Any]) -> str:
@@ -764,7 +811,7 @@ def _model_summary(activity: _Activity, data: dict[str, Any], result: dict[str, 
         provider = _provider(activity.failure)
         if provider:
             details["provider"] = provider
-        message = (provider or {}).get("message") or activity.failure["message"]
+        message = (provider or {}).get("message") or _failure_text(activity.failure)
         return f"{prefix}: {activity.outcome} ({_provider_kind(provider)}): {_preview(message)}"
     return f"{prefix}: {activity.outcome}"
 
@@ -920,15 +967,25 @@ _LABELS = {
 }
 
 
-def _line(item: TimelineItem, start: datetime) -> Text:
+def _widths(items: list[TimelineItem], start: datetime) -> tuple[int, int]:
+    """Widths of the offset and turn columns: as wide as this timeline needs."""
+    offsets = [len(f"{(item.at - start).total_seconds():+.3f}") for item in items]
+    turns = [len(f"turn {item.turn}") for item in items if item.turn is not None]
+    return max(offsets, default=6), max(turns, default=0)
+
+
+def _prefix(item: TimelineItem, start: datetime, widths: tuple[int, int]) -> Text:
+    """The columns before an item's summary: offset, turn, what it is, how long."""
     label, style = _LABELS.get(item.kind, (item.kind.replace("_", " "), ""))
     offset = (item.at - start).total_seconds()
+    offset_width, turn_width = widths
+    turn = f"turn {item.turn}" if item.turn is not None else ""
     line = Text()
-    line.append(f"{offset:+10.3f}s  ", style="dim")
-    line.append(f"{f'turn {item.turn}' if item.turn is not None else '':<8}", style="dim")
+    line.append(f"{offset:+{offset_width}.3f}s  ", style="dim")
+    if turn_width:
+        line.append(f"{turn:<{turn_width}}  ", style="dim")
     line.append(f"{label:<13}", style=style)
     line.append(f"{_duration(item.duration_ms):>8}  ", style="dim")
-    line.append(item.summary)
     return line
 
 

@@ -54,7 +54,9 @@ async def ensure_temporal(settings: Settings, announce: Announce) -> AsyncIterat
             f"Temporal at {settings.temporal_address} is not reachable "
             f"(namespace {settings.temporal_namespace})"
         )
-    server = DevServer(settings.dev_server_db, port=port, ui_port=port + 1000, headless=False)
+    server = DevServer(
+        settings.dev_server_db, port=port, ui_port=settings.web_ui_port, headless=False
+    )
     await server.astart()
     announce(
         f"Started a Temporal dev server at {server.address} (history in {settings.dev_server_db});"

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Literal
+from collections.abc import Collection, Iterable
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -17,6 +18,8 @@ from domain.resources import Resource, ResourceKind
 
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high"]
 QueueMode = Literal["all", "one-at-a-time"]
+THINKING_LEVELS: tuple[ThinkingLevel, ...] = get_args(ThinkingLevel)
+QUEUE_MODES: tuple[QueueMode, ...] = get_args(QueueMode)
 
 THINKING_BUDGETS: dict[ThinkingLevel, int] = {
     "off": 0,
@@ -31,6 +34,18 @@ DEFAULT_SYSTEM_PROMPT = (
     "Use the tools to inspect and change files and run commands; paths are relative to the "
     "workspace. Be concise, and say what you did when you finish."
 )
+
+
+def check_tool_names(names: Iterable[str], known: Collection[str]) -> None:
+    """Refuse active tool names no worker registers (a typo would leave the model with
+    fewer tools and no error); `ValueError` naming them and the known ones."""
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        listed = ", ".join(repr(name) for name in unknown)
+        raise ValueError(
+            f"unknown tool{'s' if len(unknown) > 1 else ''} {listed}; "
+            f"the tools are {', '.join(known)}"
+        )
 
 
 class SessionConfig(BaseModel):

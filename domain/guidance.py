@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 (Chinese text and full-width punctuation are meant here)
 """Runtime guidance (seed 001): input that reaches a run at its nearest safe point.
 
 Guidance goes to the model as a hidden user message, never shown as a chat message, and
@@ -29,14 +30,21 @@ InjectionPoint = Literal[
 ]
 GUIDANCE_TYPE = "runtime_guidance"
 
-# An interrupting phrase anywhere in the text makes it an interruption; English words
-# match whole words, Chinese phrases match anywhere (no word boundaries in Chinese).
+# An interrupting phrase anywhere in the text makes it an interruption. English words match
+# whole words ("stopwatch", "know", "nothing" do not); "no" counts only as a refusal: "no"
+# followed by a comma or "!", or the whole text ("no tests yet" is not one). "Don't forget"
+# adds to the task, so it is no "don't".
 _INTERRUPT_EN = re.compile(
-    r"\b(stop|halt|abort|cancel|wait|don'?t|do not|never mind|nevermind|instead|rather|"
-    r"wrong|incorrect|mistake|not that|no,|actually|change|switch|redo|undo|revert|"
-    r"correction|fix that)\b",
+    r"\b(?:stop|halt|abort|cancel|wait|never ?mind|instead|rather|wrong|incorrect|mistake|"
+    r"not that|actually|change|switch|redo|undo|revert|correction|fix that)\b"
+    r"|\b(?:don['’]?t|do not)\b(?!\s+forget)"
+    r"|\bno\s*[,!，！]"
+    r"|^\W*no\W*$",
     re.IGNORECASE,
 )
+# Chinese has no word boundaries: the phrases match anywhere, once the common words that
+# contain one without meaning it are taken out (特别 "especially", 别的 "other", 别忘了
+# "don't forget", 错误处理 "error handling", 不停 "non-stop", 等等 after a list: "etc.").
 _INTERRUPT_ZH = (
     "停",
     "别",
@@ -59,6 +67,10 @@ _INTERRUPT_ZH = (
     "改一下",
     "先别",
 )
+_NOT_INTERRUPT_ZH = re.compile(
+    r"特别|区别|分别|别的|别人|级别|类别|识别|个别|性别|告别|别忘|不要忘|"
+    r"错误处理|错误信息|错误日志|错误码|错误提示|不停|(?<=[^\s，。！？、；：,.!?;:])等等"
+)
 
 
 class GuidanceItem(BaseModel):
@@ -73,9 +85,10 @@ class GuidanceItem(BaseModel):
 
 def classify(text: str) -> GuidanceIntent:
     """`interrupt` when the text asks to stop, change course or correct; else `supplement`."""
-    if _INTERRUPT_EN.search(text) or any(phrase in text for phrase in _INTERRUPT_ZH):
+    if _INTERRUPT_EN.search(text):
         return "interrupt"
-    return "supplement"
+    chinese = _NOT_INTERRUPT_ZH.sub("|", text)
+    return "interrupt" if any(phrase in chinese for phrase in _INTERRUPT_ZH) else "supplement"
 
 
 def guidance_entry(item: GuidanceItem, point: InjectionPoint, timestamp: int) -> CustomMessageEntry:

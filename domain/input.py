@@ -1,10 +1,11 @@
-"""Prompt input normalisation: a string, one message or a list all become messages."""
+"""What clients send: prompt input normalisation, and the one size limit on all of it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+import pydantic_core
 from pydantic import TypeAdapter
 
 from domain.messages import AgentMessage, user_text
@@ -13,7 +14,21 @@ PromptInput = (
     str | AgentMessage | Sequence[AgentMessage] | dict[str, Any] | Sequence[dict[str, Any]]
 )
 
+MAX_INPUT_BYTES = 256 * 1024
+"""The one limit on every text a client sends: prompts, queued input, steering,
+follow-ups, guidance, config strings, names, labels, custom messages. Each enters a
+workflow's history or the store as it is; Temporal warns above 256 KB per payload, and a
+session whose inputs are bounded keeps its pages bounded."""
+
 _message_list = TypeAdapter(list[AgentMessage])
+
+
+def input_bytes(value: object) -> int:
+    """The size of something a client sent: a string's UTF-8 bytes; anything else (a
+    message, a list, a dict) the bytes of its compact JSON."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    return len(pydantic_core.to_json(value))
 
 
 def normalize_prompt_input(prompt: PromptInput, timestamp: int) -> list[AgentMessage]:

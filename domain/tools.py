@@ -65,3 +65,7 @@ class ToolCallRef(BaseModel):
     name: str
     args_preview: str
     traits: ToolTraits = Field(default_factory=ToolTraits)
+    refused: str | None = None
+    """Why the call must not run, or None: its tool was not active in the turn's snapshot
+    (the model called a tool it was not offered). The tool activity answers a refused call
+    with this text as an error and runs nothing."""

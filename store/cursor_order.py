@@ -1,24 +1,53 @@
-"""Commit order for the tables clients read from a cursor (`seq > cursor`).
+"""Numbering and commit order for the tables clients read from a cursor (`seq > cursor`).
+
+Display messages and run events are numbered per session, 1, 2, 3, ...: a cursor says
+nothing about other sessions (a global sequence would tell any user how busy everyone
+else is). The numbers come from counters on the session's row, bumped with
+`UPDATE ... RETURNING` in the transaction that inserts the rows.
 
 A client that has read up to `seq` N never looks below N again, so a row must not become
-visible after a row with a higher `seq` of the same session. SQLite has one writer at a
-time, so its sequence order is its commit order. PostgreSQL hands out sequence values at
-insert and shows rows at commit: two writers of one session could commit out of order,
-and a reader between the two commits would skip the earlier row for good. A
-transaction-scoped advisory lock per session makes that session's writers take turns
-from their first cursor-table insert to their commit.
+visible after a row with a higher `seq` of the same session. The counter's row lock
+gives that: on PostgreSQL a second writer of the session waits at its own `UPDATE` until
+the first commits (and then reads the committed counter), so numbers are handed out in
+commit order; SQLite has one writer at a time, and the `UPDATE` takes the write lock.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import text
+from typing import Literal
+
+from sqlalchemy import Update, bindparam, update
 from sqlalchemy.orm import Session
 
+from store.errors import SessionNotFound
+from store.tables import SessionRow, table_of
 
-def hold_session_order(db: Session, session_id: str) -> None:
-    """Call before inserting cursor-read rows of `session_id` in this transaction."""
-    if db.get_bind().dialect.name == "postgresql":
-        db.execute(
-            text("SELECT pg_advisory_xact_lock(hashtextextended(:session_id, 0))"),
-            {"session_id": session_id},
-        )
+Numbering = Literal["messages", "events"]
+
+
+def _take(counter: str) -> Update:
+    sessions = table_of(SessionRow)
+    column = sessions.c[counter]
+    return (
+        update(sessions)
+        .where(sessions.c.id == bindparam("sid"))
+        .values({column: column + bindparam("count")})
+        .returning(column)
+    )
+
+
+# Built once: building the statement on each call cost more than running it.
+_TAKE = {"messages": _take("last_message_seq"), "events": _take("last_event_seq")}
+
+
+def take_numbers(db: Session, session_id: str, numbering: Numbering, count: int) -> int:
+    """Hand out `count` consecutive numbers of the session's `numbering`; the first.
+
+    Holds the session's numbering lock until this transaction ends: call it in the
+    transaction that inserts the rows, and insert them all (a number taken and not used
+    leaves a gap, which readers tolerate, but nothing else does).
+    """
+    last = db.execute(_TAKE[numbering], {"sid": session_id, "count": count}).scalar_one_or_none()
+    if last is None:
+        raise SessionNotFound(session_id)
+    return int(last) - count + 1

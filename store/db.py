@@ -3,6 +3,11 @@
 SQLite (a file under the state directory) by default; any SQLAlchemy URL by setting.
 SQLite runs in WAL mode so the worker, the CLI and the HTTP API can share one file:
 readers never block the writer, and a writer waits (busy_timeout) instead of failing.
+
+Every process migrates the store when it opens it, so processes started together on a
+fresh database would all create the tables: migrations are serialised by a lock (a file
+lock next to a SQLite database, an advisory lock on PostgreSQL), and whoever comes second
+finds the schema at head.
 """
 
 from __future__ import annotations
@@ -14,12 +19,16 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from filelock import FileLock
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 5000
+MIGRATION_LOCK = (0x64757261, 1)
+"""PostgreSQL advisory lock ("dura", 1) held while migrating. Two-key locks never collide
+with the one-key (bigint) locks the store takes per session."""
 
 
 def sqlite_url(path: Path) -> str:
@@ -48,16 +57,37 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def alembic_config(engine: Engine) -> Config:
+def alembic_config(connection: Connection | None = None) -> Config:
+    """Alembic's config; migrations run in `connection` (see `store/migrations/env.py`)."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    config.attributes["engine"] = engine
+    config.attributes["connection"] = connection
     return config
 
 
 def migrate(engine: Engine) -> None:
-    """Bring the schema to the latest revision (idempotent)."""
-    command.upgrade(alembic_config(engine), "head")
+    """Bring the schema to the latest revision (idempotent; safe to run from several
+    processes at once: one migrates, the others wait and then find nothing to do)."""
+    with _sqlite_migration_lock(engine), engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            # Held until this transaction, the whole upgrade, commits or rolls back.
+            connection.execute(
+                text("SELECT pg_advisory_xact_lock(:a, :b)"),
+                {"a": MIGRATION_LOCK[0], "b": MIGRATION_LOCK[1]},
+            )
+        command.upgrade(alembic_config(connection), "head")
+
+
+@contextlib.contextmanager
+def _sqlite_migration_lock(engine: Engine) -> Iterator[None]:
+    """A file lock next to a SQLite database file (none for other stores or in memory):
+    its driver runs DDL outside transactions, so only a lock around the upgrade serialises it."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        yield
+        return
+    with FileLock(f"{database}.migrate.lock"):
+        yield
 
 
 class Database:

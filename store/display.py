@@ -8,8 +8,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from domain.messages import AgentMessage
+from store import paging
 from store.clock import now_ms
-from store.cursor_order import hold_session_order
+from store.cursor_order import take_numbers
+from store.paging import PAGE_BYTES, json_size
 from store.records import DisplayMessage
 from store.tables import DisplayMessageRow, table_of
 from store.upsert import insert_ignore
@@ -21,32 +23,38 @@ def append_display(
     run_id: str | None,
     messages: Sequence[tuple[str, AgentMessage]],
 ) -> None:
-    """Append (id, message) pairs; ids already shown are skipped."""
+    """Append (id, message) pairs, numbered after the session's last message.
+
+    Callers pass what they newly committed (a retried step finds its entries stored and
+    shows nothing again), so there is no check first: an id shown already is skipped,
+    and only leaves a gap in the numbers.
+    """
     if not messages:
         return
-    hold_session_order(db, session_id)
+    first = take_numbers(db, session_id, "messages", len(messages))
     now = now_ms()
-    insert_ignore(
-        db,
-        table_of(DisplayMessageRow),
-        [
+    rows = []
+    for seq, (message_id, message) in enumerate(messages, first):
+        payload = message.model_dump(mode="json")
+        rows.append(
             {
-                "id": message_id,
                 "session_id": session_id,
+                "seq": seq,
+                "id": message_id,
                 "run_id": run_id,
                 "role": message.role,
-                "payload": message.model_dump(mode="json"),
+                "payload_bytes": json_size(payload),
+                "payload": payload,
                 "created_at": now,
             }
-            for message_id, message in messages
-        ],
-        conflict=["id"],
-    )
+        )
+    insert_ignore(db, table_of(DisplayMessageRow), rows, conflict=["id"])
 
 
 def list_display(
     db: Session, session_id: str, *, after: int = 0, limit: int | None = None
 ) -> list[DisplayMessage]:
+    """Messages numbered after `after`, oldest first."""
     query = (
         select(DisplayMessageRow)
         .where(DisplayMessageRow.session_id == session_id, DisplayMessageRow.seq > after)
@@ -54,15 +62,43 @@ def list_display(
     )
     if limit is not None:
         query = query.limit(limit)
-    return [
-        DisplayMessage(
-            seq=row.seq,
-            id=row.id,
-            session_id=row.session_id,
-            run_id=row.run_id,
-            role=row.role,
-            message=row.payload,
-            created_at=row.created_at,
-        )
-        for row in db.scalars(query)
-    ]
+    return [_shown(row) for row in db.scalars(query)]
+
+
+def messages_after(
+    db: Session, session_id: str, after: int, *, limit: int, max_bytes: int = PAGE_BYTES
+) -> tuple[list[DisplayMessage], bool]:
+    """A page of the messages after `after` (bounded in count and bytes), oldest first,
+    and whether more follow it."""
+    page = paging.page_after(
+        db, DisplayMessageRow, session_id, after, limit=limit, max_bytes=max_bytes
+    )
+    return [_shown(row) for row in page.rows], page.beyond
+
+
+def messages_before(
+    db: Session, session_id: str, before: int | None, *, limit: int, max_bytes: int = PAGE_BYTES
+) -> tuple[list[DisplayMessage], bool]:
+    """The page just before `before` (the newest page without it), oldest first, and
+    whether earlier messages exist."""
+    page = paging.page_before(
+        db, DisplayMessageRow, session_id, before, limit=limit, max_bytes=max_bytes
+    )
+    return [_shown(row) for row in page.rows], page.beyond
+
+
+def any_before(db: Session, session_id: str, seq: int) -> bool:
+    """Whether the session has a message numbered below `seq`."""
+    return paging.any_before(db, DisplayMessageRow, session_id, seq)
+
+
+def _shown(row: DisplayMessageRow) -> DisplayMessage:
+    return DisplayMessage(
+        seq=row.seq,
+        id=row.id,
+        session_id=row.session_id,
+        run_id=row.run_id,
+        role=row.role,
+        message=row.payload,
+        created_at=row.created_at,
+    )

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import groupby
 
 from pydantic import BaseModel
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from store import paging
 from store.clock import now_ms
-from store.cursor_order import hold_session_order
+from store.cursor_order import take_numbers
+from store.paging import PAGE_BYTES, json_size
 from store.records import StoredEvent
 from store.tables import RunEventRow, table_of
 from store.upsert import insert_ignore
@@ -29,29 +30,31 @@ def append_events(
     run_id: str | None,
     events: Sequence[BaseModel | KeyedEvent],
 ) -> None:
-    """Append events in the given order; keyed events already stored are skipped."""
+    """Append events in the given order, numbered after the session's last event.
+
+    A keyed event already stored (a retried step emits its events again) is skipped
+    without a check first: that costs a statement on every append to save a number on
+    the rare retry, and a gap in the numbers is harmless to a reader.
+    """
     if not events:
         return
-    hold_session_order(db, session_id)
+    first = take_numbers(db, session_id, "events", len(events))
     now = now_ms()
-    table = table_of(RunEventRow)
-    for keyed, group in groupby(events, key=lambda item: isinstance(item, KeyedEvent)):
-        rows = [_row(session_id, run_id, item, now) for item in group]
-        if keyed:
-            insert_ignore(db, table, rows, conflict=["session_id", "key"])
-        else:
-            db.execute(table.insert(), rows)
+    rows = [_row(session_id, run_id, seq, item, now) for seq, item in enumerate(events, first)]
+    insert_ignore(db, table_of(RunEventRow), rows, conflict=["session_id", "key"])
 
 
 def _row(
-    session_id: str, run_id: str | None, item: BaseModel | KeyedEvent, now: int
+    session_id: str, run_id: str | None, seq: int, item: BaseModel | KeyedEvent, now: int
 ) -> dict[str, object]:
     event, key = (item.event, item.key) if isinstance(item, KeyedEvent) else (item, None)
     payload = event.model_dump(mode="json")
     return {
         "session_id": session_id,
+        "seq": seq,
         "run_id": run_id,
         "type": payload["type"],
+        "payload_bytes": json_size(payload),
         "payload": payload,
         "key": key,
         "created_at": now,
@@ -66,6 +69,7 @@ def read_events(
     limit: int = 500,
     run_id: str | None = None,
 ) -> list[StoredEvent]:
+    """Up to `limit` events numbered after `after`, oldest first."""
     query = (
         select(RunEventRow)
         .where(RunEventRow.session_id == session_id, RunEventRow.seq > after)
@@ -74,19 +78,35 @@ def read_events(
     )
     if run_id is not None:
         query = query.where(RunEventRow.run_id == run_id)
-    return [
-        StoredEvent(
-            seq=row.seq,
-            session_id=row.session_id,
-            run_id=row.run_id,
-            type=row.type,
-            payload=row.payload,
-            created_at=row.created_at,
+    return [_stored(row) for row in db.scalars(query)]
+
+
+def events_page(
+    db: Session, session_id: str, *, after: int | None, limit: int, max_bytes: int = PAGE_BYTES
+) -> tuple[list[StoredEvent], bool]:
+    """A page bounded in count and bytes, and whether more events follow it: the events
+    after `after`, or the newest ones without a cursor (then nothing follows)."""
+    if after is None:
+        page = paging.page_before(
+            db, RunEventRow, session_id, None, limit=limit, max_bytes=max_bytes
         )
-        for row in db.scalars(query)
-    ]
+        return [_stored(row) for row in page.rows], False
+    page = paging.page_after(db, RunEventRow, session_id, after, limit=limit, max_bytes=max_bytes)
+    return [_stored(row) for row in page.rows], page.beyond
 
 
 def latest_seq(db: Session, session_id: str) -> int:
+    """The number of the session's newest event (0 before the first)."""
     seq = db.scalar(select(func.max(RunEventRow.seq)).where(RunEventRow.session_id == session_id))
     return int(seq or 0)
+
+
+def _stored(row: RunEventRow) -> StoredEvent:
+    return StoredEvent(
+        seq=row.seq,
+        session_id=row.session_id,
+        run_id=row.run_id,
+        type=row.type,
+        payload=row.payload,
+        created_at=row.created_at,
+    )

@@ -44,7 +44,8 @@ class RunRecord(BaseModel):
 
 
 class StoredEvent(BaseModel):
-    """A run event with its cursor (`seq`): resume with `after=seq`."""
+    """A run event with its cursor (`seq`, numbered per session from 1): resume with
+    `after=seq`."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -57,6 +58,8 @@ class StoredEvent(BaseModel):
 
 
 class DisplayMessage(BaseModel):
+    """A message as a UI shows it; `seq` numbers the session's messages from 1."""
+
     model_config = ConfigDict(extra="forbid")
 
     seq: int

@@ -10,6 +10,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -47,6 +48,10 @@ class SessionRow(Base):
     forked_from_entry_id: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
+    # The last number handed out to this session's display messages and run events
+    # (`store.cursor_order`): cursors count per session, from 1.
+    last_message_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    last_event_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class EntryRow(Base):
@@ -82,16 +87,24 @@ class StagedMessageRow(Base):
 
 
 class DisplayMessageRow(Base):
-    """What a UI replays: append-only, complete, never compacted."""
+    """What a UI replays: append-only, complete, never compacted. `seq` numbers a
+    session's messages 1, 2, 3, ... (`store.cursor_order`)."""
 
     __tablename__ = "display_messages"
-    __table_args__ = (Index("ix_display_messages_session_seq", "session_id", "seq"),)
+    __table_args__ = (
+        PrimaryKeyConstraint("session_id", "seq", name="pk_display_messages"),
+        UniqueConstraint("id", name="uq_display_messages_id"),
+    )
 
-    seq: Mapped[int] = mapped_column(SeqType, primary_key=True, autoincrement=True)
-    id: Mapped[str] = mapped_column(String(64), unique=True)
-    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE", name="fk_display_messages_session")
+    )
+    seq: Mapped[int] = mapped_column(BigInteger, autoincrement=False)
+    id: Mapped[str] = mapped_column(String(64))
     run_id: Mapped[str | None] = mapped_column(String(64))
     role: Mapped[str] = mapped_column(String(40))
+    payload_bytes: Mapped[int] = mapped_column(Integer)
+    """The payload's size as JSON: pages are bounded in bytes without loading payloads."""
     payload: Mapped[dict[str, Any]]
     created_at: Mapped[int] = mapped_column(BigInteger)
 
@@ -115,18 +128,23 @@ class RunStateRow(Base):
 
 
 class RunEventRow(Base):
-    """The run-event side channel. `seq` is the cursor clients resume from."""
+    """The run-event side channel. `seq` is the cursor clients resume from: a session's
+    events are numbered 1, 2, 3, ... (`store.cursor_order`)."""
 
     __tablename__ = "run_events"
     __table_args__ = (
-        Index("ix_run_events_session_seq", "session_id", "seq"),
+        PrimaryKeyConstraint("session_id", "seq", name="pk_run_events"),
         UniqueConstraint("session_id", "key", name="uq_run_events_session_key"),
     )
 
-    seq: Mapped[int] = mapped_column(SeqType, primary_key=True, autoincrement=True)
-    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE", name="fk_run_events_session")
+    )
+    seq: Mapped[int] = mapped_column(BigInteger, autoincrement=False)
     run_id: Mapped[str | None] = mapped_column(String(64))
     type: Mapped[str] = mapped_column(String(60))
+    payload_bytes: Mapped[int] = mapped_column(Integer)
+    """The payload's size as JSON: pages are bounded in bytes without loading payloads."""
     payload: Mapped[dict[str, Any]]
     key: Mapped[str | None] = mapped_column(String(120))
     """Set for events a retried step may emit twice; the second insert is ignored."""

@@ -29,12 +29,28 @@ __all__ = [
     "ToolInputError",
     "ToolRegistry",
     "WriteTool",
+    "default_tool_names",
     "default_tools",
     "process_group_alive",
     "running_process_groups",
 ]
 
 
-def default_tools() -> list[Tool[Any]]:
-    """Fresh instances of the built-in tools, in the order the model sees them."""
-    return [ReadTool(), WriteTool(), EditTool(), BashTool(), LsTool(), GrepTool(), FindTool()]
+def default_tools(bash: BashTool | None = None) -> list[Tool[Any]]:
+    """Fresh instances of the built-in tools, in the order the model sees them; `bash` as
+    given (its environment and sandbox), or one with the default allow-listed environment."""
+    return [
+        ReadTool(),
+        WriteTool(),
+        EditTool(),
+        bash or BashTool(),
+        LsTool(),
+        GrepTool(),
+        FindTool(),
+    ]
+
+
+def default_tool_names() -> list[str]:
+    """The built-in tools' names: what a session's active tools may name (clients check
+    against them, so there is one list: the tools themselves)."""
+    return [tool.name for tool in default_tools()]

@@ -50,8 +50,9 @@ class ToolContext:
     on_update: Callable[[str], None] = field(default=_ignore_update)
     """Called with each new chunk of partial output (bash streams its output here)."""
     on_process: Callable[[int], None] = field(default=_ignore_process)
-    """Called with the process group id of each process the tool starts, so that a
-    later attempt can stop it if this worker dies while it runs."""
+    """Called with the process group id of each process the tool starts, before the
+    process may do anything: it records the group where a later attempt finds it to stop
+    it if this worker dies. If it raises, the tool stops the process and fails."""
 
 
 class Tool(ABC, Generic[ArgsT]):
@@ -63,11 +64,15 @@ class Tool(ABC, Generic[ArgsT]):
     """
 
     name: ClassVar[str]
-    description: ClassVar[str]
-    """Written for the model: what the tool does, its limits, how paths work."""
+    description: str
+    """Written for the model: what the tool does, its limits, how paths work. A class
+    attribute, unless an instance's setup changes what is true (a sandboxed bash)."""
     args_model: ClassVar[type[BaseModel]]
     """Pydantic model with `extra="forbid"`; its field descriptions reach the model."""
     traits: ClassVar[ToolTraits] = ToolTraits()
+    process_gate: ClassVar[bool] = False
+    """Every process the tool starts is held until `ctx.on_process` has returned for it,
+    so when no process of a call was recorded, none of it ran."""
 
     def input_schema(self) -> dict[str, Any]:
         """JSON schema of the arguments, as the Anthropic `tools` parameter expects.
@@ -120,6 +125,18 @@ class ToolRegistry:
         """The tool's traits, or `ToolTraits(known=False)` for a name that is not registered."""
         tool = self._tools.get(name)
         return tool.traits if tool is not None else ToolTraits(known=False)
+
+    def refusal(self, name: str, active: Sequence[str] | None) -> str | None:
+        """Why a call to `name` must not run in a turn whose active tools are `active`
+        (None: every tool), or None if it may. Hiding a tool from the model is not enough:
+        a model may still call it (from an earlier turn, a prompt, a guess)."""
+        if active is None or name in active:
+            return None
+        offered = ", ".join(t for t in self._tools if t in active) or "none"
+        return (
+            f"Tool '{name}' is not active in this session, so the call was not run. "
+            f"Active tools: {offered}."
+        )
 
     def api_specs(self, active: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """`{"name", "description", "input_schema"}` for each active tool, in registry order.

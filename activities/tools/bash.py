@@ -1,7 +1,14 @@
 """`bash`: run a shell command in the workspace, streaming its output.
 
 Every command runs in its own process group so that a timeout or a cancellation can stop
-everything it started, background jobs included, with one signal.
+everything it started, background jobs included, with one signal. The shell starts held
+at a gate (reading a line from its stdin) and runs the command only once the caller has
+recorded the group (`ToolContext.on_process`), so a worker that dies at any moment
+leaves nothing running that a later attempt cannot find: if it dies before the gate
+opens, the shell reads end-of-file and exits without running anything.
+
+Commands get an allow-listed environment (`activities.tools.environment`) and, if the
+worker asks for it, run inside a bubblewrap sandbox (`activities.tools.sandbox`).
 """
 
 from __future__ import annotations
@@ -15,7 +22,8 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +36,8 @@ from activities.tools.base import (
     format_size,
     truncate_tail,
 )
+from activities.tools.environment import tool_environment
+from activities.tools.sandbox import BwrapSandbox
 from domain.tools import ToolResult, ToolTraits
 
 logger = logging.getLogger(__name__)
@@ -46,6 +56,11 @@ _POLL_SECONDS = 0.01
 # and its children linger as zombies until init reaps them, which on some systems takes
 # seconds, so the group would look alive long after everything in it has stopped.
 _TRAP_PREFIX = "trap 'wait; exit 143' TERM; "
+
+# The gate: wait for the caller's go-ahead on stdin, then give the command an empty stdin.
+# End-of-file instead (the worker died before recording the group) runs nothing.
+_GATE_PREFIX = 'IFS= read -r _gate && [ "$_gate" = go ] || exit 125; unset _gate; exec </dev/null; '
+_GO = b"go\n"
 
 _running: set[int] = set()
 
@@ -66,41 +81,67 @@ class BashArgs(BaseModel):
     )
 
 
+_DESCRIPTION = (
+    "Run a bash command with the workspace root as the working directory. stdin is "
+    "empty; stdout and stderr are merged. The result shows the last "
+    f"{DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024} KB of output (earlier "
+    "output is dropped, so filter large output with grep, head or tail). A non-zero exit "
+    "code is reported as an error. Use timeout (seconds) for commands that might hang. "
+)
+_BACKGROUND_JOBS = (
+    "Background jobs that keep the output open are stopped shortly after the command "
+    "exits; to leave a server running, redirect its output "
+    "(e.g. `nohup server > server.log 2>&1 &`)."
+)
+_SANDBOXED = (
+    "The command runs in a sandbox: only the workspace is writable, there is no network, "
+    "and everything it started stops when it exits."
+)
+
+
 class BashTool(Tool[BashArgs]):
     name = "bash"
-    description = (
-        "Run a bash command with the workspace root as the working directory. stdin is "
-        "empty; stdout and stderr are merged. The result shows the last "
-        f"{DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024} KB of output (earlier "
-        "output is dropped, so filter large output with grep, head or tail). A non-zero exit "
-        "code is reported as an error. Use timeout (seconds) for commands that might hang. "
-        "Background jobs that keep the output open are stopped shortly after the command "
-        "exits; to leave a server running, redirect its output "
-        "(e.g. `nohup server > server.log 2>&1 &`)."
-    )
+    description = _DESCRIPTION + _BACKGROUND_JOBS
     args_model = BashArgs
     traits: ClassVar[ToolTraits] = ToolTraits(retry_safe=False)
+    process_gate = True
+
+    def __init__(
+        self, env: Mapping[str, str] | None = None, sandbox: BwrapSandbox | None = None
+    ) -> None:
+        """`env`: the whole environment of a command (default: the allow-listed part of
+        this process's, see `tool_environment`). `sandbox`: where commands run, if not
+        directly on the host."""
+        self.env = dict(tool_environment() if env is None else env)
+        self.sandbox = sandbox
+        if sandbox is not None:
+            self.description = _DESCRIPTION + _SANDBOXED
+
+    def _argv(self, command: str, workspace: Path) -> list[str]:
+        argv = ["bash", "-c", _GATE_PREFIX + _TRAP_PREFIX + command]
+        return argv if self.sandbox is None else self.sandbox.command(workspace, argv)
 
     async def execute(self, args: BashArgs, ctx: ToolContext) -> ToolResult:
         output = _OutputTail(ctx.on_update)
         loop = asyncio.get_running_loop()
         transport, shell = await loop.subprocess_exec(
             lambda: _ShellProtocol(output),
-            "bash",
-            "-c",
-            _TRAP_PREFIX + args.command,
+            *self._argv(args.command, ctx.workspace),
             cwd=ctx.workspace,
-            stdin=subprocess.DEVNULL,
+            env=self.env,
+            stdin=subprocess.PIPE,  # the gate
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # new session => new process group with pgid == pid
         )
         pgid = transport.get_pid()
         _running.add(pgid)
-        ctx.on_process(pgid)
         timed_out = False
         detached = False
         try:
+            # Recorded (durably, by the caller) before the command may do anything.
+            ctx.on_process(pgid)
+            _open_gate(transport)
             try:
                 async with asyncio.timeout(args.timeout):
                     await shell.exited.wait()
@@ -141,11 +182,22 @@ class _ShellProtocol(asyncio.SubprocessProtocol):
         self._output.feed(data if isinstance(data, bytes) else data.encode())
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd != 1:  # stdin (the gate) closes long before the output does
+            return
         self._output.finish()
         self.output_closed.set()
 
     def process_exited(self) -> None:
         self.exited.set()
+
+
+def _open_gate(transport: asyncio.SubprocessTransport) -> None:
+    gate = transport.get_pipe_transport(0)
+    assert isinstance(gate, asyncio.WriteTransport)
+    # A shell that already exited (a syntax error in the command) leaves nobody to read
+    # it; the transport then drops the write and reports the closed pipe to the protocol.
+    gate.write(_GO)
+    gate.close()
 
 
 async def _wait_event(event: asyncio.Event, timeout: float) -> bool:

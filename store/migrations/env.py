@@ -1,20 +1,20 @@
-"""Alembic environment: runs migrations on the engine the store hands over."""
+"""Alembic environment: runs migrations in the connection the store hands over."""
 
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import Engine
+from sqlalchemy import Connection
 
 from store.tables import Base
 
-engine = context.config.attributes.get("engine")
-if not isinstance(engine, Engine):
-    raise RuntimeError("run migrations through store.db.migrate(), which supplies the engine")
+connection = context.config.attributes.get("connection")
+if not isinstance(connection, Connection):
+    raise RuntimeError("run migrations through store.db.migrate(), which supplies a connection")
 
-with engine.begin() as connection:
-    context.configure(
-        connection=connection,
-        target_metadata=Base.metadata,
-        render_as_batch=connection.dialect.name == "sqlite",
-    )
-    context.run_migrations()
+# The connection is inside migrate()'s transaction (and lock): it commits there.
+context.configure(
+    connection=connection,
+    target_metadata=Base.metadata,
+    render_as_batch=connection.dialect.name == "sqlite",
+)
+context.run_migrations()

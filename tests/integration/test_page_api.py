@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from support import ApiServer, Stack, eventually, run_finished
 
-from client.api import MAX_PROMPT_BYTES
+from domain.input import MAX_INPUT_BYTES
 
 GATED = {
     "conversations": {
@@ -51,9 +51,9 @@ async def test_summaries_status_steer_and_follow_up(stack: Stack, api: ApiServer
         refused = await http.post(f"/api/sessions/{idle}/steer", json={"text": "x"})
         assert refused.status_code == 409 and "no run in progress" in refused.json()["detail"]
         too_big = await http.post(
-            f"/api/sessions/{busy}/steer", json={"text": "x" * (MAX_PROMPT_BYTES + 1)}
+            f"/api/sessions/{busy}/steer", json={"text": "x" * (MAX_INPUT_BYTES + 1)}
         )
-        assert too_big.status_code == 422 and "the limit is" in too_big.text
+        assert too_big.status_code == 413 and "the limit is" in too_big.text
         stack.model.release("go")
         await eventually(lambda: run_finished(stack, busy))
     sent = str(stack.model.requests_for(busy)[1].body["messages"])

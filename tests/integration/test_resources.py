@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from support import Stack
 
+from client.errors import ResourceNotFound
+
 SKILL = """---
 name: review
 description: Review a file for bugs
@@ -37,7 +39,13 @@ async def test_skill_and_template_runs(stack: Stack) -> None:
             await stack.client.prompt_from_template(session.id, "explain", ["tides", "kids", "50"])
         ).result()
         assert ran.status == "completed"
-        missing = await (await stack.client.skill(session.id, "nope")).result()
+        runs_before = len(stack.client.runs(session.id))
+        # A mistyped name is refused before a run starts, listing what exists.
+        with pytest.raises(ResourceNotFound) as skill_missing:
+            await stack.client.skill(session.id, "nope")
+        with pytest.raises(ResourceNotFound) as template_missing:
+            await stack.client.prompt_from_template(session.id, "explian", ["tides"])
+        assert len(stack.client.runs(session.id)) == runs_before  # no failed 0-turn run
     skill_request, template_request = (r.body for r in stack.model.requests_for(session.id))
     skill_text = skill_request["messages"][-1]["content"][0]["text"]
     assert skill_text.startswith('<skill name="review"')
@@ -48,5 +56,7 @@ async def test_skill_and_template_runs(stack: Stack) -> None:
     assert template_text.strip() == (
         "Explain tides to kids. Keep it under 50 words. All arguments: tides kids 50"
     )
-    assert missing.status == "error" and missing.error is not None
-    assert "no skill named 'nope'" in missing.error and "review" in missing.error
+    assert str(skill_missing.value).startswith("no skill named 'nope' in session")
+    assert "(available: review;" in str(skill_missing.value)
+    assert "no template named 'explian'" in str(template_missing.value)
+    assert "(available: explain;" in str(template_missing.value)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from postgres_server import new_database
+from sqlalchemy import text
 from support import BOTH_STORES
 
 from domain.config import SessionConfig
@@ -23,21 +26,25 @@ from domain.entries import (
 )
 from domain.events import TurnStart
 from domain.messages import text_of, user_text
-from store import entries, events, sessions
-from store.db import Database
+from store import display, entries, events, sessions
+from store.db import Database, alembic_config
 from store.entries import EntryCache
 from store.events import KeyedEvent
 from store.tables import Base
 
 
 @pytest.fixture
-def db(request: pytest.FixtureRequest, tmp_path: Path, database: str) -> Iterator[Database]:
-    """A migrated store of the test's kind, empty."""
+def store_url(request: pytest.FixtureRequest, tmp_path: Path, database: str) -> str:
+    """The URL of an empty database of the test's kind."""
     if database == "postgresql":
-        url = new_database(request.getfixturevalue("postgres_server"))
-    else:
-        url = f"sqlite:///{tmp_path / 'store.db'}"
-    store = Database(url)
+        return new_database(request.getfixturevalue("postgres_server"))
+    return f"sqlite:///{tmp_path / 'store.db'}"
+
+
+@pytest.fixture
+def db(store_url: str) -> Iterator[Database]:
+    """A migrated store of the test's kind, empty."""
+    store = Database(store_url)
     yield store
     store.dispose()
 
@@ -126,6 +133,122 @@ def test_a_reader_following_the_cursor_misses_no_event_of_a_slower_writer(db: Da
     fast.join(10)
     read_new()
     assert sorted(seen) == [1, 2]
+
+
+@BOTH_STORES
+def test_each_session_numbers_its_messages_and_events_from_one(db: Database) -> None:
+    """A cursor says nothing about other sessions: however busy one session is, the next
+    one's first message and event are number 1. What a retried step writes again is
+    skipped without breaking the order (it may leave a gap)."""
+    with db.transaction() as tx:
+        for session_id in ("busy", "new"):
+            sessions.create_session(
+                tx, session_id=session_id, workspace="/w", config=SessionConfig(model="m")
+            )
+    for turn in range(1, 41):
+        with db.transaction() as tx:
+            batch = [KeyedEvent(key=f"t{turn}", event=TurnStart(turn=turn)), TurnStart(turn=turn)]
+            events.append_events(tx, "busy", "r", batch)
+            if turn % 10 == 0:
+                events.append_events(tx, "busy", "r", batch[:1])  # a retried step: stored once
+            message = (f"m{turn}", user_text(f"turn {turn}", 0))
+            display.append_display(tx, "busy", "r", [message])
+            if turn % 10 == 0:
+                display.append_display(tx, "busy", "r", [message])  # shown once, a gap left
+    with db.transaction() as tx:
+        events.append_events(tx, "new", "r2", [TurnStart(turn=1)])
+        display.append_display(tx, "new", "r2", [("first", user_text("hello", 0))])
+    with db.transaction() as tx:
+        busy_events = events.read_events(tx, "busy", limit=1000)
+        assert [e.payload["turn"] for e in busy_events] == [t for t in range(1, 41) for _ in "ab"]
+        assert [e.seq for e in busy_events] == sorted({e.seq for e in busy_events})
+        shown = display.list_display(tx, "busy")
+        assert [m.id for m in shown] == [f"m{t}" for t in range(1, 41)]
+        assert [m.seq for m in shown] == sorted({m.seq for m in shown})
+        assert [e.seq for e in events.read_events(tx, "new")] == [1]
+        assert [m.seq for m in display.list_display(tx, "new")] == [1]
+        assert events.latest_seq(tx, "new") == 1
+        assert events.latest_seq(tx, "busy") == busy_events[-1].seq
+
+
+@BOTH_STORES
+def test_the_migration_numbers_existing_rows_per_session_in_their_order(store_url: str) -> None:
+    """A store written with one sequence across sessions: after the upgrade each
+    session's rows are numbered from 1 in the order they were written, and new rows
+    continue from there."""
+    old = Database(store_url, run_migrations=False)
+    with old.engine.begin() as connection:
+        command.upgrade(alembic_config(connection), "0002")
+    with old.engine.begin() as connection:
+        for session_id in ("a", "b"):
+            connection.execute(
+                text(
+                    "INSERT INTO sessions (id, workspace, config, created_at, updated_at)"
+                    " VALUES (:id, '/w', :config, 0, 0)"
+                ),
+                {"id": session_id, "config": json.dumps(SessionConfig(model="m").model_dump())},
+            )
+        for n, session_id in enumerate("abbabab"):  # interleaved, as busy sessions write
+            payload = json.dumps({"type": "turn_start", "turn": n})
+            connection.execute(
+                text(
+                    "INSERT INTO run_events (session_id, type, payload, created_at)"
+                    " VALUES (:s, 'turn_start', :p, 0)"
+                ),
+                {"s": session_id, "p": payload},
+            )
+            message = json.dumps(user_text(f"{session_id}{n}", 0).model_dump(mode="json"))
+            connection.execute(
+                text(
+                    "INSERT INTO display_messages (id, session_id, role, payload, created_at)"
+                    " VALUES (:id, :s, 'user', :p, 0)"
+                ),
+                {"id": f"{session_id}{n}", "s": session_id, "p": message},
+            )
+    old.dispose()
+    db = Database(store_url)
+    try:
+        with db.transaction() as tx:
+            assert [(e.seq, e.payload["turn"]) for e in events.read_events(tx, "a")] == [
+                (1, 0),
+                (2, 3),
+                (3, 5),
+            ]
+            assert [(e.seq, e.payload["turn"]) for e in events.read_events(tx, "b")] == [
+                (1, 1),
+                (2, 2),
+                (3, 4),
+                (4, 6),
+            ]
+            assert [(m.seq, m.id) for m in display.list_display(tx, "b")] == [
+                (1, "b1"),
+                (2, "b2"),
+                (3, "b4"),
+                (4, "b6"),
+            ]
+            events.append_events(tx, "a", "r", [TurnStart(turn=9)])
+            display.append_display(tx, "b", "r", [("b9", user_text("b9", 0))])
+        with db.transaction() as tx:
+            assert events.read_events(tx, "a", after=3)[0].seq == 4
+            assert display.list_display(tx, "b", after=4)[0].seq == 5
+            page, earlier = display.messages_before(tx, "b", None, limit=2)
+            assert [m.id for m in page] == ["b6", "b9"] and earlier
+        with db.engine.connect() as connection:
+            assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
+        with db.engine.begin() as connection:  # and back, keeping every row
+            command.downgrade(alembic_config(connection), "0002")
+        with db.engine.connect() as connection:
+            counts = [
+                connection.execute(text(f"SELECT COUNT(*) FROM {table}")).scalar_one()
+                for table in ("run_events", "display_messages")
+            ]
+        assert counts == [8, 8]
+        with db.engine.begin() as connection:
+            command.upgrade(alembic_config(connection), "head")
+        with db.transaction() as tx:
+            assert [e.seq for e in events.read_events(tx, "a")] == [1, 2, 3, 4]
+    finally:
+        db.dispose()
 
 
 def test_the_context_path_builds_the_same_context_as_the_whole_path(db: Database) -> None:

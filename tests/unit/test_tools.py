@@ -15,6 +15,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from activities.tools import (
+    BashTool,
     Tool,
     ToolContext,
     ToolInputError,
@@ -24,9 +25,11 @@ from activities.tools import (
     running_process_groups,
 )
 from activities.tools.base import resolve_in_workspace, truncate_head, truncate_tail
+from activities.tools.environment import tool_environment
 from activities.tools.find import GlobMatcher
 from domain.messages import ImageContent, TextContent
 from domain.tools import ToolResult, ToolTraits
+from settings import Settings, parse_tool_env
 
 # A 1x1 transparent PNG.
 PNG = base64.b64decode(
@@ -600,3 +603,92 @@ async def test_bash_leaves_redirected_background_jobs_running(
         assert process_group_alive(pgid)
     finally:
         os.killpg(pgid, signal.SIGKILL)
+
+
+async def test_bash_runs_nothing_until_its_process_is_recorded(ws: Path) -> None:
+    """The command waits at the gate while the caller records its group (slowly here)."""
+    seen: list[tuple[int, bool]] = []
+
+    def on_process(pgid: int) -> None:
+        time.sleep(0.3)  # a slow durable record: the command must not run meanwhile
+        seen.append((pgid, (ws / "ran.txt").exists()))
+
+    registry = ToolRegistry([BashTool()])
+    result = await registry.run(
+        "bash", {"command": "touch ran.txt; cat"}, ToolContext(ws, on_process=on_process)
+    )
+    assert not result.is_error, text(result)
+    assert result.details is not None
+    assert seen == [(result.details["pid"], False)]
+    assert (ws / "ran.txt").exists()  # and once recorded, it ran, with an empty stdin
+    assert text(result) == "(no output)"
+
+
+async def test_bash_that_cannot_record_its_process_never_runs_it(ws: Path) -> None:
+    groups: list[int] = []
+
+    def on_process(pgid: int) -> None:
+        groups.append(pgid)
+        time.sleep(0.3)
+        raise OSError(28, "No space left on device")
+
+    registry = ToolRegistry([BashTool()])
+    result = await registry.run(
+        "bash", {"command": "touch ran.txt"}, ToolContext(ws, on_process=on_process)
+    )
+    assert result.is_error and "No space left on device" in text(result)
+    (pgid,) = groups
+    assert not process_group_alive(pgid)
+    assert not (ws / "ran.txt").exists()
+
+
+async def test_bash_gets_only_an_allow_listed_environment(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    default = await ToolRegistry([BashTool()]).run("bash", {"command": "env"}, ToolContext(ws))
+    assert "sk-ant-secret" not in text(default)
+    assert "LC_ALL=C.UTF-8" in text(default).splitlines()
+    given = ToolRegistry([BashTool(env={"PATH": os.environ["PATH"], "ONLY": "this"})])
+    shown = await given.run("bash", {"command": "env"}, ToolContext(ws))
+    names = {line.split("=", 1)[0] for line in text(shown).splitlines()}
+    assert names - {"PWD", "SHLVL", "_"} == {"PATH", "ONLY"}
+
+
+def test_tool_environment_allow_list() -> None:
+    source = {
+        "PATH": "/bin",
+        "HOME": "/home/a",
+        "LC_TIME": "C",
+        "ANTHROPIC_API_KEY": "secret",
+        "DURAGENT_DATABASE_URL": "postgresql://u:pw@h/db",
+        "PIP_INDEX_URL": "https://pypi.example",
+        "GOPATH": "/go",
+    }
+    assert tool_environment(source=source) == {"PATH": "/bin", "HOME": "/home/a", "LC_TIME": "C"}
+    extra = ["GOPATH", "PIP_*", "CI=1", "HOME=/scratch", "MISSING"]
+    assert tool_environment(extra, source=source) == {
+        "PATH": "/bin",
+        "HOME": "/scratch",
+        "LC_TIME": "C",
+        "GOPATH": "/go",
+        "PIP_INDEX_URL": "https://pypi.example",
+        "CI": "1",
+    }
+
+
+def test_tool_settings_are_checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert parse_tool_env(" GOPATH , CI=1,PIP_*,, ") == ["GOPATH", "CI=1", "PIP_*"]
+    for bad in ("1ABC", "A B", "PIP_*=x", "*", "=x"):
+        with pytest.raises(ValueError, match=r"DURAGENT_TOOL_ENV: .* is not NAME"):
+            parse_tool_env(bad)
+    monkeypatch.setenv("DURAGENT_TOOL_ENV", "GOPATH,CI=1")
+    monkeypatch.setenv("DURAGENT_TOOL_SANDBOX", "BWRAP")
+    settings = Settings.from_env(home=tmp_path)
+    assert settings.tool_env == ["GOPATH", "CI=1"] and settings.tool_sandbox == "bwrap"
+    monkeypatch.setenv("DURAGENT_TOOL_SANDBOX", "docker")
+    with pytest.raises(
+        ValueError, match="DURAGENT_TOOL_SANDBOX: 'docker' is not one of none, bwrap"
+    ):
+        Settings.from_env(home=tmp_path)

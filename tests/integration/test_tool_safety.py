@@ -1,0 +1,125 @@
+"""What a model can reach through its tools, seen where it matters: the tool result the
+model gets back in its next request, and the workspace afterwards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import Stack
+
+from activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
+from worker import build_worker, tool_registry
+
+
+def tool_result_texts(stack: Stack, session_id: str, request: int) -> list[tuple[bool, str]]:
+    """(is_error, text) of each tool_result block in the session's `request`th request."""
+    body = [r for r in stack.model.requests_for(session_id) if r.path == "/v1/messages"]
+    found = []
+    for message in body[request].body["messages"]:
+        if message["role"] != "user" or not isinstance(message["content"], list):
+            continue
+        for block in message["content"]:
+            if block.get("type") == "tool_result":
+                content = block.get("content")
+                text = (
+                    content
+                    if isinstance(content, str)
+                    else "".join(c.get("text", "") for c in content or [])
+                )
+                found.append((bool(block.get("is_error")), text))
+    return found
+
+
+def offered_tools(stack: Stack, session_id: str, request: int) -> list[str]:
+    body = [r for r in stack.model.requests_for(session_id) if r.path == "/v1/messages"]
+    return [tool["name"] for tool in body[request].body.get("tools", [])]
+
+
+def bash_then_done(command: str) -> dict[str, Any]:
+    return {
+        "conversations": {
+            "*": [
+                {"reply": [{"tool_use": {"name": "bash", "input": {"command": command}}}]},
+                {"reply": [{"text": "Done."}]},
+            ]
+        }
+    }
+
+
+@pytest.mark.script(bash_then_done("touch ran.txt; echo ran"))
+async def test_a_tool_that_is_not_active_is_refused_and_never_runs(stack: Stack) -> None:
+    session = stack.client.create_session()
+    async with stack.worker():
+        await stack.client.set_active_tools(session.id, ["read", "grep"])
+        result = await (await stack.client.prompt(session.id, "run it")).result()
+
+    assert result.status == "completed", result.error
+    assert offered_tools(stack, session.id, 0) == ["read", "grep"]
+    # The model called bash anyway; what it got back names the rule and the active tools.
+    ((is_error, text),) = tool_result_texts(stack, session.id, 1)
+    assert is_error
+    assert "'bash' is not active" in text and "was not run" in text
+    assert "Active tools: read, grep." in text
+    assert not (Path(session.workspace) / "ran.txt").exists()
+
+
+SECRETS = {
+    "ANTHROPIC_API_KEY": "sk-ant-secret-key",
+    "DURAGENT_API_TOKENS": "secret-token=alice",
+    "DURAGENT_DATABASE_URL": "postgresql+psycopg://app:secret-password@db/duragent",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret",
+}
+
+
+@pytest.mark.script(bash_then_done("env | sort"))
+async def test_bash_gets_only_the_allow_listed_environment(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in {**SECRETS, "PASSED_THROUGH": "yes", "LC_TIME": "C"}.items():
+        monkeypatch.setenv(name, value)
+    settings = stack.settings.model_copy(update={"tool_env": ["PASSED_THROUGH", "SET_HERE=1"]})
+    session = stack.client.create_session()
+    async with build_worker(stack.temporal, stack.db, settings):
+        result = await (await stack.client.prompt(session.id, "show the environment")).result()
+
+    assert result.status == "completed", result.error
+    ((is_error, text),) = tool_result_texts(stack, session.id, 1)
+    assert not is_error, text
+    names = {line.split("=", 1)[0] for line in text.splitlines() if "=" in line}
+    for secret in SECRETS.values():
+        assert secret not in text
+    assert not names & set(SECRETS)
+    assert {"PATH", "HOME", "LC_TIME", "PASSED_THROUGH", "SET_HERE"} <= names
+    assert "SET_HERE=1" in text.splitlines() and "PASSED_THROUGH=yes" in text.splitlines()
+
+
+def _bwrap_unavailable() -> str | None:
+    try:
+        BwrapSandbox.create([])
+    except SandboxUnavailable as exc:
+        return str(exc)
+    return None
+
+
+NO_SANDBOX = _bwrap_unavailable()
+
+
+@pytest.mark.skipif(NO_SANDBOX is not None, reason=f"no sandbox on this machine: {NO_SANDBOX}")
+@pytest.mark.script(bash_then_done("echo made > made.txt; ls -A ..; ls -A ../..; ls ~ | wc -l"))
+async def test_a_sandboxed_session_sees_its_workspace_only(stack: Stack) -> None:
+    other = stack.client.create_session()
+    (Path(other.workspace) / "notes.txt").write_text("another user's notes\n")
+    session = stack.client.create_session()
+    settings = stack.settings.model_copy(update={"tool_sandbox": "bwrap"})
+    async with build_worker(stack.temporal, stack.db, settings, tools=tool_registry(settings)):
+        result = await (await stack.client.prompt(session.id, "look around")).result()
+
+    assert result.status == "completed", result.error
+    ((is_error, text),) = tool_result_texts(stack, session.id, 1)
+    assert not is_error, text
+    workspace = Path(session.workspace)
+    # Neither the other session's workspace nor the database is there; home is empty.
+    assert text.splitlines() == [workspace.name, "workspaces", "0"]
+    assert (workspace / "made.txt").read_text() == "made\n"
