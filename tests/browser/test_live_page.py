@@ -270,3 +270,35 @@ async def test_a_worker_that_is_down_shows_as_such(
         async with stack.worker():  # a worker is back: the run goes on
             await expect(banner).to_be_hidden(timeout=30_000)
             await expect(page.locator(".msg.assistant").last).to_contain_text("carried on")
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                *({"reply": [{"tool_use": {"name": "ls", "input": {}}}]} for _ in range(110)),
+                {"reply": [{"text": "listed 110 times"}]},
+            ]
+        }
+    }
+)
+async def test_a_long_session_opens_on_its_newest_page_and_pages_back(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session = await new_session(http)
+        await http.post(f"/api/sessions/{session}/input", json={"text": "the very first words"})
+        await eventually(lambda: run_finished(stack, session), timeout=120)
+        page = await signed_in(browser_context, api)
+        await open_session(page, session)
+        conversation = page.locator("#conversation")
+        await expect(page.locator(".msg.assistant").last).to_contain_text("listed 110 times")
+        earlier = page.locator("#conversation .earlier")
+        await expect(earlier).to_be_visible()  # 222 display messages: the newest 200 shown
+        assert "the very first words" not in await conversation.inner_text()
+        await conversation.evaluate("node => { node.scrollTop = 0; }")
+        await expect(page.locator(".msg.user")).to_have_text(["Youthe very first words"])
+        await expect(earlier).to_be_hidden()
+        cards = page.locator(".tool")
+        await expect(cards).to_have_count(110)
+        await expect(page.locator('.tool[data-state="done"]')).to_have_count(110)
