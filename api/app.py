@@ -33,6 +33,8 @@ from api.models import (
     SessionView,
     StopResult,
 )
+from api.routes_page import page_routes
+from api.web import mount_web
 from client.api import DuragentClient, RunHandle
 from client.errors import (
     DuragentError,
@@ -273,6 +275,8 @@ def create_app(
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
+    app.include_router(page_routes(client, current_user))
+    mount_web(app)  # the web page, at /
     return app
 
 

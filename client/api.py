@@ -894,6 +894,42 @@ class DuragentClient:
             pass
         return SessionBusy(session_id, run_id, workflow_id, kind)
 
+    # What a web page shows beside the conversation -------------------------------------
+
+    def session_summaries(
+        self, *, owner: str | None = None, limit: int = 100
+    ) -> list[tuple[SessionRecord, RunRecord | None]]:
+        """Sessions, most recently active first, each with its latest run (None before
+        its first): a session list's status without asking Temporal about each one."""
+        with self.db.transaction() as db:
+            listed = sessions.list_sessions(db, owner=owner, limit=limit)
+            return [(s, next(iter(runs.list_runs(db, s.id, limit=1)), None)) for s in listed]
+
+    async def worker_answering(self, session_id: str) -> bool | None:
+        """Whether a worker answers for the session's open run (None when no run is open).
+        A run that no worker answers makes no progress until a worker is back."""
+        if await self._open_workflow_type(session_id) != "SessionRun":
+            return None
+        handle = self.temporal.get_workflow_handle_for(
+            SessionRun.run, session_workflow_id(session_id)
+        )
+        try:
+            await asyncio.wait_for(
+                handle.query(SessionRun.state, rpc_timeout=QUERY_TIMEOUT),
+                timeout=QUERY_TIMEOUT.total_seconds(),
+            )
+        except (RPCError, TimeoutError):
+            return False
+        return True
+
+    def require_entry(self, session_id: str, entry_id: str) -> None:
+        """`EntryNotInSession` unless `entry_id` is an entry of the session."""
+        with self.db.transaction() as db:
+            found = entries.belongs_to(db, entry_id, session_id)
+        if not found:
+            self.get_session(session_id)
+            raise EntryNotInSession(session_id, entry_id)
+
 
 def bounded(what: str, value: object) -> None:
     """The one size check on what a client sends (`MAX_INPUT_BYTES`, measured by

@@ -1,0 +1,21 @@
+"""A route names only sessions its user owns; any other is "not found" (never "forbidden",
+which would tell that it exists)."""
+
+from __future__ import annotations
+
+from fastapi import HTTPException
+
+from client.api import DuragentClient
+from client.errors import SessionNotFound
+from store.records import SessionRecord
+
+
+def owned_session(client: DuragentClient, session_id: str, owner: str) -> SessionRecord:
+    """The session, if `owner` owns it; a 404 otherwise."""
+    try:
+        session = client.get_session(session_id)
+    except SessionNotFound:
+        session = None
+    if session is None or session.owner != owner:
+        raise HTTPException(404, f"session {session_id!r} does not exist")
+    return session

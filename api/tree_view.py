@@ -1,0 +1,230 @@
+"""The session tree as a page shows it: branches, labels and compactions, not every entry.
+
+A long session holds thousands of entries, almost all of them one assistant turn after
+another on a single line. A person looking at the tree wants the places they can act on:
+their own messages (go back and edit one), where the tree branches, the tips of branches,
+labels, compactions and branch summaries. Everything else is folded into the nearest node
+shown above it (`folded` counts it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from domain.entries import (
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomMessageEntry,
+    LabelEntry,
+    MessageEntry,
+    SessionEntry,
+)
+from domain.messages import AssistantMessage, CustomMessage, UserMessage, text_of
+
+PREVIEW_CHARS = 120
+MAX_NODES = 500
+
+NodeKind = Literal["user", "assistant", "tool", "custom", "compaction", "branch_summary", "other"]
+_ROLE_KINDS: dict[str, NodeKind] = {"user": "user", "assistant": "assistant", "toolResult": "tool"}
+
+
+class TreeNode(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    parent_id: str | None
+    """The nearest node shown above this one (None at a root)."""
+    depth: int
+    """How many branch points lie above it: the page indents by this."""
+    kind: NodeKind
+    preview: str
+    label: str | None
+    timestamp: int
+    on_path: bool
+    """On the current branch (root to leaf): what the model sees."""
+    is_leaf: bool
+    """The session's current leaf."""
+    branches: int
+    """Children of this entry: more than one where the tree branches."""
+    folded: int
+    """Entries below it on the same line that are not shown."""
+
+
+class TreeView(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    leaf_id: str | None
+    nodes: list[TreeNode]
+    truncated: bool
+    """More nodes exist than `MAX_NODES`; the newest are shown."""
+
+
+class CompactionMark(BaseModel):
+    """Where the model's context was compacted, placed after a displayed message."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    entry_id: str
+    after_message_id: str | None
+    """The display message that was the latest when it happened (None: before any)."""
+    tokens_before: int
+    timestamp: int
+
+
+def _kind(entry: SessionEntry) -> NodeKind:
+    if isinstance(entry, MessageEntry):
+        return _ROLE_KINDS.get(entry.message.role, "custom")
+    if isinstance(entry, CustomMessageEntry):
+        return "custom"
+    if isinstance(entry, CompactionEntry):
+        return "compaction"
+    if isinstance(entry, BranchSummaryEntry):
+        return "branch_summary"
+    return "other"
+
+
+def _preview(entry: SessionEntry) -> str:
+    text = ""
+    if isinstance(entry, MessageEntry):
+        message = entry.message
+        if isinstance(message, UserMessage | CustomMessage):
+            text = text_of(message.content)
+        elif isinstance(message, AssistantMessage):
+            text = text_of(message.content) or ", ".join(c.name for c in message.tool_calls)
+        else:
+            text = f"{message.tool_name} result"
+    elif isinstance(entry, CustomMessageEntry):
+        text = text_of(entry.content)
+    elif isinstance(entry, CompactionEntry):
+        text = f"context compacted ({entry.tokens_before} tokens summarised)"
+    elif isinstance(entry, BranchSummaryEntry):
+        text = "summary of the branch left behind"
+    text = " ".join(text.split())
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def _labels(entries: Sequence[SessionEntry]) -> dict[str, str]:
+    """Each labelled entry's current label (the latest label entry for it wins)."""
+    found: dict[str, str] = {}
+    for entry in entries:
+        if isinstance(entry, LabelEntry):
+            if entry.label:
+                found[entry.target_id] = entry.label
+            else:
+                found.pop(entry.target_id, None)
+    return found
+
+
+_CONVERSATION = (MessageEntry, CustomMessageEntry, CompactionEntry, BranchSummaryEntry)
+"""Entries of the conversation. Labels, config changes, leaf moves and the like are
+bookkeeping: the tree shows them as part of the conversation entry they follow."""
+
+
+def _is_conversation(entry: SessionEntry) -> bool:
+    return isinstance(entry, _CONVERSATION)
+
+
+def _nearest(
+    by_id: dict[str, SessionEntry], entry_id: str | None, wanted: Callable[[SessionEntry], bool]
+) -> str | None:
+    """`entry_id` or its nearest ancestor that is `wanted` (None: none is)."""
+    seen: set[str] = set()
+    while entry_id is not None and entry_id in by_id and entry_id not in seen:
+        if wanted(by_id[entry_id]):
+            return entry_id
+        seen.add(entry_id)
+        entry_id = by_id[entry_id].parent_id
+    return None
+
+
+def tree_view(entries: Sequence[SessionEntry], leaf_id: str | None) -> TreeView:
+    """The tree of `entries` (stored order) with the current leaf `leaf_id`."""
+    labels = _labels(entries)
+    by_id = {e.id: e for e in entries}
+    # Each conversation entry under its nearest conversation ancestor. Parents are stored
+    # before their children, so one pass in stored order resolves every chain.
+    above: dict[str, str | None] = {}
+    for entry in entries:
+        parent = entry.parent_id if entry.parent_id in by_id else None
+        if parent is not None and not _is_conversation(by_id[parent]):
+            parent = above[parent] if parent in above else _nearest(by_id, parent, _is_conversation)
+        above[entry.id] = parent
+    conversation = [e for e in entries if _is_conversation(e)]
+    children: dict[str | None, list[SessionEntry]] = {}
+    for entry in conversation:
+        children.setdefault(above[entry.id], []).append(entry)
+    leaf = _nearest(by_id, leaf_id, _is_conversation)
+    on_path: set[str] = set()
+    cursor = leaf
+    while cursor is not None and cursor not in on_path:
+        on_path.add(cursor)
+        cursor = above[cursor]
+
+    def shown(entry: SessionEntry) -> bool:
+        return (
+            _kind(entry) in ("user", "compaction", "branch_summary")
+            or entry.id == leaf
+            or entry.id in labels
+            or len(children.get(entry.id, [])) != 1
+        )
+
+    nodes: dict[str, TreeNode] = {}
+    # Depth-first, iteratively (a line of thousands of turns would overflow recursion).
+    stack: list[tuple[SessionEntry, str | None, int]] = [
+        (root, None, 0) for root in reversed(children.get(None, []))
+    ]
+    while stack:
+        entry, node_above, depth = stack.pop()
+        kids = children.get(entry.id, [])
+        node_id = node_above
+        if shown(entry):
+            nodes[entry.id] = TreeNode(
+                id=entry.id,
+                parent_id=node_above,
+                depth=depth,
+                kind=_kind(entry),
+                preview=_preview(entry),
+                label=labels.get(entry.id),
+                timestamp=entry.timestamp,
+                on_path=entry.id in on_path,
+                is_leaf=entry.id == leaf,
+                branches=len(kids),
+                folded=0,
+            )
+            node_id = entry.id
+        elif node_above is not None:
+            nodes[node_above].folded += 1
+        deeper = depth + 1 if len(kids) > 1 else depth
+        for child in reversed(kids):
+            stack.append((child, node_id, deeper))
+    listed = list(nodes.values())
+    return TreeView(leaf_id=leaf, nodes=listed[-MAX_NODES:], truncated=len(listed) > MAX_NODES)
+
+
+def _displayed(entry: SessionEntry) -> bool:
+    """Whether the entry is in the display history (see `activities.save_point.displayed`)."""
+    return isinstance(entry, MessageEntry) or (
+        isinstance(entry, CustomMessageEntry) and entry.display
+    )
+
+
+def compaction_marks(entries: Sequence[SessionEntry]) -> list[CompactionMark]:
+    """Every compaction, with the displayed message it came after on its path."""
+    by_id = {e.id: e for e in entries}
+    marks: list[CompactionMark] = []
+    for entry in entries:
+        if not isinstance(entry, CompactionEntry):
+            continue
+        after = _nearest(by_id, entry.parent_id, _displayed)
+        marks.append(
+            CompactionMark(
+                entry_id=entry.id,
+                after_message_id=after,
+                tokens_before=entry.tokens_before,
+                timestamp=entry.timestamp,
+            )
+        )
+    return marks

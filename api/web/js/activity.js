@@ -1,0 +1,79 @@
+// The activity area (seed 001's 右侧活动区): run events as a readable timeline. Streamed
+// deltas and tool output are left to the conversation; every other event is one line,
+// named by its type, in seq order.
+
+import { clockTime, duration, el, shortId } from "./dom.js";
+
+const MAX_ROWS = 1000;
+const QUIET = new Set(["message_update", "message_start", "message_end", "tool_execution_update"]);
+const QUEUES = { steering: "A steering message", follow_up: "A follow-up", next_turn: "A queued input" };
+
+function tokens(usage) {
+  if (!usage) return 0;
+  return Object.values(usage).reduce((sum, n) => sum + (typeof n === "number" ? n : 0), 0);
+}
+
+function describe(type, p) {
+  switch (type) {
+    case "agent_start": return "Run started";
+    case "agent_end":
+      return `Run ${p.status} after ${p.turns} turn(s), ${tokens(p.usage)} tokens${p.error ? `: ${p.error}` : ""}`;
+    case "turn_start": return `Turn ${p.turn} started`;
+    case "turn_end": return `Turn ${p.turn} ended${p.stop_reason ? ` (${p.stop_reason})` : ""}`;
+    case "save_point":
+      return `Save point after turn ${p.turn}: ${p.entries_committed} entries stored` +
+        (p.pending_writes_flushed ? `, ${p.pending_writes_flushed} pending writes` : "");
+    case "tool_execution_start": {
+      const shown = p.args.command ?? p.args.path ?? p.args.pattern ?? "";
+      return `Tool ${p.tool_name} started${shown ? `: ${typeof shown === "string" ? shown : JSON.stringify(shown)}` : ""}`;
+    }
+    case "tool_execution_end": {
+      const details = p.result.details || {};
+      const how = details.cancelled ? "stopped" : details.interrupted ? "interrupted" : p.result.is_error ? "failed" : "done";
+      return `Tool ${p.tool_name} ${how} (${duration(p.duration_ms)})`;
+    }
+    case "retry_scheduled":
+      return `Model call failed (${p.error}); retry ${p.attempt} in ${duration(p.delay_ms)}`;
+    case "phase_changed": return `Phase: ${p.phase}`;
+    case "queue_consumed": return `${QUEUES[p.queue] || p.queue} reached the model (turn ${p.turn})`;
+    case "run_aborted": {
+      const cleared = p.cleared_steering.length + p.cleared_follow_ups.length;
+      return `Run stopped by the user in turn ${p.turn}${cleared ? `; ${cleared} queued message(s) dropped` : ""}`;
+    }
+    case "runtime_guidance_injected": {
+      const extra = [];
+      if (p.interrupted.length) extra.push(`${p.interrupted.length} running tool call(s) interrupted`);
+      if (p.skipped.length) extra.push(`${p.skipped.length} planned call(s) skipped`);
+      return `Guidance injected at ${p.point} (turn ${p.turn})${extra.length ? `; ${extra.join(", ")}` : ""}`;
+    }
+    case "runtime_guidance_replan_before_tools":
+      return `Guidance arrived before the planned tools ran: ${p.skipped.length} call(s) not run, the model re-plans`;
+    case "compaction_start": return `Compaction started (${p.reason}, ${p.tokens_before} tokens)`;
+    case "compaction_end": return `Context compacted: ${p.tokens_before} tokens into a ${p.summary_chars}-character summary`;
+    case "branch_summary": return `Branch summarised (${p.summary_chars} characters)`;
+    case "continued_as_new":
+      return `Continued as new after turn ${p.turn} (history ${p.history_events} events, ${Math.round(p.history_bytes / 1024)} KB)`;
+    default: return "";
+  }
+}
+
+export class Activity {
+  constructor(root) {
+    this.root = root;
+    this.list = el("ol", { class: "activity" });
+    root.replaceChildren(this.list);
+  }
+
+  add(event) {
+    if (QUIET.has(event.type)) return;
+    const row = el("li", { dataset: { seq: String(event.seq), type: event.type }, class: `event ${event.type}` },
+      el("time", {}, clockTime(event.created_at)),
+      el("code", { class: "type" }, event.type),
+      el("span", { class: "what" }, describe(event.type, event.payload)),
+      event.run_id ? el("span", { class: "run", title: `run ${event.run_id}` }, shortId(event.run_id)) : null);
+    const atBottom = this.root.scrollHeight - this.root.scrollTop - this.root.clientHeight < 40;
+    this.list.append(row);
+    while (this.list.children.length > MAX_ROWS) this.list.firstElementChild.remove();
+    if (atBottom) this.root.scrollTop = this.root.scrollHeight;
+  }
+}

@@ -1,0 +1,158 @@
+// The page: sign-in, the session list, and the open session (its id in the address,
+// `#/s/<id>`, so a reload or a second tab opens the same one).
+
+import { clockTime, el, shortId } from "./dom.js";
+import { api, forgetToken, saveToken, savedToken, whenSignedOut } from "./http.js";
+import { SessionView } from "./session_view.js";
+
+const $ = (id) => document.getElementById(id);
+const SESSIONS_POLL_MS = 5000;
+
+let view = null;
+let sessionsTimer = null;
+const drafts = new Map(); // session id -> text typed but not sent
+
+function showSignIn(message) {
+  closeView();
+  clearInterval(sessionsTimer);
+  $("app").hidden = true;
+  $("sign-out").hidden = true;
+  $("sign-in").hidden = false;
+  $("sign-in-error").textContent = message || "";
+  $("token").focus();
+}
+
+async function signIn(event) {
+  event.preventDefault();
+  const token = $("token").value.trim();
+  try {
+    await api("/api/session-summaries", { token });
+  } catch (error) {
+    $("sign-in-error").textContent = error.status === 401 ? "That token is not valid." : error.message;
+    return;
+  }
+  saveToken(token, $("remember").checked);
+  $("token").value = "";
+  start();
+}
+
+async function start() {
+  $("sign-in").hidden = true;
+  $("app").hidden = false;
+  $("sign-out").hidden = false;
+  clearInterval(sessionsTimer);
+  sessionsTimer = setInterval(refreshSessions, SESSIONS_POLL_MS);
+  // A session named in the address opens at once; the list loads beside it.
+  const listed = refreshSessions();
+  if (!currentId()) await listed;
+  route();
+}
+
+function currentId() {
+  const match = /^#\/s\/([A-Za-z0-9_-]+)$/.exec(location.hash);
+  return match ? match[1] : null;
+}
+
+function route() {
+  const id = currentId();
+  if (id) showSession(id);
+  else {
+    const first = document.querySelector("#session-list li");
+    if (first) location.hash = `#/s/${first.dataset.id}`;
+    else closeView();
+  }
+}
+
+async function refreshSessions() {
+  let summaries;
+  try {
+    summaries = await api("/api/session-summaries");
+  } catch {
+    return;
+  }
+  const open = currentId();
+  $("session-list").replaceChildren(...summaries.map(({ session, status, latest_run: run }) => {
+    const when = Math.max(session.updated_at, run ? run.updated_at : 0);
+    return el("li", { dataset: { id: session.id, status }, class: session.id === open ? "current" : "" },
+      el("a", { href: `#/s/${session.id}` },
+        el("span", { class: "session-name" }, session.name || `Session ${shortId(session.id)}`),
+        el("span", { class: `status ${status}` }, status),
+        el("time", { class: "last-activity" }, clockTime(when))));
+  }));
+}
+
+function closeView() {
+  if (view) {
+    drafts.set(view.id, view.composer.text);
+    view.close();
+    view = null;
+  }
+  $("session").hidden = true;
+  $("not-found").hidden = true;
+}
+
+function showSession(id) {
+  if (view && view.id === id) return;
+  closeView();
+  $("session").hidden = false;
+  for (const li of document.querySelectorAll("#session-list li")) li.classList.toggle("current", li.dataset.id === id);
+  view = new SessionView(id, {
+    root: $("session"),
+    header: $("run-header"),
+    conversation: $("conversation"),
+    composer: $("composer"),
+    activity: $("activity"),
+    tree: $("tree"),
+  }, hooks);
+  view.composer.box.value = drafts.get(id) || "";
+  view.open();
+}
+
+const hooks = {
+  connection(state) {
+    const badge = $("connection");
+    badge.dataset.state = state;
+    badge.textContent = state === "live" ? "live" : "reconnecting…";
+  },
+  notFound(id) {
+    if (!view || view.id !== id) return;
+    closeView();
+    $("not-found").hidden = false;
+    $("not-found").textContent = `Session ${id} does not exist (or is not yours).`;
+  },
+  sessionsChanged() {
+    refreshSessions();
+  },
+  openSession(id) {
+    location.hash = `#/s/${id}`;
+    refreshSessions();
+  },
+};
+
+async function newSession() {
+  try {
+    const created = await api("/api/sessions", { method: "POST", body: {} });
+    await refreshSessions();
+    location.hash = `#/s/${created.session.id}`;
+  } catch (error) {
+    $("not-found").hidden = false;
+    $("not-found").textContent = error.message;
+  }
+}
+
+function showTab(name) {
+  for (const tab of document.querySelectorAll(".tabs button")) tab.setAttribute("aria-selected", String(tab.dataset.tab === name));
+  $("activity").hidden = name !== "activity";
+  $("tree").hidden = name !== "tree";
+  if (name === "tree" && view) view.loadTree();
+}
+
+$("sign-in-form").addEventListener("submit", signIn);
+$("sign-out").addEventListener("click", () => { forgetToken(); showSignIn(); });
+$("new-session").addEventListener("click", newSession);
+for (const tab of document.querySelectorAll(".tabs button")) tab.addEventListener("click", () => showTab(tab.dataset.tab));
+window.addEventListener("hashchange", route);
+whenSignedOut(() => { forgetToken(); showSignIn("Signed out: the token was refused."); });
+
+if (savedToken()) start();
+else showSignIn();

@@ -1,0 +1,146 @@
+// The composer (never disabled) and the pending chips above it, one per input-queue item.
+//
+// Enter sends: an idle session starts a run, a busy one queues the text (the API decides,
+// so two tabs never disagree). Shift+Enter is a new line. The menu beside Send offers
+// guidance, steer and follow-up for a run in progress.
+
+import { el } from "./dom.js";
+
+const LEAVE_AFTER_MS = 4000;
+
+export class Composer {
+  // `send(mode, text)` resolves true when the text was taken; `act(action, item)` handles
+  // a chip's button (edit, guide, delete); `lookup(id)` reads an item from the store.
+  constructor(root, { send, act, lookup }) {
+    this.send = send;
+    this.act = act;
+    this.lookup = lookup;
+    this.chips = new Map(); // item id -> {item, state, note, element}
+    this.points = new Map(); // item id -> the injection point that took it
+    this.chipList = el("div", { class: "chips", role: "list" });
+    this.box = el("textarea", {
+      class: "box",
+      rows: "3",
+      placeholder: "Message the agent (Enter to send, Shift+Enter for a new line)",
+      "aria-label": "Message",
+      onkeydown: (event) => {
+        if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+          event.preventDefault();
+          this.submit("send");
+        }
+      },
+    });
+    this.error = el("p", { class: "error composer-error", role: "alert" });
+    const option = (mode, label, title) =>
+      el("button", { type: "button", class: "send-option", dataset: { mode }, title,
+        onclick: (event) => { event.target.closest("details").open = false; this.submit(mode); } }, label);
+    this.menu = el("details", { class: "send-menu" },
+      el("summary", { title: "More ways to send", "aria-label": "More ways to send" }, "▾"),
+      el("div", { class: "menu" },
+        option("guide", "引导 Guide the run now", "Guidance for the run in progress, taken at its next safe point"),
+        option("steer", "Steer", "Reaches the model after the current tool calls finish"),
+        option("follow-up", "Follow-up", "Delivered when the agent would otherwise stop"),
+        option("queue", "Queue for the next run", "Waits in the input queue")));
+    const sendButton = el("button", { type: "button", class: "send", onclick: () => this.submit("send") }, "Send");
+    root.replaceChildren(this.chipList, el("div", { class: "composer-row" }, this.box, sendButton, this.menu), this.error);
+  }
+
+  get text() {
+    return this.box.value;
+  }
+
+  setText(text) {
+    this.box.value = text;
+    this.box.focus();
+  }
+
+  showError(message) {
+    this.error.textContent = message || "";
+  }
+
+  async submit(mode) {
+    const text = this.box.value;
+    if (!text.trim()) return;
+    this.showError("");
+    // Cleared at once so typing on is never blocked; put back if the server refused it.
+    this.box.value = "";
+    const taken = await this.send(mode, text);
+    if (!taken && !this.box.value) this.box.value = text;
+  }
+
+  // Chips ---------------------------------------------------------------------------
+
+  // The pending items as the store has them now.
+  setQueue(items) {
+    const pending = new Set(items.map((item) => item.id));
+    for (const item of items) {
+      const chip = this.chips.get(item.id);
+      if (!chip) this.chips.set(item.id, { item, state: "pending", note: "" });
+      else if (chip.state === "pending") chip.item = item;
+    }
+    for (const [id, chip] of this.chips) {
+      if (chip.state === "pending" && !pending.has(id)) this.gone(id, chip);
+    }
+    this.render();
+  }
+
+  // An item left the queue (here or in another tab): the store says what became of it.
+  async gone(id, chip) {
+    chip.state = "leaving";
+    const item = await this.lookup(id);
+    if (chip.state !== "leaving") return; // settled meanwhile (Stop said what happened)
+    if (!item) this.settle([id], "cancelled", "gone");
+    else if (item.status === "cancelled") this.settle([id], "cancelled", "cancelled");
+    else if (item.kind === "guidance") {
+      const point = this.points.get(id);
+      this.settle([id], "consumed", point ? `guidance taken at ${point}` : "guidance taken");
+    } else this.settle([id], "consumed", "sent with the next run");
+  }
+
+  // A chip says what became of its item, then leaves.
+  settle(ids, state, note) {
+    for (const id of ids) {
+      const chip = this.chips.get(id);
+      if (!chip || (chip.state !== "pending" && chip.state !== "leaving")) continue;
+      chip.state = state;
+      chip.note = note;
+      setTimeout(() => { this.chips.delete(id); this.render(); }, LEAVE_AFTER_MS);
+    }
+    this.render();
+  }
+
+  onEvent(event) {
+    const p = event.payload;
+    if (event.type === "runtime_guidance_injected") {
+      for (const id of p.item_ids) this.points.set(id, p.point);
+      this.settle(p.item_ids, "consumed", `guidance taken at ${p.point}`);
+    } else if (event.type === "queue_consumed" && p.queue === "next_turn") {
+      this.settle([p.entry_id], "consumed", "sent with the next run");
+    }
+  }
+
+  render() {
+    const nodes = [];
+    for (const chip of this.chips.values()) {
+      if (!chip.element) chip.element = el("div", { class: "chip", role: "listitem", dataset: { id: chip.item.id } });
+      const item = chip.item;
+      const kind = item.kind === "guidance" ? "guidance, waiting for a safe point" : "queued";
+      const parts = [el("span", { class: "chip-text", title: item.text }, item.text)];
+      if (chip.state === "pending") {
+        parts.push(
+          el("span", { class: "chip-kind" }, kind),
+          el("button", { type: "button", class: "edit", onclick: () => this.act("edit", item) }, "编辑 Edit"),
+          item.kind === "guidance" ? null
+            : el("button", { type: "button", class: "guide", onclick: () => this.act("guide", item) }, "引导 Guide"),
+          el("button", { type: "button", class: "delete", onclick: () => this.act("delete", item) }, "删除 Delete"));
+      } else {
+        parts.push(el("span", { class: "chip-note" }, chip.note));
+      }
+      chip.element.dataset.state = chip.state;
+      chip.element.dataset.kind = item.kind;
+      chip.element.replaceChildren(...parts);
+      nodes.push(chip.element);
+    }
+    this.chipList.replaceChildren(...nodes);
+  }
+}

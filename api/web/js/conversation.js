@@ -1,0 +1,398 @@
+// The conversation: display messages from the store, with the part of the current turn
+// that is not stored yet built from run events (streamed text, running tools). A stored
+// message replaces its live version (same id), so what a reload shows is what was shown.
+
+import { duration, el, textOf } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+
+const FOLD_LINES = 12;
+const FOLD_CHARS = 1500;
+const LIVE_OUTPUT_CHARS = 100000;
+
+export function toolState(result, { started, aborted }) {
+  if (result) {
+    const details = result.details || {};
+    const text = textOf(result.content);
+    if (details.runtime_guidance_replan || text.startsWith("Not run:")) return "skipped";
+    if (details.interrupted) return "interrupted";
+    if (text.startsWith("Aborted by the user")) return "aborted";
+    if (details.cancelled || text.startsWith("Stopped because the user sent guidance")) {
+      return aborted ? "aborted" : "interrupted";
+    }
+    return result.is_error ? "error" : "done";
+  }
+  if (aborted) return "aborted";
+  return started ? "running" : "planned";
+}
+
+const STATE_LABELS = {
+  planned: "planned",
+  running: "running",
+  done: "done",
+  error: "error",
+  interrupted: "interrupted",
+  aborted: "aborted",
+  skipped: "skipped for replan",
+};
+
+function argumentSummary(args) {
+  const shown = args.command ?? args.path ?? args.pattern ?? args.url ?? "";
+  return typeof shown === "string" ? shown : JSON.stringify(shown);
+}
+
+export class Conversation {
+  constructor(root, { onLoadEarlier }) {
+    this.root = root;
+    this.list = el("div", { class: "messages" });
+    this.earlierButton = el("button", { class: "earlier", hidden: true, onclick: () => onLoadEarlier() }, "Load earlier messages");
+    this.retryNotice = el("div", { class: "retry-notice", hidden: true, role: "status" });
+    root.replaceChildren(this.earlierButton, this.list, this.retryNotice);
+    this.entries = new Map(); // id -> {id, seq, runId, message, arrival}
+    this.elements = new Map(); // id -> element
+    this.tools = new Map(); // tool call id -> {started, startedAt, output, durationMs, result, runId}
+    this.cards = new Map(); // tool call id -> card element
+    this.callOwner = new Map(); // tool call id -> assistant entry id
+    this.abortedRuns = new Set();
+    this.marks = [];
+    this.retry = null;
+    this.arrivals = 0;
+  }
+
+  get firstSeq() {
+    let first = null;
+    for (const entry of this.entries.values()) {
+      if (entry.seq !== null && (first === null || entry.seq < first)) first = entry.seq;
+    }
+    return first;
+  }
+
+  setEarlier(earlier) {
+    this.earlierButton.hidden = !earlier;
+  }
+
+  addDisplay(messages) {
+    for (const shown of messages) {
+      const known = this.entries.get(shown.id);
+      this.entries.set(shown.id, {
+        id: shown.id,
+        seq: shown.seq,
+        runId: shown.run_id,
+        message: shown.message,
+        arrival: known ? known.arrival : this.arrivals++,
+      });
+      if (shown.message.role === "custom" && shown.message.custom_type === "abort" && shown.run_id) {
+        this.abortedRuns.add(shown.run_id);
+      }
+      this.noteMessage(shown.id, shown.message, shown.run_id);
+      this.elements.delete(shown.id); // rendered again from the stored version
+    }
+    this.layout();
+  }
+
+  setMarks(marks) {
+    this.marks = marks;
+    this.layout();
+  }
+
+  noteMessage(id, message, runId) {
+    if (message.role === "assistant") {
+      for (const block of message.content || []) {
+        if (block.type === "toolCall" && block.id) this.callOwner.set(block.id, id);
+      }
+    } else if (message.role === "toolResult") {
+      const tool = this.tool(message.tool_call_id, runId);
+      tool.result = { content: message.content, details: message.details, is_error: message.is_error };
+      this.updateCard(message.tool_call_id);
+    }
+  }
+
+  tool(callId, runId) {
+    if (!this.tools.has(callId)) {
+      this.tools.set(callId, { started: false, startedAt: null, output: "", durationMs: null, result: null, runId });
+    }
+    const tool = this.tools.get(callId);
+    if (runId && !tool.runId) tool.runId = runId;
+    return tool;
+  }
+
+  // Run events ----------------------------------------------------------------------
+
+  onEvent(event) {
+    const p = event.payload;
+    switch (event.type) {
+      case "message_start":
+        this.clearRetry();
+        this.live(p.entry_id, event.run_id, p.message);
+        break;
+      case "message_update":
+        this.clearRetry();
+        this.delta(p, event.run_id);
+        break;
+      case "message_end":
+        this.live(p.entry_id, event.run_id, p.message);
+        break;
+      case "tool_execution_start": {
+        const tool = this.tool(p.tool_call_id, event.run_id);
+        tool.started = true;
+        tool.startedAt = event.created_at;
+        this.updateCard(p.tool_call_id);
+        break;
+      }
+      case "tool_execution_update": {
+        const tool = this.tool(p.tool_call_id, event.run_id);
+        tool.output = (tool.output + p.partial).slice(-LIVE_OUTPUT_CHARS);
+        this.updateCard(p.tool_call_id);
+        break;
+      }
+      case "tool_execution_end": {
+        const tool = this.tool(p.tool_call_id, event.run_id);
+        tool.started = true;
+        tool.durationMs = p.duration_ms;
+        tool.result = p.result;
+        this.updateCard(p.tool_call_id);
+        break;
+      }
+      case "retry_scheduled":
+        this.retry = { until: event.created_at + p.delay_ms, attempt: p.attempt, error: p.error };
+        this.tick();
+        break;
+      case "run_aborted":
+        this.markAborted(event.run_id);
+        break;
+      case "agent_end":
+        this.clearRetry();
+        if (p.status === "aborted") this.markAborted(p.run_id);
+        break;
+      default:
+    }
+  }
+
+  markAborted(runId) {
+    if (!runId) return;
+    this.abortedRuns.add(runId);
+    for (const [callId, tool] of this.tools) if (tool.runId === runId) this.updateCard(callId);
+  }
+
+  // message_start (again, when a model call is made again: what was shown of it goes) and
+  // message_end both carry the whole message so far.
+  live(id, runId, message) {
+    const known = this.entries.get(id);
+    if (known && known.seq !== null) return; // stored already: the store wins
+    const copy = structuredClone(message);
+    this.entries.set(id, { id, seq: null, runId, message: copy, arrival: known ? known.arrival : this.arrivals++ });
+    this.noteMessage(id, copy, runId);
+    this.elements.delete(id);
+    this.layout();
+  }
+
+  delta(p, runId) {
+    let entry = this.entries.get(p.entry_id);
+    if (entry && entry.seq !== null) return;
+    if (!entry) {
+      // The stream began before what this page loaded: show what comes from here on.
+      entry = { id: p.entry_id, seq: null, runId, message: { role: "assistant", content: [] }, arrival: this.arrivals++ };
+      this.entries.set(p.entry_id, entry);
+    }
+    const content = entry.message.content;
+    const fresh = !content[p.content_index];
+    if (fresh) {
+      content[p.content_index] =
+        p.kind === "text" ? { type: "text", text: "" }
+        : p.kind === "thinking" ? { type: "thinking", thinking: "" }
+        : { type: "toolCall", id: "", name: p.tool_name || "tool", arguments: {}, partial: "" };
+    }
+    const block = content[p.content_index];
+    if (block.type === "text") block.text += p.delta;
+    else if (block.type === "thinking") block.thinking += p.delta;
+    else block.partial = (block.partial || "") + p.delta;
+    const element = this.elements.get(p.entry_id);
+    const blockElement = element && element.querySelector(`[data-block="${p.content_index}"]`);
+    if (!fresh && blockElement) {
+      blockElement.replaceWith(this.renderBlock(entry, block, p.content_index));
+    } else {
+      this.elements.delete(p.entry_id);
+      this.layout();
+    }
+  }
+
+  // Retries -------------------------------------------------------------------------
+
+  clearRetry() {
+    if (!this.retry) return;
+    this.retry = null;
+    this.retryNotice.hidden = true;
+  }
+
+  tick() {
+    const now = Date.now();
+    if (this.retry) {
+      const left = Math.max(0, Math.ceil((this.retry.until - now) / 1000));
+      this.retryNotice.hidden = false;
+      this.retryNotice.textContent =
+        `The model call failed (${this.retry.error}). ` +
+        (left > 0 ? `Retry ${this.retry.attempt} in ${left} s…` : `Retry ${this.retry.attempt} now…`);
+    }
+    for (const [callId, tool] of this.tools) {
+      if (tool.started && !tool.result && tool.startedAt) {
+        const card = this.cards.get(callId);
+        const time = card && card.querySelector(".tool-time");
+        if (time) time.textContent = duration(Math.max(0, now - tool.startedAt));
+      }
+    }
+  }
+
+  // Rendering -----------------------------------------------------------------------
+
+  visible(entry) {
+    const message = entry.message;
+    if (message.role === "toolResult") return !this.callOwner.has(message.tool_call_id);
+    if (message.role === "custom") return message.display !== false;
+    return true;
+  }
+
+  layout() {
+    const ordered = [...this.entries.values()]
+      .filter((entry) => this.visible(entry))
+      .sort((a, b) => {
+        if (a.seq !== null && b.seq !== null) return a.seq - b.seq;
+        if (a.seq !== null) return -1;
+        if (b.seq !== null) return 1;
+        return a.arrival - b.arrival;
+      });
+    const wanted = [];
+    const marksAfter = new Map();
+    for (const mark of this.marks) {
+      const key = mark.after_message_id || "";
+      if (!marksAfter.has(key)) marksAfter.set(key, []);
+      marksAfter.get(key).push(mark);
+    }
+    if (this.earlierButton.hidden) {
+      // Nothing is earlier than the first message shown: a compaction before it goes first.
+      for (const mark of marksAfter.get("") || []) wanted.push(this.markElement(mark));
+    }
+    for (const entry of ordered) {
+      if (!this.elements.has(entry.id)) this.elements.set(entry.id, this.renderEntry(entry));
+      wanted.push(this.elements.get(entry.id));
+      for (const mark of marksAfter.get(entry.id) || []) wanted.push(this.markElement(mark));
+    }
+    // Put the wanted elements in order, moving only those out of place.
+    const atBottom = this.root.scrollHeight - this.root.scrollTop - this.root.clientHeight < 40;
+    wanted.forEach((node, index) => {
+      if (this.list.children[index] !== node) this.list.insertBefore(node, this.list.children[index] || null);
+    });
+    while (this.list.children.length > wanted.length) this.list.lastElementChild.remove();
+    if (atBottom) this.root.scrollTop = this.root.scrollHeight;
+  }
+
+  markElement(mark) {
+    if (!mark.element) {
+      mark.element = el("div", { class: "compaction-mark", dataset: { entryId: mark.entry_id } },
+        `Context compacted here (${mark.tokens_before} tokens summarised): from this point the model works from a summary of what is above. The full history stays shown.`);
+    }
+    return mark.element;
+  }
+
+  renderEntry(entry) {
+    const message = entry.message;
+    const role = message.role;
+    const node = el("article", { class: `msg ${role}`, dataset: { id: entry.id, role } });
+    if (entry.seq === null) node.dataset.live = "";
+    if (role === "user") {
+      node.append(el("div", { class: "who" }, "You"), el("div", { class: "text plain" }, textOf(message.content)));
+    } else if (role === "assistant") {
+      node.append(el("div", { class: "who" }, "Assistant"));
+      (message.content || []).forEach((block, index) => node.append(this.renderBlock(entry, block, index)));
+      if (!(message.content || []).length && entry.seq === null) node.append(el("div", { class: "typing" }, "…"));
+      if (message.stop_reason === "error") node.append(el("div", { class: "error" }, `Model error: ${message.error_message || "unknown"}`));
+      if (message.stop_reason === "aborted") node.append(el("div", { class: "note" }, "Stopped."));
+    } else if (role === "toolResult") {
+      node.append(this.card({ id: message.tool_call_id, name: message.tool_name, arguments: {} }, entry.runId));
+    } else {
+      const text = message.custom_type === "abort" ? "The run was stopped here." : textOf(message.content);
+      node.classList.add("notice");
+      node.append(el("div", { class: "text plain" }, text));
+    }
+    return node;
+  }
+
+  renderBlock(entry, block, index) {
+    const data = { block: String(index) };
+    if (block.type === "text") {
+      return el("div", { class: "text md", dataset: data }, renderMarkdown(block.text));
+    }
+    if (block.type === "thinking") {
+      return el("details", { class: "thinking", dataset: data },
+        el("summary", {}, block.redacted ? "Thinking (redacted)" : "Thinking"),
+        el("div", { class: "text plain" }, block.thinking));
+    }
+    if (block.type === "toolCall" && !block.id) {
+      return el("div", { class: "tool", dataset: { ...data, state: "planned" } },
+        el("div", { class: "tool-head" }, el("span", { class: "tool-name" }, block.name), el("span", { class: "tool-state" }, "planning…")),
+        el("pre", { class: "tool-args-live" }, block.partial || ""));
+    }
+    if (block.type === "toolCall") {
+      const card = this.card(block, entry.runId);
+      card.dataset.block = String(index);
+      return card;
+    }
+    return el("div", { dataset: data });
+  }
+
+  card(call, runId) {
+    let card = this.cards.get(call.id);
+    if (!card) {
+      card = el("div", { class: "tool", dataset: { callId: call.id } });
+      this.cards.set(call.id, card);
+    }
+    card.call = call.arguments && Object.keys(call.arguments).length ? call : card.call || call;
+    this.tool(call.id, runId);
+    this.fillCard(card);
+    return card;
+  }
+
+  updateCard(callId) {
+    const card = this.cards.get(callId);
+    if (card) this.fillCard(card);
+  }
+
+  fillCard(card) {
+    const call = card.call;
+    const tool = this.tools.get(call.id);
+    const aborted = this.abortedRuns.has(tool.runId);
+    const state = toolState(tool.result, { started: tool.started, aborted });
+    card.dataset.state = state;
+    const output = tool.result ? textOf(tool.result.content) : tool.output;
+    const ticking = state === "running" && tool.startedAt;
+    const time = tool.durationMs !== null ? duration(tool.durationMs)
+      : ticking ? duration(Math.max(0, Date.now() - tool.startedAt)) : "";
+    const head = el("div", { class: "tool-head" },
+      el("span", { class: "tool-name" }, call.name),
+      el("code", { class: "tool-summary" }, argumentSummary(call.arguments || {})),
+      el("span", { class: `tool-state ${state}` }, STATE_LABELS[state]),
+      el("span", { class: "tool-time", dataset: ticking ? { ticking: "" } : {} }, time));
+    const parts = [head];
+    if (call.arguments && Object.keys(call.arguments).length) {
+      parts.push(el("details", { class: "tool-args" }, el("summary", {}, "arguments"),
+        el("pre", {}, JSON.stringify(call.arguments, null, 2))));
+    }
+    if (output) {
+      const lines = output.split("\n");
+      const long = lines.length > FOLD_LINES || output.length > FOLD_CHARS;
+      const wasOpen = card.querySelector(".tool-output.open");
+      const pre = el("pre", { class: `tool-output${long && !wasOpen ? " folded" : ""}${wasOpen ? " open" : ""}` }, output);
+      parts.push(pre);
+      if (long) {
+        parts.push(el("button", {
+          class: "fold",
+          onclick: (e) => {
+            const open = pre.classList.toggle("open");
+            pre.classList.toggle("folded", !open);
+            e.target.textContent = open ? "Fold output" : "Show all output";
+          },
+        }, wasOpen ? "Fold output" : `Show all output (${lines.length} lines, ${output.length} characters)`));
+      }
+      if (state === "running") pre.scrollTop = pre.scrollHeight;
+    }
+    card.replaceChildren(...parts);
+  }
+}

@@ -1,0 +1,110 @@
+// The run header: the session's name, the phase, turn, tokens and elapsed time of the
+// latest run, the model, and the Stop button.
+
+import { duration, el, shortId } from "./dom.js";
+
+function totalTokens(usage) {
+  if (!usage) return 0;
+  return Object.values(usage).reduce((sum, n) => sum + (typeof n === "number" ? n : 0), 0);
+}
+
+export class RunHeader {
+  constructor(root, { stop, rename, compact }) {
+    this.name = el("h2", { class: "name" });
+    this.renameButton = el("button", { type: "button", class: "rename", onclick: () => this.startRename() }, "Rename");
+    this.phase = el("span", { class: "phase", dataset: { phase: "idle" } }, "idle");
+    this.turn = el("span", { class: "turn" });
+    this.tokens = el("span", { class: "tokens" });
+    this.elapsed = el("span", { class: "elapsed" });
+    this.model = el("span", { class: "model" });
+    this.compactButton = el("button", { type: "button", class: "compact", onclick: () => compact() }, "Compact");
+    this.stopButton = el("button", { type: "button", class: "stop", onclick: () => stop() }, "Stop");
+    this.workerBanner = el("div", { class: "banner worker-down", role: "status", hidden: true },
+      "No worker is answering for this run: it is paused, nothing is lost, and it goes on when a worker is back.");
+    this.onRename = rename;
+    root.replaceChildren(
+      el("div", { class: "run-header" },
+        el("div", { class: "title" }, this.name, this.renameButton),
+        el("div", { class: "figures" }, this.phase, this.turn, this.tokens, this.elapsed, this.model),
+        el("div", { class: "actions" }, this.compactButton, this.stopButton)),
+      this.workerBanner);
+    this.run = null;
+    this.currentTurn = null;
+  }
+
+  setSession(session) {
+    this.session = session;
+    if (!this.renaming) this.name.textContent = session.name || `Session ${shortId(session.id)}`;
+    this.model.textContent = session.config.model;
+  }
+
+  setStatus(status) {
+    this.model.textContent = status.model;
+    this.workerBanner.hidden = status.worker_answering !== false;
+  }
+
+  setRun(run) {
+    // A run's own phases end with it: once the store has its outcome the session is idle,
+    // even while its workflow takes its last step.
+    const over = run.latest && run.latest.status !== "running";
+    this.setPhase(over && (run.phase === "turn" || run.phase === "retry") ? "idle" : run.phase);
+    this.run = run.latest;
+    if (this.run) this.currentTurn = this.run.status === "running" ? Math.max(this.run.turns, this.currentTurn || 0) : this.run.turns;
+    this.tick();
+  }
+
+  setPhase(phase) {
+    this.phase.textContent = phase;
+    this.phase.dataset.phase = phase;
+    this.stopButton.disabled = phase === "idle";
+    if (phase === "idle") this.workerBanner.hidden = true;
+  }
+
+  onEvent(event) {
+    const p = event.payload;
+    if (event.type === "turn_start") this.currentTurn = p.turn;
+    else if (event.type === "phase_changed") this.setPhase(p.phase);
+    else if (event.type === "agent_start") this.setPhase("turn");
+    else if (event.type === "agent_end" && this.run && this.run.run_id === p.run_id) {
+      this.run = { ...this.run, status: p.status, turns: p.turns, usage: p.usage, ended_at: event.created_at };
+      this.setPhase("idle");
+    }
+    this.tick();
+  }
+
+  tick() {
+    const run = this.run;
+    this.turn.textContent = this.currentTurn ? `turn ${this.currentTurn}` : "";
+    this.tokens.textContent = run ? `${totalTokens(run.usage).toLocaleString()} tokens` : "";
+    if (run) {
+      const end = run.ended_at || (run.status === "running" ? Date.now() : run.updated_at);
+      this.elapsed.textContent = duration(Math.max(0, end - run.started_at));
+    } else {
+      this.elapsed.textContent = "";
+    }
+  }
+
+  startRename() {
+    if (this.renaming) return;
+    this.renaming = true;
+    const input = el("input", { class: "rename-input", value: this.name.textContent, "aria-label": "Session name" });
+    const finish = async (save) => {
+      if (!this.renaming) return;
+      this.renaming = false;
+      const name = input.value.trim();
+      input.replaceWith(this.name);
+      if (save && name && name !== this.name.textContent) {
+        this.name.textContent = name;
+        await this.onRename(name);
+      }
+    };
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") finish(true);
+      if (event.key === "Escape") finish(false);
+    });
+    input.addEventListener("blur", () => finish(true));
+    this.name.replaceWith(input);
+    input.focus();
+    input.select();
+  }
+}

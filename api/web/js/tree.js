@@ -1,0 +1,49 @@
+// The session tree: branches, labels and compactions. Go to an entry (a user message's
+// text comes back into the composer), fork a new session from it, or label it.
+
+import { el } from "./dom.js";
+
+const KINDS = { user: "you", assistant: "assistant", tool: "tool", custom: "note", compaction: "compaction", branch_summary: "branch summary", other: "entry" };
+
+export class TreePanel {
+  constructor(root, { goto, fork, label }) {
+    this.root = root;
+    this.actions = { goto, fork, label };
+    this.list = el("ul", { class: "tree" });
+    this.note = el("p", { class: "tree-note" });
+    root.replaceChildren(this.note, this.list);
+  }
+
+  show(view) {
+    this.note.textContent = view.truncated ? "Showing the newest part of a large tree." : "";
+    this.list.replaceChildren(...view.nodes.map((node) => this.row(node)));
+  }
+
+  row(node) {
+    const labelled = node.label ? el("span", { class: "label" }, node.label) : null;
+    const where = node.is_leaf ? el("span", { class: "leaf" }, "current") : null;
+    const folded = node.folded ? el("span", { class: "folded" }, `+${node.folded}`) : null;
+    const buttons = el("span", { class: "node-actions" },
+      el("button", { type: "button", class: "goto", onclick: () => this.actions.goto(node) }, "Go to"),
+      el("button", { type: "button", class: "fork", onclick: () => this.actions.fork(node) }, "Fork"),
+      el("button", { type: "button", class: "set-label", onclick: () => this.editLabel(node, row) }, "Label"));
+    const row = el("li", {
+      class: `node ${node.kind}${node.on_path ? " on-path" : ""}`,
+      dataset: { id: node.id, kind: node.kind },
+    },
+    el("span", { class: "kind" }, KINDS[node.kind] || node.kind),
+    el("span", { class: "preview", title: node.preview }, node.preview || "(empty)"),
+    labelled, where, folded, buttons);
+    // Through the CSSOM: the page's policy refuses inline style attributes.
+    row.style.setProperty("--depth", String(node.depth));
+    return row;
+  }
+
+  editLabel(node, row) {
+    const input = el("input", { class: "label-input", value: node.label || "", placeholder: "label (empty clears it)", "aria-label": "Label" });
+    const save = el("button", { type: "button", class: "save-label", onclick: () => this.actions.label(node, input.value) }, "Save");
+    input.addEventListener("keydown", (event) => { if (event.key === "Enter") this.actions.label(node, input.value); });
+    row.querySelector(".node-actions").replaceChildren(input, save);
+    input.focus();
+  }
+}

@@ -1,0 +1,309 @@
+"""Seed 001's seven acceptance points (验收点), in the browser, clicking what a person clicks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.async_api import expect
+from support import ApiServer, Stack, eventually, run_finished
+
+from activities.tools import process_group_alive
+from browser.pages import base_url, loaded, new_session, open_session, screenshot, send, signed_in
+
+pytestmark = pytest.mark.browser
+
+Json = dict[str, Any]
+
+
+def user_texts(body: Json) -> str:
+    return " ".join(
+        block["text"]
+        for message in body["messages"]
+        if message["role"] == "user" and isinstance(message["content"], list)
+        for block in message["content"]
+        if block["type"] == "text"
+    )
+
+
+async def queue_texts(http: Any, session: str) -> list[str]:
+    return [i["text"] for i in (await http.get(f"/api/sessions/{session}/input-queue")).json()]
+
+
+def chips(page: Any) -> Any:
+    return page.locator("#composer .chip")
+
+
+# A tool that runs until the test lets it finish (it creates the file `go`).
+UNTIL_GO = "while [ ! -f go ]; do sleep 0.05; done; echo built"
+GATED = {
+    "conversations": {
+        "*": [
+            {"wait_for": "go", "reply": [{"text": "first answer"}]},
+            {"reply": [{"text": "second answer"}]},
+        ]
+    }
+}
+
+
+@pytest.mark.script(GATED)
+async def test_1_two_sessions_in_two_tabs_never_mix(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        a, b = await new_session(http, "A"), await new_session(http, "B")
+        tab_a = await signed_in(browser_context, api, remember=True)
+        await open_session(tab_a, a)
+        tab_b = await browser_context.new_page()  # the same person, a second tab
+        await tab_b.goto(f"{base_url(api)}/#/s/{b}")
+        await loaded(tab_b, b)
+        await send(tab_a, "task for A")
+        await send(tab_b, "task for B")
+        await eventually(lambda: all(len(stack.model.requests_for(s)) == 1 for s in (a, b)))
+        await send(tab_a, "more for A")
+        await send(tab_b, "more for B")
+        await expect(chips(tab_a).locator(".chip-text")).to_have_text(["more for A"])
+        await expect(chips(tab_b).locator(".chip-text")).to_have_text(["more for B"])
+        assert await queue_texts(http, a) == ["more for A"]
+        assert await queue_texts(http, b) == ["more for B"]
+        await screenshot(tab_a, "1-two-tabs-a")
+        await screenshot(tab_b, "1-two-tabs-b")
+        stack.model.release("go")
+        await eventually(lambda: run_finished(stack, a) and run_finished(stack, b))
+        await expect(tab_a.locator(".msg.assistant")).to_contain_text(["first answer"])
+        await expect(tab_b.locator(".msg.assistant")).to_contain_text(["first answer"])
+    a_sent = user_texts(stack.model.requests_for(a)[0].body)
+    b_sent = user_texts(stack.model.requests_for(b)[0].body)
+    assert "task for A" in a_sent and "B" not in a_sent
+    assert "task for B" in b_sent and "A" not in b_sent
+    assert "task for B" not in await tab_a.locator("#conversation").inner_text()
+    assert "task for A" not in await tab_b.locator("#conversation").inner_text()
+
+
+@pytest.mark.script(GATED)
+async def test_2_switching_session_while_one_runs(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        a, b = await new_session(http, "A"), await new_session(http, "B")
+        page = await signed_in(browser_context, api)
+        await open_session(page, a)
+        await send(page, "task for A")
+        await eventually(lambda: len(stack.model.requests_for(a)) == 1)
+        await expect(page.locator("#run-header .phase")).not_to_have_text("idle")
+        # Enter in A, then straight to B: what was typed in A stays A's.
+        await send(page, "late words for A")
+        await page.click(f'#session-list li[data-id="{b}"] a')
+        await loaded(page, b)
+        await send(page, "task for B")  # B is idle: this starts B's run
+        await eventually(lambda: len(stack.model.requests_for(b)) == 1)
+        await send(page, "more for B")  # B is busy now: queued in B
+        await expect(chips(page).locator(".chip-text")).to_have_text(["more for B"])
+        await screenshot(page, "2-switched-to-b")
+        assert await queue_texts(http, a) == ["late words for A"]
+        assert await queue_texts(http, b) == ["more for B"]
+        await page.click(f'#session-list li[data-id="{a}"] a')
+        await loaded(page, a)
+        await expect(chips(page).locator(".chip-text")).to_have_text(["late words for A"])
+        assert "task for B" not in await page.locator("#conversation").inner_text()
+        stack.model.release("go")
+        await eventually(lambda: run_finished(stack, a) and run_finished(stack, b))
+    assert len(stack.client.runs(a)) == 1 and len(stack.client.runs(b)) == 1
+    assert "B" not in user_texts(stack.model.requests_for(a)[0].body)
+
+
+@pytest.mark.script(GATED)
+async def test_3_pending_chip_survives_a_reload(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        a = await new_session(http, "A")
+        page = await signed_in(browser_context, api)
+        await open_session(page, a)
+        await send(page, "task")
+        await eventually(lambda: len(stack.model.requests_for(a)) == 1)
+        await send(page, "remember me")
+        await expect(chips(page).locator(".chip-text")).to_have_text(["remember me"])
+        await page.reload()
+        await loaded(page, a)
+        await expect(chips(page).locator(".chip-text")).to_have_text(["remember me"])
+        await expect(chips(page).first).to_have_attribute("data-state", "pending")
+        await screenshot(page, "3-chip-after-reload")
+        stack.model.release("go")
+        await eventually(lambda: run_finished(stack, a))
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {"reply": [{"tool_use": {"name": "bash", "input": {"command": UNTIL_GO}}}]},
+                {"reply": [{"text": "built, and the changelog is updated"}]},
+            ]
+        }
+    }
+)
+async def test_4_guide_is_taken_at_the_nearest_safe_point(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        a = await new_session(http, "A")
+        workspace = Path(stack.client.get_session(a).workspace)
+        page = await signed_in(browser_context, api)
+        await open_session(page, a)
+        await send(page, "build it")
+        await expect(page.locator('.tool[data-state="running"]')).to_be_visible()
+        await send(page, "also update the changelog")
+        chip = chips(page).first
+        await chip.locator("button.guide").click()
+        await expect(chip).to_have_attribute("data-kind", "guidance")
+        await screenshot(page, "4-guidance-waiting")
+        (workspace / "go").touch()  # the tool finishes: the next safe point is after it
+        await expect(chip).to_contain_text("guidance taken at after_tool")
+        row = page.locator("#activity .event.runtime_guidance_injected")
+        await expect(row).to_contain_text("Guidance injected at after_tool")
+        await screenshot(page, "4-guidance-taken")
+        await expect(chips(page)).to_have_count(0)  # the chip says where, then leaves
+        await eventually(lambda: run_finished(stack, a))
+    hidden = user_texts(stack.model.requests_for(a)[1].body)
+    assert "<runtime-guidance>" in hidden and "also update the changelog" in hidden
+    # Guidance is not a chat message.
+    assert "also update the changelog" not in await page.locator("#conversation").inner_text()
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {
+                    "wait_for": "go",
+                    "reply": [
+                        {"text": "I'll create it."},
+                        {"tool_use": {"name": "bash", "input": {"command": "touch ran.txt"}}},
+                    ],
+                },
+                {"reply": [{"text": "re-planned for the staging db"}]},
+            ]
+        }
+    }
+)
+async def test_5_guidance_before_tools_replans_them(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        a = await new_session(http, "A")
+        workspace = Path(stack.client.get_session(a).workspace)
+        page = await signed_in(browser_context, api)
+        await open_session(page, a)
+        await send(page, "do it")
+        await eventually(lambda: len(stack.model.requests_for(a)) == 1)
+        await send(page, "use the staging db")
+        await chips(page).first.locator("button.guide").click()
+        await expect(chips(page).first).to_have_attribute("data-kind", "guidance")
+        stack.model.release("go")  # the model plans a tool; the guidance is already there
+        replan = page.locator("#activity .event.runtime_guidance_replan_before_tools")
+        await expect(replan).to_contain_text("runtime_guidance_replan_before_tools")
+        await expect(page.locator(".tool").first).to_have_attribute("data-state", "skipped")
+        await expect(page.locator(".msg.assistant").last).to_contain_text("re-planned")
+        await screenshot(page, "5-replan-before-tools")
+        await eventually(lambda: run_finished(stack, a))
+    assert not (workspace / "ran.txt").exists()  # the old plan never ran
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {
+                    "reply": [
+                        {
+                            "tool_use": {
+                                "name": "bash",
+                                "input": {"command": "echo $$ > pid.txt; echo started; sleep 60"},
+                            }
+                        }
+                    ]
+                },
+            ]
+        }
+    }
+)
+async def test_6_stop_kills_the_process_and_cancels_the_queue(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        a = await new_session(http, "A")
+        pid_file = Path(stack.client.get_session(a).workspace) / "pid.txt"
+        page = await signed_in(browser_context, api)
+        await open_session(page, a)
+        await send(page, "sleep a while")
+        card = page.locator(".tool").first
+        await expect(card.locator(".tool-output")).to_contain_text("started")
+        pgid = int(pid_file.read_text())
+        await send(page, "after that, tidy up")
+        await expect(chips(page)).to_have_count(1)
+        await page.click("#run-header button.stop")
+        await expect(chips(page).first).to_have_attribute("data-state", "cancelled")
+        await expect(card).to_have_attribute("data-state", "aborted")
+        await expect(page.locator("#run-header .phase")).to_have_text("idle")
+        await screenshot(page, "6-stopped")
+        await eventually(lambda: not process_group_alive(pgid))
+        cancelled = (await http.get(f"/api/sessions/{a}/input-queue?status=cancelled")).json()
+        assert [i["text"] for i in cancelled] == ["after that, tidy up"]
+        assert await queue_texts(http, a) == []
+        await expect(chips(page)).to_have_count(0)
+
+
+PART = "0123456789 " * 2000  # 22 KB, some 5,500 tokens
+SUMMARY = {"match": "You are compacting", "reply": [{"text": "## Goal\nRead the six parts."}]}
+TURN_START = {"match": "beginning of a turn", "reply": [{"text": "The user asked to read."}]}
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                SUMMARY,
+                TURN_START,
+                *(
+                    {"reply": [{"tool_use": {"name": "read", "input": {"path": f"part{i}.txt"}}}]}
+                    for i in range(6)
+                ),
+                {"reply": [{"text": "read them all"}]},
+                {"reply": [{"text": "still here after the compaction"}]},
+            ]
+        }
+    }
+)
+async def test_7_compaction_keeps_the_displayed_history(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        a = await new_session(http, "A")
+        workspace = Path(stack.client.get_session(a).workspace)
+        for i in range(6):
+            (workspace / f"part{i}.txt").write_text(PART)
+        page = await signed_in(browser_context, api)
+        await open_session(page, a)
+        await send(page, "read all six parts")
+        await expect(page.locator(".msg.assistant").last).to_contain_text("read them all")
+        await expect(page.locator("#run-header .phase")).to_have_text("idle")
+        before = await page.locator("#conversation .msg").all_inner_texts()
+        await page.click("#run-header button.compact")
+        await expect(page.locator(".compaction-mark")).to_be_visible()
+        # Everything shown before is still shown, in the same order, above the marker.
+        assert await page.locator("#conversation .msg").all_inner_texts() == before
+        await page.reload()
+        await loaded(page, a)
+        await expect(page.locator(".compaction-mark")).to_be_visible()
+        assert await page.locator("#conversation .msg").all_inner_texts() == before
+        await send(page, "are you there?")
+        await expect(page.locator(".msg.assistant").last).to_contain_text("still here")
+        await screenshot(page, "7-after-compaction")
+    sent = stack.model.requests_for(a)[-1].body
+    first = sent["messages"][0]["content"]
+    first_text = first if isinstance(first, str) else first[0]["text"]
+    assert first_text.startswith("The conversation before this point was compacted")
+    assert "Read the six parts" in first_text
+    assert "part0.txt" not in str(sent["messages"][1:])  # the model sees the compacted context

@@ -1,0 +1,54 @@
+"""The web page ships inside the package, asks no other host for anything, and never
+turns strings into markup or code."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
+
+from api.web import WEB_DIR
+
+REPO = Path(__file__).resolve().parents[2]
+ASSETS = sorted(p for p in WEB_DIR.rglob("*") if p.is_file())
+
+
+def _matches(path: PurePosixPath, pattern: str) -> bool:
+    """setuptools' package-data glob: `*` stays within one path segment."""
+    wanted = PurePosixPath(pattern).parts
+    return len(path.parts) == len(wanted) and all(map(fnmatchcase, path.parts, wanted))
+
+
+def test_pip_install_ships_every_asset() -> None:
+    """Every file of the page is package data of `api` (what `pip install` copies)."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["package-data"]["api"]
+    missing = [
+        str(p)
+        for p in ASSETS
+        if not any(
+            _matches(PurePosixPath(p.relative_to(WEB_DIR.parent).as_posix()), g) for g in patterns
+        )
+    ]
+    assert ASSETS and not missing
+
+
+def test_no_asset_refers_to_another_host() -> None:
+    for asset in ASSETS:
+        text = asset.read_text()
+        # The SVG namespace is a name, not a request.
+        urls = set(re.findall(r"(?:https?:)?//[\w.-]+\.\w+", text)) - {"http://www.w3.org"}
+        assert not urls, (asset.name, urls)
+
+
+def test_scripts_never_parse_strings_as_markup_or_code() -> None:
+    forbidden = re.compile(
+        r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|"
+        r"setAttribute\(\s*[\"']on|setAttribute\(\s*[\"']style"
+    )
+    for script in WEB_DIR.glob("js/*.js"):
+        assert not forbidden.findall(script.read_text()), script.name
+    assert "<script" not in (WEB_DIR / "index.html").read_text().replace(
+        '<script type="module" src="/web/js/app.js"></script>', ""
+    )
