@@ -33,6 +33,7 @@ from api.models import (
     SessionView,
     StopResult,
 )
+from api.ownership import owned_session
 from api.routes_page import page_routes
 from api.web import mount_web
 from client.api import DuragentClient, RunHandle
@@ -112,13 +113,7 @@ def create_app(
     policy = workspaces or WorkspacePolicy.from_settings(client.settings)
 
     def owned(session_id: str, owner: str) -> SessionRecord:
-        try:
-            session = client.get_session(session_id)
-        except SessionNotFound:
-            session = None
-        if session is None or session.owner != owner:
-            raise HTTPException(404, f"session {session_id!r} does not exist")
-        return session
+        return owned_session(client, session_id, owner)
 
     @app.exception_handler(DuragentError)
     async def duragent_error(request: Request, error: DuragentError) -> JSONResponse:
