@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Response
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.ownership import owned_session
@@ -154,13 +155,16 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
     @router.get("/sessions/{session_id}/tree")
     async def tree(session_id: str, owner: User) -> TreeView:
         session = owned(session_id, owner)
-        return tree_view(client.entries(session_id), session.leaf_id)
+        # Every entry of the session is read: off the event loop, so other requests and
+        # event streams go on meanwhile.
+        entries = await run_in_threadpool(client.entries, session_id)
+        return await run_in_threadpool(tree_view, entries, session.leaf_id)
 
     @router.get("/sessions/{session_id}/compactions")
     async def compactions(session_id: str, owner: User) -> list[CompactionMark]:
         """Where the model's context was compacted, for markers in the display history."""
         owned(session_id, owner)
-        return compaction_marks(client.entries(session_id))
+        return await run_in_threadpool(lambda: compaction_marks(client.entries(session_id)))
 
     @router.post("/sessions/{session_id}/goto")
     async def goto(session_id: str, body: Goto, owner: User) -> NavigateResult:

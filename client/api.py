@@ -437,9 +437,9 @@ class DuragentClient:
         session = self.get_session(session_id)
         with self.db.transaction() as db:
             waiting = input_queue.list_items(db, session_id, kind="next_turn")
-            path = entries.load_path(db, session.leaf_id)
+            config_path = entries.load_config_path(db, session.leaf_id)
             running = runs.running_runs(db, session_id)
-        state = derive_path_state(path, session.config)
+        state = derive_path_state(config_path, session.config)
         config = session.config.model_copy(update=state.model_dump())
         open_type = await self._open_workflow_type(session_id)
         if open_type in STRUCTURAL_PHASES:

@@ -6,7 +6,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import literal, select
+from sqlalchemy import CTE, literal, select
 from sqlalchemy.orm import Session
 
 from domain.entries import CONFIG_ENTRIES, CompactionEntry, SessionEntry, parse_entry
@@ -145,8 +145,8 @@ class EntryCache:
             self.remember_path(PathView.of(chain, base))
 
 
-def path_ids(db: Session, leaf_id: str) -> list[str]:
-    """The ids from the root down to `leaf_id`, by walking parent links in the database."""
+def _path(leaf_id: str) -> CTE:
+    """The path from `leaf_id` up to the root as (id, depth), by walking parent links."""
     table = EntryRow.__table__
     path = (
         select(table.c.id, table.c.parent_id, literal(0).label("depth"))
@@ -154,11 +154,16 @@ def path_ids(db: Session, leaf_id: str) -> list[str]:
         .cte("path", recursive=True)
     )
     parent = table.alias("parent")
-    path = path.union_all(
+    return path.union_all(
         select(parent.c.id, parent.c.parent_id, path.c.depth + 1).join(
             path, parent.c.id == path.c.parent_id
         )
     )
+
+
+def path_ids(db: Session, leaf_id: str) -> list[str]:
+    """The ids from the root down to `leaf_id`."""
+    path = _path(leaf_id)
     return list(db.scalars(select(path.c.id).order_by(path.c.depth.desc())))
 
 
@@ -175,6 +180,22 @@ def load_path(
     if cache is not None:
         cache.remember_path(PathView.of(path))
     return path
+
+
+def load_config_path(db: Session, leaf_id: str | None) -> list[SessionEntry]:
+    """The config entries (model, thinking level, active tools) on the path to `leaf_id`,
+    root first: all `derive_path_state` needs, without parsing a long path's messages."""
+    if leaf_id is None:
+        return []
+    path = _path(leaf_id)
+    types = [cls.model_fields["type"].default for cls in CONFIG_ENTRIES]
+    rows = db.scalars(
+        select(EntryRow)
+        .join(path, EntryRow.id == path.c.id)
+        .where(EntryRow.type.in_(types))
+        .order_by(path.c.depth.desc())
+    )
+    return [_entry(row) for row in rows]
 
 
 def load_context_path(db: Session, leaf_id: str | None, cache: EntryCache) -> list[SessionEntry]:

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from support import BOTH_STORES
 
 from domain.config import SessionConfig
-from domain.context import build_context
+from domain.context import build_context, derive_path_state
 from domain.entries import (
     ActiveToolsChangeEntry,
     CompactionEntry,
@@ -295,3 +295,35 @@ def test_the_context_path_builds_the_same_context_as_the_whole_path(db: Database
         "m41",
         "m42",
     ]
+
+
+@BOTH_STORES
+def test_the_config_path_gives_the_config_of_the_whole_path_and_skips_other_branches(
+    db: Database,
+) -> None:
+    def message(entry_id: str, parent: str | None) -> MessageEntry:
+        return MessageEntry(
+            id=entry_id, parent_id=parent, timestamp=0, message=user_text(entry_id, 0)
+        )
+
+    tree: list[SessionEntry] = [
+        message("m0", None),
+        ModelChangeEntry(id="model", parent_id="m0", timestamp=0, model="claude-x"),
+        message("m1", "model"),
+        ActiveToolsChangeEntry(id="tools", parent_id="m1", timestamp=0, active_tools=["read"]),
+        message("m2", "tools"),
+        # another branch from m1, with a model change of its own
+        ModelChangeEntry(id="other-model", parent_id="m1", timestamp=0, model="claude-y"),
+        message("m3", "other-model"),
+    ]
+    with db.transaction() as tx:
+        sessions.create_session(tx, session_id="s", workspace="/w", config=SessionConfig(model="m"))
+        entries.insert_entries(tx, "s", tree)
+    defaults = SessionConfig(model="claude-default")
+    with db.transaction() as tx:
+        for leaf, ids in (("m2", ["model", "tools"]), ("m3", ["model", "other-model"])):
+            config_path = entries.load_config_path(tx, leaf)
+            assert [e.id for e in config_path] == ids
+            whole = entries.load_path(tx, leaf)
+            assert derive_path_state(config_path, defaults) == derive_path_state(whole, defaults)
+        assert entries.load_config_path(tx, None) == []

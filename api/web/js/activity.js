@@ -71,9 +71,21 @@ export class Activity {
       el("code", { class: "type" }, event.type),
       el("span", { class: "what" }, describe(event.type, event.payload)),
       event.run_id ? el("span", { class: "run", title: `run ${event.run_id}` }, shortId(event.run_id)) : null);
-    const atBottom = this.root.scrollHeight - this.root.scrollTop - this.root.clientHeight < 40;
+    this.keepAtBottom();
     this.list.append(row);
     while (this.list.children.length > MAX_ROWS) this.list.firstElementChild.remove();
-    if (atBottom) this.root.scrollTop = this.root.scrollHeight;
+  }
+
+  // Whether the reader was at the bottom is read once per frame, before the frame's first
+  // row, and the scroll is set once after the last: reading the layout after every row
+  // would lay out the whole list again per event (seconds for a long session's page).
+  keepAtBottom() {
+    if (this.scrollPending) return;
+    this.scrollPending = true;
+    const atBottom = this.root.scrollHeight - this.root.scrollTop - this.root.clientHeight < 40;
+    requestAnimationFrame(() => {
+      this.scrollPending = false;
+      if (atBottom) this.root.scrollTop = this.root.scrollHeight;
+    });
   }
 }

@@ -389,7 +389,7 @@ export class Conversation {
             pre.classList.toggle("folded", !open);
             e.target.textContent = open ? "Fold output" : "Show all output";
           },
-        }, wasOpen ? "Fold output" : `Show all output (${lines.length} lines, ${output.length} characters)`));
+        }, wasOpen ? "Fold output" : `Show all output (${lines.length} line${lines.length === 1 ? "" : "s"}, ${output.length} characters)`));
       }
       if (state === "running") pre.scrollTop = pre.scrollHeight;
     }

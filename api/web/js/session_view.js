@@ -205,7 +205,10 @@ export class SessionView {
     await this.attempt(async () => this.conversation.setMarks(await this.call("/compactions")), { quiet: true });
   }
 
+  // The tree covers the whole session (thousands of entries in a long one): it is read
+  // only while its tab is shown, and again when the tab is opened.
   async loadTree() {
+    if (this.tree.root.hidden) return;
     await this.attempt(async () => this.tree.show(await this.call("/tree")), { quiet: true });
   }
 
