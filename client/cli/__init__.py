@@ -1,0 +1,49 @@
+"""The `duragent` command line.
+
+`app` holds the global options; the commands live in modules by what they do, and are
+registered here in the order `duragent --help` lists them.
+"""
+
+from __future__ import annotations
+
+from client import lifecycle
+from client.cli import config, inputs, runs, servers, sessions, tree
+from client.cli.app import app
+
+COMMANDS = (
+    runs.run,
+    runs.skill,
+    runs.template,
+    inputs.steer,
+    inputs.follow_up,
+    inputs.next_turn,
+    inputs.send,
+    inputs.guide,
+    inputs.queue,
+    config.configure,
+    sessions.status,
+    runs.abort,
+    servers.worker,
+    servers.dev_server,
+    servers.offline_model,
+    servers.serve,
+    sessions.sessions,
+    sessions.show,
+    sessions.history,
+    tree.tree,
+    tree.fork,
+    tree.label,
+    tree.compact,
+    tree.goto,
+)
+"""Each is named after its function, underscores as dashes (`follow_up`: `follow-up`)."""
+
+for _command in COMMANDS:
+    app.command()(_command)
+
+
+def main() -> None:
+    lifecycle.exit_after(app)
+
+
+__all__ = ["app", "main"]

@@ -1,0 +1,3 @@
+from client.cli import main
+
+main()

@@ -1,0 +1,74 @@
+"""`duragent configure`: change a session's config."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from activities.tools import default_tool_names
+from client.api import DuragentClient
+from client.cli import command
+from client.cli.command import SessionArg, fail, require_session, store_client
+from client.cli.views import announce, config_line, console
+from client.services import local_services
+from domain.config import QUEUE_MODES, THINKING_LEVELS, check_tool_names
+from settings import Settings
+
+
+def configure(
+    ctx: typer.Context,
+    session: SessionArg,
+    model: Annotated[str | None, typer.Option(help="Model for the next turns.")] = None,
+    thinking: Annotated[
+        str | None, typer.Option(help="Thinking level: off, minimal, low, medium, high.")
+    ] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option(
+            help=f"Active tools, comma-separated (empty: none): {', '.join(default_tool_names())}."
+        ),
+    ] = None,
+    system_prompt: Annotated[str | None, typer.Option(help="System prompt.")] = None,
+    steering_mode: Annotated[
+        str | None, typer.Option(help="Steering queue mode: all or one-at-a-time.")
+    ] = None,
+    follow_up_mode: Annotated[
+        str | None, typer.Option(help="Follow-up queue mode: all or one-at-a-time.")
+    ] = None,
+) -> None:
+    """Change a session's config. A running run uses it from its next turn."""
+    settings: Settings = ctx.obj
+    active_tools = None if tools is None else [t.strip() for t in tools.split(",") if t.strip()]
+    # Bad values are refused here, before any service starts.
+    _choose("--thinking", thinking, THINKING_LEVELS)
+    _choose("--steering-mode", steering_mode, QUEUE_MODES)
+    _choose("--follow-up-mode", follow_up_mode, QUEUE_MODES)
+    store = store_client(settings)
+    if active_tools is not None:
+        try:
+            check_tool_names(active_tools, store.tool_names)
+        except ValueError as error:
+            fail(f"--tools: {error}")
+    fields = {
+        "model": model,
+        "thinking_level": thinking,
+        "active_tools": active_tools,
+        "system_prompt": system_prompt,
+        "steering_mode": steering_mode,
+        "follow_up_mode": follow_up_mode,
+    }
+    require_session(store, session)
+
+    async def main() -> None:
+        async with local_services(settings, announce) as ready:
+            client = await DuragentClient.connect(ready)
+            await client.configure(session, **{k: v for k, v in fields.items() if v is not None})
+            console.print(config_line((await client.status(session)).config))
+
+    command.run(main())
+
+
+def _choose(option: str, value: str | None, allowed: tuple[str, ...]) -> None:
+    if value is not None and value not in allowed:
+        fail(f"{option} must be one of {', '.join(allowed)} (got {value!r})")

@@ -1,0 +1,142 @@
+"""Commands that start a run and show it to its end, and the one that aborts it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from client.api import DuragentClient, RunHandle
+from client.cli import command
+from client.cli.command import SessionArg, fail
+from client.cli.views import announce, console
+from client.render import EventPrinter
+from client.services import local_services
+from settings import Settings
+
+EXIT_CODES = {"completed": 0, "error": 1, "aborted": 130}
+
+
+def run(
+    ctx: typer.Context,
+    prompt: Annotated[str, typer.Argument(help="What the agent should do.")],
+    session: Annotated[
+        str | None, typer.Option(help="Continue this session instead of starting a new one.")
+    ] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(help="Directory the tools work in (new sessions; default: a fresh one)."),
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Name for a new session.")] = None,
+    max_turns: Annotated[int | None, typer.Option(help="Stop after this many turns.")] = None,
+) -> None:
+    """Run PROMPT in a session and stream what happens; exit with the run's outcome
+    (0 completed, 1 error, 130 aborted).
+
+    Starts a Temporal dev server and a worker in this process when none is reachable, and
+    for that worker the offline model when ANTHROPIC_API_KEY is unset. Ctrl-C or SIGTERM
+    stop what it started; the run stays open for the next worker.
+    """
+    settings: Settings = ctx.obj
+    if max_turns is not None and max_turns < 1:
+        fail(f"--max-turns is at least 1 (got {max_turns})")
+
+    def open_session(client: DuragentClient) -> str:
+        if session is None:
+            record = client.create_session(workspace=workspace, name=name)
+            announce(f"Session {record.id} (workspace {record.workspace})")
+            return record.id
+        return client.get_session(session).id
+
+    async def start(client: DuragentClient, session_id: str) -> RunHandle:
+        return await client.prompt(session_id, prompt, max_turns=max_turns)
+
+    raise typer.Exit(command.run(_follow(settings, open_session, start)))
+
+
+def skill(
+    ctx: typer.Context,
+    session: SessionArg,
+    name: Annotated[str, typer.Argument(help="Skill name (.duragent/skills/NAME.md).")],
+    args: Annotated[list[str] | None, typer.Argument(help="Text passed after the skill.")] = None,
+) -> None:
+    """Run a skill in a session and stream what happens."""
+
+    async def start(client: DuragentClient, session_id: str) -> RunHandle:
+        return await client.skill(session_id, name, args or [])
+
+    raise typer.Exit(command.run(_follow(ctx.obj, _existing(session), start)))
+
+
+def template(
+    ctx: typer.Context,
+    session: SessionArg,
+    name: Annotated[str, typer.Argument(help="Template name (.duragent/prompts/NAME.md).")],
+    args: Annotated[
+        list[str] | None, typer.Argument(help="Positional arguments ($1, $2, $@).")
+    ] = None,
+) -> None:
+    """Run a prompt template with arguments in a session and stream what happens."""
+
+    async def start(client: DuragentClient, session_id: str) -> RunHandle:
+        return await client.prompt_from_template(session_id, name, args or [])
+
+    raise typer.Exit(command.run(_follow(ctx.obj, _existing(session), start)))
+
+
+def abort(ctx: typer.Context, session: SessionArg) -> None:
+    """Abort the running agent: running tools are killed, finished results kept."""
+    settings: Settings = ctx.obj
+
+    async def main() -> int:
+        async with local_services(settings, announce) as ready:
+            client = await DuragentClient.connect(ready)
+            result = await client.abort(session)
+            console.print(f"run {result.run_id} aborted after {result.turns} turn(s)")
+            for text in [*result.cleared_steering, *result.cleared_follow_ups]:
+                console.print(f"  dropped: {escape(text)}")
+            return 0
+
+    raise typer.Exit(command.run(main()))
+
+
+def _existing(session: str) -> Callable[[DuragentClient], str]:
+    """Open `session` (it must exist) for `_follow`."""
+    return lambda client: client.get_session(session).id
+
+
+async def _follow(
+    settings: Settings,
+    open_session: Callable[[DuragentClient], str],
+    start: Callable[[DuragentClient, str], Awaitable[RunHandle]],
+) -> int:
+    """Start a run (services started as needed), print its events, return its exit code."""
+    async with local_services(settings, announce) as ready:
+        client = await DuragentClient.connect(ready)
+        session_id = open_session(client)
+        cursor = client.cursor(session_id)  # before the start: no event of the run is missed
+        return await show_run(client, session_id, await start(client, session_id), cursor)
+
+
+async def show_run(client: DuragentClient, session_id: str, handle: RunHandle, cursor: int) -> int:
+    """Print a run's events from `cursor` until it ends; its exit code."""
+    printer = EventPrinter(console, session_id)
+    try:
+        async for event in client.events(session_id, run_id=handle.run_id, after=cursor):
+            printer.show(event)
+    except asyncio.CancelledError:  # a signal: services stop, the run stays open
+        printer.close()
+        announce(
+            f"Stopped. Run {handle.run_id} stays open and goes on with the next worker "
+            f"(duragent worker); end it with: duragent abort {session_id}"
+        )
+        raise
+    finally:
+        printer.close()  # also on an error: the terminal gets its cursor back
+    result = await handle.result()
+    announce(f"Inspect it: duragent show {session_id}")
+    return EXIT_CODES[result.status]

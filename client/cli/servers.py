@@ -1,0 +1,111 @@
+"""Commands that run a service in the foreground: a worker, the Temporal dev server, the
+offline model, the HTTP API."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from client.api import DuragentClient
+from client.cli import command
+from client.cli.views import announce
+from client.services import ensure_model, ensure_temporal, local_services
+from settings import Settings
+
+
+def worker(ctx: typer.Context) -> None:
+    """Run a worker: it hosts session workflows and their activities until interrupted.
+
+    With no ANTHROPIC_API_KEY and no ANTHROPIC_BASE_URL it serves the offline model itself.
+    Ctrl-C or SIGTERM stop it with the tool processes it runs; their runs go on with the
+    next worker.
+    """
+    from worker import run_worker
+
+    settings: Settings = ctx.obj
+
+    async def main() -> None:
+        async with ensure_model(settings, announce) as ready:
+            announce(f"Worker on task queue {ready.task_queue} at {ready.temporal_address}")
+            await run_worker(ready)
+
+    command.run(main())
+
+
+def dev_server(ctx: typer.Context) -> None:
+    """Run the Temporal dev server (with its web UI) in the foreground until interrupted."""
+    settings: Settings = ctx.obj
+
+    async def main() -> None:
+        async with ensure_temporal(settings, announce):
+            await asyncio.Event().wait()
+
+    command.run(main())
+
+
+def offline_model(
+    script: Annotated[
+        Path | None, typer.Option(help="Script file (YAML or JSON); default: the demo script.")
+    ] = None,
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 0,
+) -> None:
+    """Serve the offline model: the Anthropic Messages API playing a scripted conversation."""
+    from offline_model import serve_forever
+
+    serve_forever(script, port=port)
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    worker: Annotated[
+        bool, typer.Option(help="Run a worker in this process when none is polling.")
+    ] = True,
+) -> None:
+    """Serve the HTTP API (OpenAPI at /docs).
+
+    Bearer tokens come from DURAGENT_API_TOKENS; with none set, one is made up and printed.
+    """
+    import secrets
+
+    import uvicorn
+
+    from api.app import create_app
+
+    settings: Settings = ctx.obj
+    tokens = settings.api_tokens
+    if not tokens:
+        tokens = {secrets.token_urlsafe(24): "default"}
+        announce(f"API token (user default): {next(iter(tokens))}")
+
+    class Server(uvicorn.Server):
+        """Signals are the command's (they stop the services too), not uvicorn's."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    async def main() -> None:
+        async with local_services(settings, announce, worker=worker) as ready:
+            client = await DuragentClient.connect(ready)
+            # Open event streams end within the grace period instead of holding the stop.
+            config = uvicorn.Config(
+                create_app(client, tokens), host=host, port=port, timeout_graceful_shutdown=3
+            )
+            server = Server(config)
+            serving = asyncio.create_task(server.serve())
+            announce(f"HTTP API on http://{host}:{port} (docs at /docs)")
+            try:
+                await asyncio.shield(serving)
+            except asyncio.CancelledError:  # a signal: finish the HTTP side, then the rest
+                server.should_exit = True
+                await serving
+                raise
+
+    command.run(main())

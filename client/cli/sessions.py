@@ -1,0 +1,212 @@
+"""Commands that read sessions: the list, one session's runs and transcript, its state
+now, and what its runs did as their Temporal histories tell it."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from client.api import DuragentClient
+from client.cli import command
+from client.cli.command import SessionArg, client_errors, fail, require_session, store_client
+from client.cli.views import (
+    QUEUE_TEXT_CHARS,
+    SHOW_ALL,
+    SHOW_LIMITS,
+    announce,
+    config_line,
+    console,
+    err,
+    print_clipped,
+    print_entry,
+    say,
+    when,
+)
+from client.services import ensure_temporal
+from client.tables import Column, print_table
+from settings import Settings
+
+
+def sessions(ctx: typer.Context) -> None:
+    """List sessions, most recently active first.
+
+    A narrow terminal leaves out the least useful columns (workspace, then updated) and
+    says so; piped output has every column in full.
+    """
+    settings: Settings = ctx.obj
+    client = store_client(settings)
+    columns = [
+        Column("session"),
+        Column("name", wrap=True),
+        Column("model"),
+        Column("updated", drop=2),
+        Column("workspace", wrap=True, drop=3),
+    ]
+    rows = [
+        [
+            record.id,
+            record.name or "",
+            record.config.model,
+            when(record.updated_at),
+            record.workspace,
+        ]
+        for record in client.list_sessions()
+    ]
+    print_table(console, columns, rows)
+
+
+def show(
+    ctx: typer.Context,
+    session: SessionArg,
+    full: Annotated[
+        bool, typer.Option("--full", help="Print long messages and tool output whole.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print entries as JSON.")] = False,
+) -> None:
+    """Show a session: its runs and the transcript of its current branch.
+
+    Long messages and tool output are cut, with a note of how much more there is;
+    `--full` prints them whole, `--json` the stored entries.
+    """
+    settings: Settings = ctx.obj
+    client = store_client(settings)
+    with client_errors():
+        record = client.get_session(session)
+    path = client.path(session)
+    if as_json:
+        console.out(
+            json.dumps([e.model_dump(mode="json") for e in path], indent=2), highlight=False
+        )
+        return
+    say(Text.assemble(("session", "bold"), f" {record.id}  {record.name or ''}"))
+    say(Text(f"workspace {record.workspace}   model {record.config.model}"))
+    columns = [
+        Column("run"),
+        Column("status"),
+        Column("turns", justify="right"),
+        Column("tokens", justify="right"),
+        Column("started", drop=1),
+        Column("error", wrap=True),
+    ]
+    rows = [
+        [
+            run.run_id,
+            run.status,
+            str(run.turns),
+            str(run.usage.total_tokens),
+            when(run.started_at),
+            run.error or "",
+        ]
+        for run in client.runs(session)
+    ]
+    print_table(console, columns, rows)
+    limits = SHOW_ALL if full else SHOW_LIMITS
+    cut = [print_entry(entry, limits) for entry in path]
+    if any(cut):
+        say(
+            Text(
+                f"Long content was cut: `duragent show {session} --full` prints it whole, "
+                "`--json` the stored entries.",
+                style="dim",
+            )
+        )
+
+
+def history(
+    ctx: typer.Context,
+    session: SessionArg,
+    run: Annotated[str | None, typer.Option("--run", help="Only this run (its run id).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the timelines as JSON.")] = False,
+) -> None:
+    """What happened in a session's runs, read from their Temporal workflow histories.
+
+    Model calls with usage, tool calls with outcome and duration, save points, retries,
+    signals and when they were consumed, aborts and continue-as-new links, with times.
+    Lines wrap on a terminal and are whole when piped. Each run links to its page in
+    Temporal's web UI when the UI answers (its port: DURAGENT_TEMPORAL_UI_PORT).
+    """
+    from client.history import render, session_timelines
+
+    settings: Settings = ctx.obj
+    store = store_client(settings)
+    require_session(store, session)
+    if run is not None:
+        record = store.run_state(run)
+        if record is None or record.session_id != session:
+            fail(f"run {run!r} is not a run of session {session} (`duragent show` lists them)")
+
+    async def main() -> int:
+        # Checked before a dev server is started here: that one stops when we exit.
+        ui_base = await _served_web_ui(settings)
+        # The histories live in the dev server's file: start it if it is not running.
+        async with ensure_temporal(settings, announce):
+            client = await DuragentClient.connect(settings)
+            timelines = await session_timelines(client.temporal, session, run, ui_base=ui_base)
+        if as_json:
+            dumped = json.dumps([t.model_dump(mode="json") for t in timelines], indent=2)
+            console.out(dumped, highlight=False)
+        elif timelines:
+            render(timelines, console)
+        else:
+            err.print(f"no workflow history for {f'run {run}' if run else 'this session'}")
+        return 0 if timelines else 1
+
+    raise typer.Exit(command.run(main()))
+
+
+async def _served_web_ui(settings: Settings) -> str | None:
+    """The Temporal web UI's address when something serves it there now, else None."""
+    import httpx
+
+    host = settings.temporal_address.rpartition(":")[0]
+    port = settings.web_ui_port
+    if not host or port is None:
+        return None
+    url = f"http://{host}:{port}"
+    try:
+        async with httpx.AsyncClient(timeout=WEB_UI_PROBE_S) as http:
+            await http.get(url)
+    except httpx.HTTPError:
+        return None
+    return url
+
+
+WEB_UI_PROBE_S = 1.0
+
+
+def status(
+    ctx: typer.Context,
+    session: SessionArg,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Phase, config, queued messages and pending writes of a session."""
+
+    async def main() -> None:
+        client = await DuragentClient.connect(ctx.obj)
+        state = await client.status(session)
+        if as_json:
+            view = {
+                "phase": state.phase,
+                "config": state.config.model_dump(),
+                "run": state.run.model_dump(mode="json") if state.run else None,
+                "next_turn": [i.model_dump(mode="json") for i in state.next_turn],
+            }
+            console.out(json.dumps(view, indent=2), highlight=False)
+            return
+        run_line = f" (run {state.run.run_id}, turn {state.run.turn})" if state.run else ""
+        console.print(f"[bold]{state.phase}[/]{run_line}")
+        console.print(config_line(state.config))
+        if state.run:
+            for item in state.run.steering:
+                print_clipped("  steering: ", item.text, QUEUE_TEXT_CHARS)
+            for item in state.run.follow_ups:
+                print_clipped("  follow-up: ", item.text, QUEUE_TEXT_CHARS)
+            for entry in state.run.pending_writes:
+                console.print(f"  pending write: {entry.type}")
+        for queued in state.next_turn:
+            print_clipped("  next turn: ", queued.text, QUEUE_TEXT_CHARS)
+
+    command.run(main())

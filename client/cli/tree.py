@@ -1,0 +1,131 @@
+"""Commands on a session's tree of entries: show it, fork, label, compact, move the leaf."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from client.api import DuragentClient
+from client.cli import command
+from client.cli.command import (
+    EntryPrefixArg,
+    SessionArg,
+    client_errors,
+    fail,
+    require_session,
+    store_client,
+)
+from client.cli.views import announce, console, one_line, say
+from client.services import local_services
+from domain.compaction import CompactionSettings
+from domain.entries import SessionEntry
+
+
+def tree(ctx: typer.Context, session: SessionArg) -> None:
+    """The session's tree of entries: branches, labels, compactions; the leaf marked."""
+    client = store_client(ctx.obj)
+    with client_errors():
+        record = client.get_session(session)
+        entries = client.entries(session)
+    labels = client.labels(session)
+    children: dict[str | None, list[SessionEntry]] = {}
+    for entry in entries:
+        if entry.type != "label":
+            children.setdefault(entry.parent_id, []).append(entry)
+
+    def walk(parent: str | None, depth: int) -> None:
+        for entry in children.get(parent, []):
+            line = Text(f"{'  ' * depth}{entry.id[:12]} {one_line(entry)}")
+            if entry.id in labels:
+                line.append(f" [{labels[entry.id]}]", style="green")
+            if entry.id == record.leaf_id:
+                line.append(" <- leaf", style="bold magenta")
+            say(line)
+            walk(entry.id, depth + 1 if len(children.get(entry.id, [])) > 1 else depth)
+
+    walk(None, 0)
+
+
+def fork(
+    ctx: typer.Context,
+    session: SessionArg,
+    entry: Annotated[str, typer.Argument(help="Entry to fork at (the new session's leaf).")],
+    name: Annotated[str | None, typer.Option(help="Name of the new session.")] = None,
+) -> None:
+    """A new session continuing from ENTRY of SESSION (the workspace is shared)."""
+    client = store_client(ctx.obj)
+    with client_errors():
+        record = client.fork(session, command.entry_id(client, session, entry), name=name)
+    console.print(f"forked: {record.id}")
+
+
+def label(
+    ctx: typer.Context,
+    session: SessionArg,
+    entry: EntryPrefixArg,
+    text: Annotated[str, typer.Argument(help="The label; empty to clear it.")],
+) -> None:
+    """Label an entry of the session (shown by `duragent tree`)."""
+    entry_id = command.entry_id(store_client(ctx.obj), session, entry)
+
+    async def main() -> None:
+        async with local_services(ctx.obj, announce) as ready:
+            client = await DuragentClient.connect(ready)
+            await client.set_label(session, entry_id, text or None)
+            console.print("labelled")
+
+    command.run(main())
+
+
+def compact(
+    ctx: typer.Context,
+    session: SessionArg,
+    instructions: Annotated[
+        str | None, typer.Option(help="What the summary should focus on.")
+    ] = None,
+    keep: Annotated[int, typer.Option(help="Recent tokens to keep verbatim.")] = 20_000,
+) -> None:
+    """Compact an idle session: older context becomes a summary; the UI keeps it all."""
+    if keep < 0:
+        fail(f"--keep is a number of tokens, 0 or more (got {keep})")
+    require_session(store_client(ctx.obj), session)
+
+    async def main() -> int:
+        async with local_services(ctx.obj, announce) as ready:
+            client = await DuragentClient.connect(ready)
+            settings = CompactionSettings(keep_recent_tokens=keep)
+            result = await client.compact(session, instructions=instructions, settings=settings)
+            if not result.compacted:
+                console.print(result.reason)
+                return 1
+            console.print(f"compacted ({result.tokens_before} tokens before): {result.entry_id}")
+            return 0
+
+    raise typer.Exit(command.run(main()))
+
+
+def goto(
+    ctx: typer.Context,
+    session: SessionArg,
+    entry: EntryPrefixArg,
+    summarize: Annotated[
+        bool, typer.Option(help="Summarise the branch left behind for the model.")
+    ] = False,
+) -> None:
+    """Move the session's leaf to ENTRY (idle only).
+
+    Choosing a user message moves to its parent and prints its text to edit and send again.
+    """
+    entry_id = command.entry_id(store_client(ctx.obj), session, entry)
+
+    async def main() -> None:
+        async with local_services(ctx.obj, announce) as ready:
+            client = await DuragentClient.connect(ready)
+            moved = await client.navigate(session, entry_id, summarize=summarize)
+            console.print(f"leaf: {moved.leaf_id}")
+            if moved.edit_text is not None:
+                console.print(Text(f"edit and send again: {moved.edit_text}"))
+
+    command.run(main())

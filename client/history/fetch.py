@@ -1,0 +1,59 @@
+"""The timelines of a session's runs, fetched from Temporal."""
+
+from __future__ import annotations
+
+from temporalio.client import Client
+
+from client.history.reader import timeline_from_history
+from client.history.timeline import EPOCH, RunTimeline
+from domain.runs import session_workflow_id
+
+
+async def session_timelines(
+    temporal: Client, session_id: str, run_id: str | None = None, ui_base: str | None = None
+) -> list[RunTimeline]:
+    """Timelines of every execution of the session's workflow id, oldest first; with
+    `run_id`, only the executions of that run (its continue-as-new chain included).
+
+    Executions are found through Temporal's visibility store (eventually consistent: one
+    that just started or ended may be missing for a moment); continue-as-new successors
+    are followed from the histories themselves. `ui_base` (the web UI's address, e.g.
+    http://127.0.0.1:8233) adds a link to each execution's history page.
+    """
+    if "'" in session_id or "\\" in session_id:
+        raise ValueError(f"not a session id: {session_id!r}")
+    workflow_id = session_workflow_id(session_id)
+    listed = [e async for e in temporal.list_workflows(f"WorkflowId = '{workflow_id}'")]
+    listed.sort(key=lambda execution: execution.start_time)
+    todo = [execution.run_id for execution in listed]
+    if run_id is not None:  # runs carry their run id in the memo: fetch only theirs
+        todo = [e.run_id for e in listed if await e.memo_value("run_id", None) == run_id]
+    timelines: dict[str, RunTimeline] = {}
+    while todo:
+        temporal_run_id = todo.pop(0)
+        if temporal_run_id in timelines:
+            continue
+        handle = temporal.get_workflow_handle(workflow_id, run_id=temporal_run_id)
+        timeline = timeline_from_history(await handle.fetch_history())
+        timelines[temporal_run_id] = timeline
+        successor = _link(timeline, "continued_as_new", "new_execution_run_id")
+        if successor:
+            todo.insert(0, successor)
+    ordered = sorted(timelines.values(), key=lambda t: t.items[0].at if t.items else EPOCH)
+    for timeline in ordered:  # a successor without a RunInput continues its run
+        previous = timelines.get(_link(timeline, "run_started", "continued_from") or "")
+        if timeline.run_id is None and previous is not None:
+            timeline.run_id = previous.run_id
+        if ui_base:
+            timeline.web_ui_url = (
+                f"{ui_base.rstrip('/')}/namespaces/{temporal.namespace}/workflows/"
+                f"{timeline.workflow_id}/{timeline.temporal_run_id}/history"
+            )
+    return [t for t in ordered if run_id is None or t.run_id == run_id]
+
+
+def _link(timeline: RunTimeline, kind: str, key: str) -> str | None:
+    for item in timeline.items:
+        if item.kind == kind and isinstance(item.details.get(key), str):
+            return str(item.details[key])
+    return None
