@@ -24,6 +24,12 @@ class KeyedEvent(BaseModel):
     event: BaseModel
 
 
+def keyed(prefix: str, items: Sequence[BaseModel]) -> list[KeyedEvent]:
+    """The events keyed `prefix/0`, `prefix/1`, ...: a step that emits the same events
+    under the same prefix again stores none of them twice."""
+    return [KeyedEvent(key=f"{prefix}/{i}", event=event) for i, event in enumerate(items)]
+
+
 def append_events(
     db: Session,
     session_id: str,
