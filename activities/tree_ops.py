@@ -252,7 +252,10 @@ class TreeOps:
                     )
                 )
             leaf = plan.new_leaf_id
-            if data.summary_entry_id:
+            if data.summary_entry_id and entries.existing_ids(db, [data.summary_entry_id]):
+                # Committed before (a retry): its staged text is gone, the entry stays.
+                leaf = data.summary_entry_id
+            elif data.summary_entry_id:
                 staged = staging.staged_message(db, data.summary_entry_id)
                 if isinstance(staged, CustomMessage):
                     new.append(
