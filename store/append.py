@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from domain.context import entry_messages
 from domain.entries import CustomMessageEntry, MessageEntry, SessionEntry, SessionInfoEntry
-from domain.messages import AgentMessage, CustomMessage
+from domain.messages import AgentMessage
 from store import display, entries, sessions
 
 
@@ -71,21 +72,10 @@ def chain(parent_id: str | None, items: Sequence[SessionEntry]) -> list[SessionE
 
 def displayed(items: Sequence[SessionEntry]) -> list[tuple[str, AgentMessage]]:
     """The chat messages among entries: every message, and custom messages marked display."""
-    shown: list[tuple[str, AgentMessage]] = []
-    for entry in items:
-        if isinstance(entry, MessageEntry):
-            shown.append((entry.id, entry.message))
-        elif isinstance(entry, CustomMessageEntry) and entry.display:
-            shown.append(
-                (
-                    entry.id,
-                    CustomMessage(
-                        custom_type=entry.custom_type,
-                        content=entry.content,
-                        display=True,
-                        details=entry.details,
-                        timestamp=entry.timestamp,
-                    ),
-                )
-            )
-    return shown
+    return [
+        (entry.id, message)
+        for entry in items
+        if isinstance(entry, MessageEntry)
+        or (isinstance(entry, CustomMessageEntry) and entry.display)
+        for message in entry_messages(entry)
+    ]
