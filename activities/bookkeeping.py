@@ -11,14 +11,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.extensions import Extensions
-from activities.save_point import (
-    chain,
-    displayed,
-    keyed,
-    message_events,
-    save_point,
-    store_entries,
-)
+from activities.save_point import message_events, save_point
 from activities.snapshots import SnapshotTaker
 from domain.config import TurnSnapshot
 from domain.context import derive_path_state
@@ -41,9 +34,11 @@ from domain.turns import (
     TakeGuidanceInput,
     TakeGuidanceResult,
 )
-from store import display, entries, events, input_queue, runs, sessions, snapshots
+from store import entries, events, input_queue, runs, sessions, snapshots
+from store.append import append_below
 from store.db import Database
 from store.errors import SessionNotFound
+from store.events import keyed
 
 
 class Bookkeeping:
@@ -122,7 +117,9 @@ class Bookkeeping:
         """next_turn messages (seed 004: before the user's), then the prompt; the new leaf."""
         waiting = input_queue.list_items(db, data.session_id, kind="next_turn")
         taken = [item for item in waiting if input_queue.consume(db, item.id, data.run_id)]
-        appended: list[SessionEntry] = chain(
+        appended = append_below(
+            db,
+            data.session_id,
             parent,
             [
                 *(
@@ -136,19 +133,17 @@ class Bookkeeping:
                     for entry_id, m in zip(data.prompt_entry_ids, prompt, strict=True)
                 ),
             ],
+            run_id=data.run_id,
         )
-        entries.insert_entries(db, data.session_id, appended, run_id=data.run_id)
-        sessions.set_leaf(db, data.session_id, appended[-1].id)
-        display.append_display(db, data.session_id, data.run_id, displayed(appended))
         started = [
             TurnStart(turn=1),
-            *message_events(appended),
+            *message_events(appended.committed),
             *(QueueConsumed(queue="next_turn", entry_id=item.id, turn=1) for item in taken),
         ]
         events.append_events(
             db, data.session_id, data.run_id, keyed(f"{data.run_id}/start", started)
         )
-        return appended[-1].id
+        return appended.committed[-1].id
 
     @activity.defn(name=FINISH_RUN)
     def finish_run(self, data: FinishRunInput) -> FinishRunResult:
@@ -164,16 +159,10 @@ class Bookkeeping:
                     parent_id=leaf_id,
                     data=commit,
                 )
-            done = entries.existing_ids(db, [e.id for e in data.entries])
-            flushed = chain(leaf_id, list(data.entries))
-            fresh = [e for e in flushed if e.id not in done]
-            store_entries(db, data.session_id, fresh, data.run_id)
-            if flushed:
-                leaf_id = flushed[-1].id
-                sessions.set_leaf(db, data.session_id, leaf_id)
+            flushed = append_below(db, data.session_id, leaf_id, data.entries, run_id=data.run_id)
+            leaf_id = flushed.leaf_id or leaf_id
             if data.session_config is not None:
                 sessions.set_config(db, data.session_id, data.session_config)
-            display.append_display(db, data.session_id, data.run_id, displayed(fresh))
             for item in data.leftover:
                 input_queue.add_item(
                     db,
@@ -226,13 +215,7 @@ class Bookkeeping:
                 new += change.all_entries()
                 if change.config is not None and change.config.session_wide():
                     config = change.config.apply(config).model_copy(update={"model": config.model})
-            done = entries.existing_ids(db, [e.id for e in new])
-            fresh = [e for e in new if e.id not in done]
-            if fresh:
-                linked = chain(session.leaf_id, fresh)
-                store_entries(db, data.session_id, linked, None)
-                sessions.set_leaf(db, data.session_id, linked[-1].id)
-                display.append_display(db, data.session_id, None, displayed(linked))
+            append_below(db, data.session_id, session.leaf_id, new, run_id=None)
             if config != session.config:
                 sessions.set_config(db, data.session_id, config)
 

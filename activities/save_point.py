@@ -18,19 +18,19 @@ from pydantic import BaseModel
 from sqlalchemy.orm import Session
 from temporalio.exceptions import ApplicationError
 
-from domain.entries import CustomMessageEntry, MessageEntry, SessionEntry, SessionInfoEntry
+from domain.entries import CustomMessageEntry, MessageEntry, SessionEntry
 from domain.events import MessageEnd, MessageStart, QueueConsumed, SavePoint, TurnEnd, TurnStart
 from domain.messages import (
     AgentMessage,
     AssistantMessage,
-    CustomMessage,
     TextContent,
     ToolResultMessage,
 )
 from domain.transcript import MISSING_RESULT_TEXT
 from domain.turns import TurnCommit
-from store import display, entries, events, runs, sessions, staging
-from store.events import KeyedEvent
+from store import entries, events, runs, sessions, staging
+from store.append import append_below
+from store.events import keyed
 
 
 def save_point(
@@ -63,19 +63,14 @@ def save_point(
         MessageEntry(id=entry_id, parent_id=None, timestamp=m.timestamp, message=m)
         for entry_id, m in with_missing_results(turn_messages)
     ]
-    committed = chain(parent_id, [*turn_entries, *data.entries])
-    done = entries.existing_ids(db, [e.id for e in committed])
-    fresh = [e for e in committed if e.id not in done]
-    store_entries(db, session_id, fresh, run_id)
-    if cache is not None:
-        cache.extend(parent_id, committed)
+    appended = append_below(
+        db, session_id, parent_id, [*turn_entries, *data.entries], run_id=run_id, cache=cache
+    )
+    committed = appended.committed
     staging.drop_staged(db, slot_ids)
-    leaf_id = committed[-1].id if committed else parent_id
-    if fresh:  # committed before: the leaf is where that left it (it may have moved on)
-        sessions.set_leaf(db, session_id, leaf_id)
+    leaf_id = appended.leaf_id or parent_id
     if data.session_config is not None:
         sessions.set_config(db, session_id, data.session_config)
-    display.append_display(db, session_id, run_id, displayed(fresh))
     runs.update_run(db, run_id, turns=data.turn, usage=data.usage, phase="turn")
 
     queued = committed[len(turn_entries) :]
@@ -110,16 +105,6 @@ def save_point(
     turn_events += data.events
     events.append_events(db, session_id, run_id, keyed(key, turn_events))
     return leaf_id
-
-
-def store_entries(
-    db: Session, session_id: str, fresh: Sequence[SessionEntry], run_id: str | None
-) -> None:
-    """Insert entries; a session_info entry also renames the session."""
-    entries.insert_entries(db, session_id, fresh, run_id=run_id)
-    for entry in fresh:
-        if isinstance(entry, SessionInfoEntry):
-            sessions.set_name(db, session_id, entry.name)
 
 
 def with_missing_results(
@@ -158,37 +143,6 @@ def is_message(entry: SessionEntry) -> bool:
     return isinstance(entry, MessageEntry | CustomMessageEntry)
 
 
-def chain(parent_id: str | None, items: Sequence[SessionEntry]) -> list[SessionEntry]:
-    """The entries linked one after another below `parent_id`."""
-    linked: list[SessionEntry] = []
-    for entry in items:
-        linked.append(entry.model_copy(update={"parent_id": parent_id}))
-        parent_id = entry.id
-    return linked
-
-
-def displayed(items: Sequence[SessionEntry]) -> list[tuple[str, AgentMessage]]:
-    """The chat messages among entries: every message, and custom messages marked display."""
-    shown: list[tuple[str, AgentMessage]] = []
-    for entry in items:
-        if isinstance(entry, MessageEntry):
-            shown.append((entry.id, entry.message))
-        elif isinstance(entry, CustomMessageEntry) and entry.display:
-            shown.append(
-                (
-                    entry.id,
-                    CustomMessage(
-                        custom_type=entry.custom_type,
-                        content=entry.content,
-                        display=True,
-                        details=entry.details,
-                        timestamp=entry.timestamp,
-                    ),
-                )
-            )
-    return shown
-
-
 def message_events(items: Sequence[SessionEntry]) -> list[BaseModel]:
     out: list[BaseModel] = []
     for entry in items:
@@ -198,7 +152,3 @@ def message_events(items: Sequence[SessionEntry]) -> list[BaseModel]:
                 MessageEnd(entry_id=entry.id, message=entry.message),
             ]
     return out
-
-
-def keyed(prefix: str, items: Sequence[BaseModel]) -> list[KeyedEvent]:
-    return [KeyedEvent(key=f"{prefix}/{i}", event=event) for i, event in enumerate(items)]

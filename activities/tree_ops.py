@@ -17,7 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
 from activities.provider_errors import classify
-from activities.save_point import keyed, save_point
+from activities.save_point import save_point
 from domain.compaction import (
     compose_summary,
     files_touched,
@@ -55,8 +55,10 @@ from domain.tree_ops import (
     SummarizeResult,
 )
 from store import entries, events, sessions, staging
+from store.append import append_below
 from store.db import Database
 from store.errors import EntryNotFound
+from store.events import keyed
 
 BRANCH_PROMPT = (
     "The user left the following branch of the conversation to go another way. Summarise "
@@ -193,9 +195,8 @@ class TreeOps:
                     tokens_before=plan.tokens_before,
                     details=staged.details,
                 )
-                entries.insert_entries(db, data.session_id, [entry], run_id=data.op_id)
+                append_below(db, data.session_id, plan.leaf_id, [entry], run_id=data.op_id)
                 staging.drop_staged(db, [data.entry_id])
-                sessions.set_leaf(db, data.session_id, data.entry_id)
                 ended = CompactionEnded(
                     entry_id=data.entry_id,
                     tokens_before=plan.tokens_before,
@@ -251,7 +252,10 @@ class TreeOps:
                     )
                 )
             leaf = plan.new_leaf_id
-            if data.summary_entry_id:
+            if data.summary_entry_id and entries.existing_ids(db, [data.summary_entry_id]):
+                # Committed before (a retry): its staged text is gone, the entry stays.
+                leaf = data.summary_entry_id
+            elif data.summary_entry_id:
                 staged = staging.staged_message(db, data.summary_entry_id)
                 if isinstance(staged, CustomMessage):
                     new.append(

@@ -205,7 +205,7 @@ def tree_view(entries: Sequence[SessionEntry], leaf_id: str | None) -> TreeView:
 
 
 def _displayed(entry: SessionEntry) -> bool:
-    """Whether the entry is in the display history (see `activities.save_point.displayed`)."""
+    """Whether the entry is in the display history (see `store.append.displayed`)."""
     return isinstance(entry, MessageEntry) or (
         isinstance(entry, CustomMessageEntry) and entry.display
     )

@@ -62,7 +62,7 @@ def list_display(
     )
     if limit is not None:
         query = query.limit(limit)
-    return [_shown(row) for row in db.scalars(query)]
+    return [DisplayMessage.model_validate(row) for row in db.scalars(query)]
 
 
 def messages_after(
@@ -73,7 +73,7 @@ def messages_after(
     page = paging.page_after(
         db, DisplayMessageRow, session_id, after, limit=limit, max_bytes=max_bytes
     )
-    return [_shown(row) for row in page.rows], page.beyond
+    return [DisplayMessage.model_validate(row) for row in page.rows], page.beyond
 
 
 def messages_before(
@@ -84,21 +84,9 @@ def messages_before(
     page = paging.page_before(
         db, DisplayMessageRow, session_id, before, limit=limit, max_bytes=max_bytes
     )
-    return [_shown(row) for row in page.rows], page.beyond
+    return [DisplayMessage.model_validate(row) for row in page.rows], page.beyond
 
 
 def any_before(db: Session, session_id: str, seq: int) -> bool:
     """Whether the session has a message numbered below `seq`."""
     return paging.any_before(db, DisplayMessageRow, session_id, seq)
-
-
-def _shown(row: DisplayMessageRow) -> DisplayMessage:
-    return DisplayMessage(
-        seq=row.seq,
-        id=row.id,
-        session_id=row.session_id,
-        run_id=row.run_id,
-        role=row.role,
-        message=row.payload,
-        created_at=row.created_at,
-    )

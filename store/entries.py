@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from sqlalchemy import CTE, literal, select
 from sqlalchemy.orm import Session
@@ -14,6 +15,7 @@ from store.tables import EntryRow, table_of
 from store.upsert import insert_ignore
 
 _ENVELOPE = ("id", "parent_id", "type", "timestamp")
+V = TypeVar("V")
 
 
 def _row_values(session_id: str, entry: SessionEntry, run_id: str | None) -> dict[str, object]:
@@ -91,6 +93,29 @@ class PathView:
         )
 
 
+class _Lru(Generic[V]):
+    """At most `capacity` values by key; the least recently used goes first."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._items: OrderedDict[str, V] = OrderedDict()
+
+    def get(self, key: str) -> V | None:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: str, value: V) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self._capacity:
+            self._items.popitem(last=False)
+
+    def pop(self, key: str) -> V | None:
+        return self._items.pop(key, None)
+
+
 class EntryCache:
     """Parsed entries and known paths, for a worker that reads the same paths turn after
     turn.
@@ -103,35 +128,21 @@ class EntryCache:
     """
 
     def __init__(self, capacity: int = 10_000, paths: int = 256) -> None:
-        self._capacity = capacity
-        self._path_capacity = paths
-        self._entries: OrderedDict[str, SessionEntry] = OrderedDict()
-        self._paths: OrderedDict[str, PathView] = OrderedDict()
+        self._entries: _Lru[SessionEntry] = _Lru(capacity)
+        self._paths: _Lru[PathView] = _Lru(paths)
 
     def get(self, entry_id: str) -> SessionEntry | None:
-        entry = self._entries.get(entry_id)
-        if entry is not None:
-            self._entries.move_to_end(entry_id)
-        return entry
+        return self._entries.get(entry_id)
 
     def put(self, entry: SessionEntry) -> None:
-        self._entries[entry.id] = entry
-        self._entries.move_to_end(entry.id)
-        while len(self._entries) > self._capacity:
-            self._entries.popitem(last=False)
+        self._entries.put(entry.id, entry)
 
     def path(self, leaf_id: str) -> PathView | None:
-        view = self._paths.get(leaf_id)
-        if view is not None:
-            self._paths.move_to_end(leaf_id)
-        return view
+        return self._paths.get(leaf_id)
 
     def remember_path(self, view: PathView) -> None:
         if view.ids:
-            self._paths[view.ids[-1]] = view
-            self._paths.move_to_end(view.ids[-1])
-            while len(self._paths) > self._path_capacity:
-                self._paths.popitem(last=False)
+            self._paths.put(view.ids[-1], view)
 
     def extend(self, parent_id: str | None, chain: Sequence[SessionEntry]) -> None:
         """Record entries just appended below `parent_id`, one after another."""
@@ -139,7 +150,7 @@ class EntryCache:
             self.put(entry)
         if parent_id is None:
             self.remember_path(PathView.of(chain))
-        elif chain and (base := self._paths.pop(parent_id, None)) is not None:
+        elif chain and (base := self._paths.pop(parent_id)) is not None:
             # The leaf moved on: the parent's view is dropped, so a session holds one view
             # (its ids grow with the session; 256 of them would).
             self.remember_path(PathView.of(chain, base))

@@ -24,6 +24,12 @@ class KeyedEvent(BaseModel):
     event: BaseModel
 
 
+def keyed(prefix: str, items: Sequence[BaseModel]) -> list[KeyedEvent]:
+    """The events keyed `prefix/0`, `prefix/1`, ...: a step that emits the same events
+    under the same prefix again stores none of them twice."""
+    return [KeyedEvent(key=f"{prefix}/{i}", event=event) for i, event in enumerate(items)]
+
+
 def append_events(
     db: Session,
     session_id: str,
@@ -78,7 +84,7 @@ def read_events(
     )
     if run_id is not None:
         query = query.where(RunEventRow.run_id == run_id)
-    return [_stored(row) for row in db.scalars(query)]
+    return [StoredEvent.model_validate(row) for row in db.scalars(query)]
 
 
 def events_page(
@@ -90,23 +96,12 @@ def events_page(
         page = paging.page_before(
             db, RunEventRow, session_id, None, limit=limit, max_bytes=max_bytes
         )
-        return [_stored(row) for row in page.rows], False
+        return [StoredEvent.model_validate(row) for row in page.rows], False
     page = paging.page_after(db, RunEventRow, session_id, after, limit=limit, max_bytes=max_bytes)
-    return [_stored(row) for row in page.rows], page.beyond
+    return [StoredEvent.model_validate(row) for row in page.rows], page.beyond
 
 
 def latest_seq(db: Session, session_id: str) -> int:
     """The number of the session's newest event (0 before the first)."""
     seq = db.scalar(select(func.max(RunEventRow.seq)).where(RunEventRow.session_id == session_id))
     return int(seq or 0)
-
-
-def _stored(row: RunEventRow) -> StoredEvent:
-    return StoredEvent(
-        seq=row.seq,
-        session_id=row.session_id,
-        run_id=row.run_id,
-        type=row.type,
-        payload=row.payload,
-        created_at=row.created_at,
-    )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import TypeAdapter
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
@@ -18,23 +17,6 @@ from store.records import QueueItem
 from store.tables import InputQueueRow
 
 QueueKind = Literal["next_turn", "guidance"]
-_message: TypeAdapter[AgentMessage] = TypeAdapter(AgentMessage)
-
-
-def _record(row: InputQueueRow) -> QueueItem:
-    return QueueItem(
-        id=row.id,
-        session_id=row.session_id,
-        kind=row.kind,
-        status=row.status,
-        run_id=row.run_id,
-        text=row.text,
-        message=_message.validate_python(row.message),
-        position=row.position,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        consumed_at=row.consumed_at,
-    )
 
 
 def add_item(
@@ -49,7 +31,7 @@ def add_item(
     """Queue a message; adding an id that is already queued returns the stored item."""
     existing = db.get(InputQueueRow, item_id)
     if existing is not None:
-        return _record(existing)
+        return QueueItem.model_validate(existing)
     position = db.scalar(
         select(func.coalesce(func.max(InputQueueRow.position), 0)).where(
             InputQueueRow.session_id == session_id
@@ -71,7 +53,7 @@ def add_item(
     )
     db.add(row)
     db.flush()
-    return _record(row)
+    return QueueItem.model_validate(row)
 
 
 def list_items(
@@ -82,7 +64,9 @@ def list_items(
         query = query.where(InputQueueRow.status == status)
     if kind is not None:
         query = query.where(InputQueueRow.kind == kind)
-    return [_record(row) for row in db.scalars(query.order_by(InputQueueRow.position))]
+    return [
+        QueueItem.model_validate(row) for row in db.scalars(query.order_by(InputQueueRow.position))
+    ]
 
 
 def consume(db: Session, item_id: str, run_id: str) -> bool:
@@ -106,12 +90,12 @@ def consumed_by(db: Session, run_id: str, kind: QueueKind) -> list[QueueItem]:
         )
         .order_by(InputQueueRow.position)
     )
-    return [_record(row) for row in rows]
+    return [QueueItem.model_validate(row) for row in rows]
 
 
 def get_item(db: Session, item_id: str) -> QueueItem | None:
     row = db.get(InputQueueRow, item_id)
-    return _record(row) if row else None
+    return QueueItem.model_validate(row) if row else None
 
 
 def guide(db: Session, item_id: str, run_id: str) -> bool:

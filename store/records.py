@@ -1,19 +1,25 @@
-"""What the store hands out: plain pydantic records, detached from the database."""
+"""What the store hands out: plain pydantic records, detached from the database.
+
+Each is read straight off its row (`Record.model_validate(row)`): the fields carry the
+rows' column names, and pydantic turns the JSON columns into their models.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from domain.config import SessionConfig
 from domain.messages import AgentMessage, Usage
 from domain.runs import Phase, RunStatus
 
 
-class SessionRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", from_attributes=True)
 
+
+class SessionRecord(_Record):
     id: str
     name: str | None
     owner: str | None
@@ -26,9 +32,7 @@ class SessionRecord(BaseModel):
     updated_at: int
 
 
-class RunRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RunRecord(_Record):
     run_id: str
     session_id: str
     workflow_id: str
@@ -43,11 +47,9 @@ class RunRecord(BaseModel):
     ended_at: int | None
 
 
-class StoredEvent(BaseModel):
+class StoredEvent(_Record):
     """A run event with its cursor (`seq`, numbered per session from 1): resume with
     `after=seq`."""
-
-    model_config = ConfigDict(extra="forbid")
 
     seq: int
     session_id: str
@@ -57,24 +59,21 @@ class StoredEvent(BaseModel):
     created_at: int
 
 
-class DisplayMessage(BaseModel):
+class DisplayMessage(_Record):
     """A message as a UI shows it; `seq` numbers the session's messages from 1."""
-
-    model_config = ConfigDict(extra="forbid")
 
     seq: int
     id: str
     session_id: str
     run_id: str | None
     role: str
-    message: dict[str, Any]
+    message: dict[str, Any] = Field(validation_alias=AliasChoices("message", "payload"))
+    """The message as JSON (the row's `payload`)."""
     created_at: int
 
 
-class QueueItem(BaseModel):
+class QueueItem(_Record):
     """An input-queue item (see `store.input_queue`)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str
     session_id: str

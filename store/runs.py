@@ -15,23 +15,6 @@ from store.tables import RunStateRow, table_of
 from store.upsert import insert_ignore
 
 
-def _record(row: RunStateRow) -> RunRecord:
-    return RunRecord(
-        run_id=row.run_id,
-        session_id=row.session_id,
-        workflow_id=row.workflow_id,
-        kind=row.kind,
-        status=row.status,
-        phase=row.phase,
-        turns=row.turns,
-        usage=Usage.model_validate(row.usage),
-        error=row.error,
-        started_at=row.started_at,
-        updated_at=row.updated_at,
-        ended_at=row.ended_at,
-    )
-
-
 def insert_run(
     db: Session, *, run_id: str, session_id: str, workflow_id: str, kind: str = "prompt"
 ) -> None:
@@ -90,7 +73,7 @@ def update_run(
 
 def get_run(db: Session, run_id: str) -> RunRecord | None:
     row = db.get(RunStateRow, run_id)
-    return _record(row) if row else None
+    return RunRecord.model_validate(row) if row else None
 
 
 def list_runs(db: Session, session_id: str, *, limit: int = 50) -> list[RunRecord]:
@@ -100,7 +83,7 @@ def list_runs(db: Session, session_id: str, *, limit: int = 50) -> list[RunRecor
         .order_by(RunStateRow.started_at.desc())
         .limit(limit)
     )
-    return [_record(row) for row in rows]
+    return [RunRecord.model_validate(row) for row in rows]
 
 
 def running_runs(db: Session, session_id: str) -> list[RunRecord]:
@@ -109,4 +92,4 @@ def running_runs(db: Session, session_id: str) -> list[RunRecord]:
             RunStateRow.session_id == session_id, RunStateRow.status == "running"
         )
     )
-    return [_record(row) for row in rows]
+    return [RunRecord.model_validate(row) for row in rows]

@@ -12,21 +12,6 @@ from store.records import SessionRecord
 from store.tables import SessionRow
 
 
-def _record(row: SessionRow) -> SessionRecord:
-    return SessionRecord(
-        id=row.id,
-        name=row.name,
-        owner=row.owner,
-        workspace=row.workspace,
-        config=SessionConfig.model_validate(row.config),
-        leaf_id=row.leaf_id,
-        parent_session_id=row.parent_session_id,
-        forked_from_entry_id=row.forked_from_entry_id,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-    )
-
-
 def create_session(
     db: Session,
     *,
@@ -54,12 +39,12 @@ def create_session(
     )
     db.add(row)
     db.flush()
-    return _record(row)
+    return SessionRecord.model_validate(row)
 
 
 def get_session(db: Session, session_id: str) -> SessionRecord | None:
     row = db.get(SessionRow, session_id)
-    return _record(row) if row else None
+    return SessionRecord.model_validate(row) if row else None
 
 
 def require_session(db: Session, session_id: str) -> SessionRecord:
@@ -75,7 +60,7 @@ def list_sessions(
     query = select(SessionRow).order_by(SessionRow.updated_at.desc()).limit(limit)
     if owner is not None:
         query = query.where(SessionRow.owner == owner)
-    return [_record(row) for row in db.scalars(query)]
+    return [SessionRecord.model_validate(row) for row in db.scalars(query)]
 
 
 def set_leaf(db: Session, session_id: str, leaf_id: str | None) -> None:
