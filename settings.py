@@ -1,4 +1,5 @@
-"""Settings shared by the worker, the client and the CLI: environment first, then flags.
+"""Settings shared by the worker, the client and the CLI: environment first, then flags
+(pydantic-settings; the defaults are the fields' own, below). An empty variable is unset.
 
 | variable | default |
 |---|---|
@@ -23,12 +24,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -36,52 +37,106 @@ ToolSandbox = Literal["none", "bwrap"]
 TOOL_SANDBOXES: tuple[ToolSandbox, ...] = ("none", "bwrap")
 
 
-class Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SettingError(ValueError):
+    """A setting breaks its rule; the message names the variable and the rule."""
 
-    home: Path
-    database_url: str
-    temporal_address: str = "127.0.0.1:7233"
-    temporal_namespace: str = "default"
+
+def _env(variable: str, default: object) -> Any:
+    """A field that reads `variable` rather than `DURAGENT_<FIELD>` (overrides still go by
+    the field's name)."""
+    return Field(default, validation_alias=variable)
+
+
+class Settings(BaseSettings):
+    """Each field reads `DURAGENT_<FIELD>` unless it names its variable; an empty variable
+    counts as unset. Overrides (`from_env(**overrides)`, the CLI's flags) win over both."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="DURAGENT_",
+        env_ignore_empty=True,
+        extra="forbid",
+        validate_by_name=True,
+        # Errors name the field (`heartbeat_timeout_s: ...`), as the CLI has always said.
+        loc_by_alias=False,
+    )
+
+    home: Path = Path(".duragent")
+    database_url: str = ""
+    """Empty: `sqlite:///$DURAGENT_HOME/duragent.db`."""
+    temporal_address: str = _env("TEMPORAL_ADDRESS", "127.0.0.1:7233")
+    temporal_namespace: str = _env("TEMPORAL_NAMESPACE", "default")
     task_queue: str = "duragent"
     model: str = "claude-sonnet-5-5"
-    anthropic_api_key: str | None = None
-    anthropic_base_url: str | None = None
+    anthropic_api_key: str | None = _env("ANTHROPIC_API_KEY", None)
+    anthropic_base_url: str | None = _env("ANTHROPIC_BASE_URL", None)
     offline_script: Path | None = None
-    heartbeat_timeout_s: float = 10.0
+    heartbeat_timeout_s: float = _env("DURAGENT_HEARTBEAT_TIMEOUT", 10.0)
     heartbeat_throttle_ms: int = 50
     """At most one heartbeat per running activity this often: the abort latency bound,
     against one RPC per running activity per interval."""
-    api_tokens: dict[str, str] = {}
+    api_tokens: Annotated[dict[str, str], NoDecode] = {}
     """Bearer token -> user name, for the HTTP API."""
-    model_read_timeout_s: float = 120.0
+    model_read_timeout_s: float = _env("DURAGENT_MODEL_READ_TIMEOUT", 120.0)
     """Seconds without a byte from the model before the stream counts as hung."""
-    workspace_roots: list[Path] = []
+    workspace_roots: Annotated[list[Path], NoDecode] = []
     """Folders under which HTTP API users may name a workspace, besides their own area
     (`client.workspaces`). Folders inside the state directory are never allowed."""
     temporal_ui_port: int | None = None
     """The Temporal web UI's port; None: Temporal's port + 1000, as the dev server does."""
-    tool_env: list[str] = []
+    tool_env: Annotated[list[str], NoDecode] = []
     """Environment for tool processes beyond the allow-list (`NAME`, `PREFIX*`,
     `NAME=value`); see `activities.tools.environment`."""
     tool_sandbox: ToolSandbox = "none"
     """Where tool commands run: on the host (`none`) or in a bubblewrap sandbox."""
 
+    @field_validator("home")
+    @classmethod
+    def _absolute_home(cls, home: Path) -> Path:
+        return home.expanduser().resolve()
+
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, url: str) -> str:
+        if not url:
+            return url  # the default, filled in once `home` is known
         try:
             make_url(url)
         except ArgumentError as err:
             raise ValueError(f"not a SQLAlchemy database URL ({err})") from None
         return url
 
-    @field_validator("tool_env")
+    @field_validator("api_tokens", mode="before")
     @classmethod
-    def _check_tool_env(cls, entries: list[str]) -> list[str]:
-        for entry in entries:
-            check_tool_env_entry(entry)
-        return entries
+    def _read_tokens(cls, value: object) -> object:
+        return parse_tokens(value) if isinstance(value, str) else value
+
+    @field_validator("workspace_roots", mode="before")
+    @classmethod
+    def _read_roots(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [Path(p.strip()) for p in value.split(":") if p.strip()]
+        return value
+
+    @field_validator("tool_env", mode="before")
+    @classmethod
+    def _read_tool_env(cls, value: object) -> object:
+        if isinstance(value, str):
+            return parse_tool_env(value)
+        if isinstance(value, list):
+            for entry in value:
+                check_tool_env_entry(str(entry))
+        return value
+
+    @field_validator("tool_sandbox", mode="before")
+    @classmethod
+    def _read_tool_sandbox(cls, value: object) -> object:
+        return parse_tool_sandbox(value) if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _default_database(self) -> Self:
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.home / 'duragent.db'}"
+        return self
 
     @property
     def offline(self) -> bool:
@@ -116,34 +171,22 @@ class Settings(BaseModel):
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
-        env = os.environ
-        home = Path(str(overrides.pop("home", None) or env.get("DURAGENT_HOME", ".duragent")))
-        home = home.expanduser().resolve()
-        values: dict[str, object] = {
-            "home": home,
-            "database_url": env.get("DURAGENT_DATABASE_URL", f"sqlite:///{home / 'duragent.db'}"),
-            "temporal_address": env.get("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
-            "temporal_namespace": env.get("TEMPORAL_NAMESPACE", "default"),
-            "task_queue": env.get("DURAGENT_TASK_QUEUE", "duragent"),
-            "model": env.get("DURAGENT_MODEL", "claude-sonnet-5-5"),
-            "anthropic_api_key": env.get("ANTHROPIC_API_KEY") or None,
-            "anthropic_base_url": env.get("ANTHROPIC_BASE_URL") or None,
-            "offline_script": env.get("DURAGENT_OFFLINE_SCRIPT") or None,
-            "heartbeat_timeout_s": env.get("DURAGENT_HEARTBEAT_TIMEOUT", "10"),
-            "heartbeat_throttle_ms": env.get("DURAGENT_HEARTBEAT_THROTTLE_MS", "50"),
-            "model_read_timeout_s": env.get("DURAGENT_MODEL_READ_TIMEOUT", "120"),
-            "api_tokens": parse_tokens(env.get("DURAGENT_API_TOKENS", "")),
-            "workspace_roots": [
-                Path(p.strip())
-                for p in env.get("DURAGENT_WORKSPACE_ROOTS", "").split(":")
-                if p.strip()
-            ],
-            "temporal_ui_port": env.get("DURAGENT_TEMPORAL_UI_PORT") or None,
-            "tool_env": parse_tool_env(env.get("DURAGENT_TOOL_ENV", "")),
-            "tool_sandbox": parse_tool_sandbox(env.get("DURAGENT_TOOL_SANDBOX", "")),
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.model_validate(values)
+        """The environment's settings with `overrides` (those not None) on top.
+
+        Raises:
+            SettingError: a variable breaks its own rule (the message says which, and the
+                rule), as is.
+            ValidationError: a value of the wrong type or form, naming the field.
+        """
+        given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
+        try:
+            return cls(**given)
+        except ValidationError as error:
+            for detail in error.errors():
+                rule = detail.get("ctx", {}).get("error")
+                if isinstance(rule, SettingError):
+                    raise rule from None
+            raise
 
 
 def parse_tokens(spec: str) -> dict[str, str]:
@@ -170,7 +213,7 @@ def parse_tool_env(spec: str) -> list[str]:
 
 def check_tool_env_entry(entry: str) -> None:
     if _TOOL_ENV_ENTRY.fullmatch(entry) is None:
-        raise ValueError(f"DURAGENT_TOOL_ENV: {entry!r} is not {TOOL_ENV_RULE}")
+        raise SettingError(f"DURAGENT_TOOL_ENV: {entry!r} is not {TOOL_ENV_RULE}")
 
 
 def parse_tool_sandbox(value: str) -> ToolSandbox:
@@ -179,4 +222,6 @@ def parse_tool_sandbox(value: str) -> ToolSandbox:
     for sandbox in TOOL_SANDBOXES:
         if name == sandbox:
             return sandbox
-    raise ValueError(f"DURAGENT_TOOL_SANDBOX: {value!r} is not one of {', '.join(TOOL_SANDBOXES)}")
+    raise SettingError(
+        f"DURAGENT_TOOL_SANDBOX: {value!r} is not one of {', '.join(TOOL_SANDBOXES)}"
+    )
