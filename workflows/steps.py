@@ -15,10 +15,12 @@ from typing import TypeVar, cast
 from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, FailureError
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from domain.events import PhaseChanged, RetryScheduled, RunEventPayload
+    from domain.fallbacks import root_message
     from domain.runs import RunOptions
     from domain.tree_ops import (
         COMMIT_COMPACTION,
@@ -50,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         FinishRunResult,
         ModelTurnInput,
         ModelTurnResult,
+        ProviderFailure,
         RecordEventsInput,
         StartRunInput,
         StartRunResult,
@@ -213,3 +216,16 @@ async def commit_navigation(data: CommitNavigationInput) -> str:
 
 async def save_turn(data: SaveTurnInput) -> str:
     return await _store_step(SAVE_TURN, data, str, f"save point after turn {data.commit.turn}")
+
+
+def provider_failure(err: ActivityError) -> ProviderFailure:
+    """The provider failure a model activity's error carries, or a non-retryable stand-in."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type == PROVIDER_ERROR and cause.details:
+        return ProviderFailure.model_validate(cause.details[0])
+    return ProviderFailure(kind="other", status=None, message=root_message(err), retryable=False)
+
+
+def cancelled(err: FailureError) -> bool:
+    """The step failed because the run is being cancelled (aborted)."""
+    return isinstance(err, CancelledError) or isinstance(err.cause, CancelledError)
