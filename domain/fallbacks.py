@@ -46,7 +46,7 @@ class TurnInProgress:
     """One per call: the id its tool result gets."""
 
     def result_id(self, call_id: str) -> str:
-        return self.result_ids[[call.id for call in self.calls].index(call_id)]
+        return dict(zip([call.id for call in self.calls], self.result_ids, strict=True))[call_id]
 
     def aborted_slots(self, timestamp: int) -> list[CommitSlot]:
         aborted = AssistantMessage(
@@ -63,7 +63,7 @@ class TurnInProgress:
         ]
 
     def replanned_slots(self, timestamp: int) -> list[CommitSlot]:
-        """Seed 001's before_tools: every planned call answered as not run."""
+        """The before_tools injection point: every planned call answered as not run."""
         return [
             CommitSlot(entry_id=self.assistant_id),
             *(

@@ -1,4 +1,4 @@
-"""Where runtime guidance enters a run (seed 001's injection points), and how.
+"""Where runtime guidance enters a run (its injection points), and how.
 
 The workflow decides when guidance is taken (at a safe point, after the store agreed
 the items are still this run's to take); these functions decide which point that is and

@@ -44,6 +44,8 @@ from workflows.inbox import Inbox, queued_entries
 # execution's history stays under it.
 CONTINUE_AT_EVENTS = 3_500
 CONTINUE_AT_BYTES = 3_500_000
+_REPORTED = {"session_id", "run_id", "status", "turns", "usage", "error"}
+"""What a run's result says as its finish recorded it."""
 
 
 class RunBase:
@@ -231,31 +233,25 @@ class RunBase:
         # Queued messages the run never reached wait for the session's next run, unless
         # the user aborted (then they go back to the caller).
         leftover = [] if cleared else [*self._inbox.steering, *self._inbox.follow_ups]
-        finished = await steps.finish_run(
-            FinishRunInput(
-                session_id=run.session_id,
-                run_id=run.run_id,
-                status=status,
-                turns=self._turn,
-                usage=self._usage,
-                error=error,
-                parent_id=self._leaf,
-                commits=commits,
-                entries=writes,
-                session_config=session_config,
-                leftover=leftover,
-                last_assistant_entry_id=last_assistant_id,
-            )
-        )
-        self._phase = "idle"
-        steering, follow_ups = cleared or ([], [])
-        return RunResult(
+        data = FinishRunInput(
             session_id=run.session_id,
             run_id=run.run_id,
             status=status,
             turns=self._turn,
             usage=self._usage,
             error=error,
+            parent_id=self._leaf,
+            commits=commits,
+            entries=writes,
+            session_config=session_config,
+            leftover=leftover,
+            last_assistant_entry_id=last_assistant_id,
+        )
+        finished = await steps.finish_run(data)
+        self._phase = "idle"
+        steering, follow_ups = cleared or ([], [])
+        return RunResult(
+            **data.model_dump(include=_REPORTED),
             leaf_id=finished.leaf_id,
             final_text=finished.final_text,
             cleared_steering=[item.text for item in steering],

@@ -250,7 +250,7 @@ class SessionRun(RunBase):
         tokens = reply.usage.total_tokens + added // CHARS_PER_TOKEN
         return tokens > window - settings.reserve_tokens
 
-    # Runtime guidance (seed 001): taken at safe points, if the store still lets the run.
+    # Runtime guidance: taken at safe points, if the store still lets the run.
 
     async def _guidance_after(self, end: TurnEnd, commit: TurnCommit) -> TurnCommit | None:
         """`commit` with the guidance pending after a turn's tool calls, if any is taken."""
