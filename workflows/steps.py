@@ -15,28 +15,14 @@ from typing import TypeVar, cast
 from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, FailureError
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
+    from domain import tree_ops as ops
     from domain.events import PhaseChanged, RetryScheduled, RunEventPayload
+    from domain.fallbacks import root_message
     from domain.runs import RunOptions
-    from domain.tree_ops import (
-        COMMIT_COMPACTION,
-        COMMIT_NAVIGATION,
-        PLAN_COMPACTION,
-        PLAN_NAVIGATION,
-        SAVE_TURN,
-        SUMMARIZE,
-        CommitCompactionInput,
-        CommitNavigationInput,
-        NavigateInput,
-        PlanCompactionInput,
-        PlanCompactionResult,
-        PlanNavigationResult,
-        SaveTurnInput,
-        SummarizeInput,
-        SummarizeResult,
-    )
     from domain.turns import (
         APPLY_CHANGES,
         FINISH_RUN,
@@ -50,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         FinishRunResult,
         ModelTurnInput,
         ModelTurnResult,
+        ProviderFailure,
         RecordEventsInput,
         StartRunInput,
         StartRunResult,
@@ -112,49 +99,74 @@ async def record_events(data: RecordEventsInput) -> None:
     await _store_step(RECORD_EVENTS, data, type(None), summary)
 
 
-async def model_turn(data: ModelTurnInput, options: RunOptions, attempt: int) -> ModelTurnResult:
+async def _long_step(
+    name: str,
+    data: BaseModel,
+    result_type: type[T],
+    *,
+    activity_id: str,
+    timeout_s: float,
+    heartbeat_s: float,
+    attempts: int,
+    max_interval_s: float,
+    summary: str,
+    non_retryable: list[str] | None = None,
+) -> T:
+    """A regular activity: it heartbeats, so a crashed worker is noticed, and an abort
+    cancels it through its heartbeats and waits until it has stopped. Its retries start
+    at once (see ACTIVITY_RETRY_FIRST) and back off to `max_interval_s`."""
     result = await workflow.execute_activity(
-        MODEL_TURN,
+        name,
         data,
-        result_type=ModelTurnResult,
-        activity_id=f"turn-{data.turn}-model-{attempt}",
-        start_to_close_timeout=timedelta(seconds=options.model_timeout_s),
-        heartbeat_timeout=timedelta(seconds=options.model_heartbeat_timeout_s),
-        # Provider failures come back to the workflow, which backs off in the `retry`
-        # phase where clients can see it; Temporal retries only crashes and timeouts.
+        result_type=result_type,
+        activity_id=activity_id,
+        start_to_close_timeout=timedelta(seconds=timeout_s),
+        heartbeat_timeout=timedelta(seconds=heartbeat_s),
         retry_policy=RetryPolicy(
             initial_interval=ACTIVITY_RETRY_FIRST,
-            maximum_interval=timedelta(seconds=30),
-            maximum_attempts=5,
-            non_retryable_error_types=[PROVIDER_ERROR],
+            maximum_interval=timedelta(seconds=max_interval_s),
+            maximum_attempts=attempts,
+            non_retryable_error_types=non_retryable,
         ),
         cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        summary=summary,
+    )
+    return cast(T, result)
+
+
+async def model_turn(data: ModelTurnInput, options: RunOptions, attempt: int) -> ModelTurnResult:
+    return await _long_step(
+        MODEL_TURN,
+        data,
+        ModelTurnResult,
+        activity_id=f"turn-{data.turn}-model-{attempt}",
+        timeout_s=options.model_timeout_s,
+        heartbeat_s=options.model_heartbeat_timeout_s,
+        # Provider failures come back to the workflow, which backs off in the `retry`
+        # phase where clients can see it; Temporal retries only crashes and timeouts.
+        attempts=5,
+        max_interval_s=30,
+        non_retryable=[PROVIDER_ERROR],
         summary=f"turn {data.turn}: "
         + (f"save turn {data.commit.turn}, then " if data.commit else "")
         + f"call {data.snapshot.model}",
     )
-    return cast(ModelTurnResult, result)
 
 
 async def run_tool(data: ToolCallInput, options: RunOptions) -> ToolCallOutcome:
-    result = await workflow.execute_activity(
+    return await _long_step(
         RUN_TOOL,
         data,
-        result_type=ToolCallOutcome,
+        ToolCallOutcome,
         activity_id=f"turn-{data.turn}-tool-{data.call.id}",
-        start_to_close_timeout=timedelta(seconds=options.tool_timeout_s),
-        heartbeat_timeout=timedelta(seconds=options.tool_heartbeat_timeout_s),
+        timeout_s=options.tool_timeout_s,
+        heartbeat_s=options.tool_heartbeat_timeout_s,
         # A tool that is not retry-safe answers its second attempt with "interrupted"
         # instead of running again, so retrying the activity is always safe.
-        retry_policy=RetryPolicy(
-            initial_interval=ACTIVITY_RETRY_FIRST,
-            maximum_interval=timedelta(seconds=10),
-            maximum_attempts=3,
-        ),
-        cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        attempts=3,
+        max_interval_s=10,
         summary=f"{data.call.name} {data.call.args_preview}"[:120],
     )
-    return cast(ToolCallOutcome, result)
 
 
 def _describe(event: RunEventPayload) -> str:
@@ -169,47 +181,55 @@ def _describe(event: RunEventPayload) -> str:
     return event.type
 
 
-async def plan_compaction(data: PlanCompactionInput) -> PlanCompactionResult:
-    return await _store_step(PLAN_COMPACTION, data, PlanCompactionResult, "plan compaction")
+async def plan_compaction(data: ops.PlanCompactionInput) -> ops.PlanCompactionResult:
+    return await _store_step(ops.PLAN_COMPACTION, data, ops.PlanCompactionResult, "plan compaction")
 
 
-async def summarize(data: SummarizeInput, options: RunOptions) -> SummarizeResult:
+async def summarize(data: ops.SummarizeInput, options: RunOptions) -> ops.SummarizeResult:
     """The summary model call: a regular activity, like a model turn."""
-    result = await workflow.execute_activity(
-        SUMMARIZE,
+    return await _long_step(
+        ops.SUMMARIZE,
         data,
-        result_type=SummarizeResult,
+        ops.SummarizeResult,
         activity_id=f"{data.kind}-summary-{data.entry_id[:8]}",
-        start_to_close_timeout=timedelta(seconds=options.model_timeout_s),
-        heartbeat_timeout=timedelta(seconds=options.model_heartbeat_timeout_s),
-        retry_policy=RetryPolicy(
-            initial_interval=ACTIVITY_RETRY_FIRST,
-            maximum_interval=timedelta(seconds=30),
-            maximum_attempts=options.provider_retries + 1,
-        ),
-        cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        timeout_s=options.model_timeout_s,
+        heartbeat_s=options.model_heartbeat_timeout_s,
+        attempts=options.provider_retries + 1,
+        max_interval_s=30,
         summary=f"{data.kind} summary of {len(data.entry_ids)} entries with {data.model}",
     )
-    return cast(SummarizeResult, result)
 
 
-async def commit_compaction(data: CommitCompactionInput) -> str:
+async def commit_compaction(data: ops.CommitCompactionInput) -> str:
     return await _store_step(
-        COMMIT_COMPACTION,
+        ops.COMMIT_COMPACTION,
         data,
         str,
         f"commit compaction (first kept {data.plan.first_kept_entry_id[:8]})",
     )
 
 
-async def plan_navigation(data: NavigateInput) -> PlanNavigationResult:
+async def plan_navigation(data: ops.NavigateInput) -> ops.PlanNavigationResult:
     summary = f"plan navigation to {data.target_entry_id[:8]}"
-    return await _store_step(PLAN_NAVIGATION, data, PlanNavigationResult, summary)
+    return await _store_step(ops.PLAN_NAVIGATION, data, ops.PlanNavigationResult, summary)
 
 
-async def commit_navigation(data: CommitNavigationInput) -> str:
-    return await _store_step(COMMIT_NAVIGATION, data, str, "commit navigation")
+async def commit_navigation(data: ops.CommitNavigationInput) -> str:
+    return await _store_step(ops.COMMIT_NAVIGATION, data, str, "commit navigation")
 
 
-async def save_turn(data: SaveTurnInput) -> str:
-    return await _store_step(SAVE_TURN, data, str, f"save point after turn {data.commit.turn}")
+async def save_turn(data: ops.SaveTurnInput) -> str:
+    return await _store_step(ops.SAVE_TURN, data, str, f"save point after turn {data.commit.turn}")
+
+
+def provider_failure(err: ActivityError) -> ProviderFailure:
+    """The provider failure a model activity's error carries, or a non-retryable stand-in."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type == PROVIDER_ERROR and cause.details:
+        return ProviderFailure.model_validate(cause.details[0])
+    return ProviderFailure(kind="other", status=None, message=root_message(err), retryable=False)
+
+
+def cancelled(err: FailureError) -> bool:
+    """The step failed because the run is being cancelled (aborted)."""
+    return isinstance(err, CancelledError) or isinstance(err.cause, CancelledError)

@@ -15,16 +15,12 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from domain.fallbacks import Skipped, ToolRun
     from domain.guidance import GuidanceIntent
     from domain.tools import ToolCallRef
     from domain.turns import ToolCallOutcome
 
-
-class Skipped:
-    """A call that never started: guidance arrived before its group's turn."""
-
-
-ToolRun = ToolCallOutcome | BaseException | Skipped
+__all__ = ["BatchResult", "Skipped", "ToolRun", "batches", "run_tool_calls"]
 
 
 @dataclass
