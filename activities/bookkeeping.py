@@ -114,7 +114,7 @@ class Bookkeeping:
     def _append_prompt(
         self, db: Session, data: StartRunInput, parent: str | None, prompt: list[AgentMessage]
     ) -> str:
-        """next_turn messages (seed 004: before the user's), then the prompt; the new leaf."""
+        """next_turn messages (they go before the user's), then the prompt; the new leaf."""
         waiting = input_queue.list_items(db, data.session_id, kind="next_turn")
         taken = [item for item in waiting if input_queue.consume(db, item.id, data.run_id)]
         appended = append_below(

@@ -3,7 +3,7 @@
 Registered with the worker (`build_worker(..., extensions=[...])`). The methods here run
 in activities, so they may do I/O and see the whole context:
 
-| hook (seed 000) | runs in | when |
+| hook | runs in | when |
 |---|---|---|
 | `system_prompt` (snapshot provider) | the activity taking a turn snapshot | once per snapshot |
 | `transform_context` | the model activity | before each model call |

@@ -1,4 +1,4 @@
-"""The save point (seed 004): commit a finished turn to the session tree.
+"""The save point (docs/SPEC.md, sessions): commit a finished turn to the session tree.
 
 The turn's staged messages go in first, in call order (the assistant message, then its
 tool results), then the pending writes and queued messages. The session leaf moves to

@@ -1,4 +1,4 @@
-"""Taking turn snapshots (seed 004's createTurnState): config, resources, providers."""
+"""Taking turn snapshots (one per turn, docs/SPEC.md): config, resources, providers."""
 
 from __future__ import annotations
 

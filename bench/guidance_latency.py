@@ -1,4 +1,4 @@
-"""Runtime guidance latency at each of seed 001's injection points.
+"""Runtime guidance latency at each injection point of docs/SPEC.md.
 
 - during_tool_interrupted: from `guide` called (interrupting guidance) to the running
   bash command's process group gone; and to the next model request carrying it.

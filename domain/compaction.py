@@ -1,4 +1,4 @@
-"""Compaction (seed 004): replace the older part of the context with a summary.
+"""Compaction (docs/SPEC.md): replace the older part of the context with a summary.
 
 `plan_compaction` chooses the cut: it keeps the most recent `keep_recent_tokens` of the
 context and never cuts between a tool call and its result (a kept part never starts

@@ -1,6 +1,6 @@
 """Harness config (the latest settings) and the turn snapshot (what one turn used).
 
-Seed 004: getters return config; a setter changes config at once, but only the next
+Getters return config; a setter changes config at once, but only the next
 turn snapshot sees the change. A snapshot is content-addressed, so taking the same
 snapshot twice (a retried save point) yields the same id.
 """

@@ -1,4 +1,4 @@
-"""buildContext (seed 000): from a path of session entries to what the model sees.
+"""Building the context (docs/SPEC.md): from a path of session entries to what the model sees.
 
 1. The path runs from the root to the leaf.
 2. The latest compaction on the path replaces everything before its first kept entry
@@ -77,7 +77,7 @@ def take_snapshot(path_state: PathState, config: SessionConfig) -> TurnSnapshot:
 
 
 def context_entries(path: Sequence[SessionEntry]) -> list[SessionEntry]:
-    """The entries that reach the model: compaction applied (seed 000's default transform)."""
+    """The entries that reach the model: compaction applied (the default transform)."""
     last_compaction = next(
         (i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], CompactionEntry)), None
     )

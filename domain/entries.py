@@ -2,7 +2,7 @@
 
 The path from the session's leaf back to the root is the conversation the model sees
 (after compaction); branches are other paths through the same tree. The entry types are
-seed 000's.
+those of docs/SPEC.md, sessions.
 """
 
 from __future__ import annotations

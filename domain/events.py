@@ -1,6 +1,6 @@
 """Run events: the story of a run as clients see it, in order, with a resumable cursor.
 
-The ten agent events of seed 000 (agent_start ... agent_end) plus the harness's own
+The ten agent events of docs/SPEC.md (agent_start ... agent_end) plus the harness's own
 (save points, retries, phase changes, queue activity). Streaming deltas travel as
 `message_update` events through the store, never through workflow history.
 """
@@ -140,7 +140,7 @@ class RunAborted(_Event):
 
 
 class RuntimeGuidanceInjected(_Event):
-    """Guidance reached the model at one of seed 001's injection points."""
+    """Guidance reached the model at one of the injection points (docs/SPEC.md)."""
 
     type: Literal["runtime_guidance_injected"] = "runtime_guidance_injected"
     point: str

@@ -1,5 +1,5 @@
 # ruff: noqa: RUF001 (Chinese text and full-width punctuation are meant here)
-"""Runtime guidance (seed 001): input that reaches a run at its nearest safe point.
+"""Runtime guidance (docs/SPEC.md): input that reaches a run at its nearest safe point.
 
 Guidance goes to the model as a hidden user message, never shown as a chat message, and
 never between a tool call and its result. What it does to work in flight depends on its

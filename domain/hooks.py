@@ -42,7 +42,7 @@ class TurnSummary(BaseModel):
 
 
 class NextTurn(BaseModel):
-    """Overrides for the next turn only (seed 000's prepareNextTurn)."""
+    """Overrides for the next turn only (the prepare-next-turn hook)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,4 +1,4 @@
-"""Steering and follow-up queues (seed 000): what was sent, and how much a drain takes."""
+"""Steering and follow-up queues (docs/SPEC.md): what was sent, and how much a drain takes."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ class ToolResult(BaseModel):
     details: dict[str, Any] | None = None
     is_error: bool = False
     terminate: bool = False
-    """A hint that the run should stop after this turn (seed 000's early stop)."""
+    """A hint that the run should stop after this turn (an early stop)."""
 
     @classmethod
     def error(cls, text: str, **details: Any) -> ToolResult:

@@ -1,4 +1,4 @@
-"""From agent messages to a transcript the model API accepts (seed 000's convertToLlm).
+"""From agent messages to a transcript the model API accepts (convert to the provider's format).
 
 The API demands that every tool call is answered by a tool result in the very next
 user turn, and every tool result answers a call of the turn before. `repair_pairing`

@@ -70,7 +70,7 @@ class QueueConsumption(_Contract):
 
 
 class TurnCommit(_Contract):
-    """A finished turn to save (seed 004's save point): its messages, then what queued up.
+    """A finished turn to save (a save point): its messages, then what queued up.
 
     Committed below the run's current leaf. Turn end, save point and (when the run
     `continues`) the next turn's start and its queued messages are emitted as events.

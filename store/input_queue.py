@@ -154,7 +154,7 @@ def release_guidance(db: Session, run_id: str) -> None:
 
 
 def cancel_pending(db: Session, session_id: str) -> list[QueueItem]:
-    """Stopping a run cancels the session's pending input (seed 001); returns it."""
+    """Stopping a run cancels the session's pending input (docs/SPEC.md); returns it."""
     items = list_items(db, session_id)
     now = now_ms()
     db.execute(

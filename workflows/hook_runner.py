@@ -1,4 +1,4 @@
-"""Workflow hooks (seed 000's shouldStopAfterTurn, prepareNextTurn), run in the sandbox.
+"""Workflow hooks (stop after a turn, prepare the next turn), run in the sandbox.
 
 The worker lists its hooks by import path; the workflow imports them here, inside
 Temporal's sandbox, so a hook that reads a clock, draws random numbers or does I/O

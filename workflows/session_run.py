@@ -1,4 +1,4 @@
-"""The agent loop (seed 000's runLoop) as a Temporal workflow: one run of a session.
+"""The agent loop (docs/SPEC.md, the agent loop) as a Temporal workflow: one run of a session.
 
     start run
     run_until_idle:                      the outer loop, over follow-ups
@@ -78,7 +78,7 @@ class SessionRun(RunBase):
 
     @workflow.signal
     def guidance(self, item: GuidanceItem) -> None:
-        """Runtime guidance: taken at the nearest safe point (seed 001)."""
+        """Runtime guidance: taken at the nearest safe point (docs/SPEC.md, runtime guidance)."""
         self._inbox.guide(item)
 
     @workflow.signal

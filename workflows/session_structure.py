@@ -1,4 +1,4 @@
-"""Structural operations on an idle session (seed 004): compaction and tree navigation.
+"""Structural operations on an idle session: compaction and tree navigation (docs/SPEC.md).
 
 Each runs under the session's workflow id, so Temporal refuses them while a run (or any
 other operation) is open, whichever client or machine asks.

@@ -1,6 +1,6 @@
 """executeToolCalls: run one turn's tool calls, in parallel unless a tool asks otherwise.
 
-Runtime guidance can cut a batch short (seed 001): guidance that interrupts cancels the
+Runtime guidance can cut a batch short (docs/SPEC.md): guidance that interrupts cancels the
 calls still running (each returns what it printed so far) and skips the rest;
 supplementary guidance lets running calls finish and skips the groups after them.
 """
