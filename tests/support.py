@@ -228,3 +228,26 @@ def bash_then_text(command: str, *texts: str) -> dict[str, Any]:
     """A script: a reply with one bash call running `command`, then one reply per text."""
     bash = {"tool_use": {"name": "bash", "input": {"command": command}}}
     return {"conversations": {"*": [{"reply": [bash]}, *({"reply": [{"text": t}]} for t in texts)]}}
+
+
+def user_texts(request_body: dict[str, Any]) -> list[str]:
+    """The text blocks of every user message of a Messages API request body."""
+    return [
+        block["text"]
+        for message in request_body["messages"]
+        if message["role"] == "user"
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") == "text"
+    ]
+
+
+GATED_THEN_REPLIES: dict[str, Any] = {
+    "conversations": {
+        "*": [
+            {"wait_for": "go", "reply": [{"text": "first"}]},
+            {"reply": [{"text": "second"}]},
+            {"reply": [{"text": "third"}]},
+        ]
+    }
+}
+"""A script whose first reply waits for `stack.model.release("go")`, then two more."""

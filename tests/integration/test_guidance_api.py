@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from support import (
     BOTH_STORES,
+    GATED_THEN_REPLIES,
     ApiServer,
     Stack,
     assert_valid_pairing,
@@ -46,18 +47,7 @@ async def events_of(http: Any, session: str, kind: str) -> list[Json]:
     return [e["payload"] for e in state["activity_events"] if e["type"] == kind]
 
 
-GATED = {
-    "conversations": {
-        "*": [
-            {"wait_for": "go", "reply": [{"text": "first"}]},
-            {"reply": [{"text": "second"}]},
-            {"reply": [{"text": "third"}]},
-        ]
-    }
-}
-
-
-@pytest.mark.script(GATED)
+@pytest.mark.script(GATED_THEN_REPLIES)
 async def test_two_sessions_at_once_no_cross_talk(stack: Stack, api: ApiServer) -> None:
     async with stack.worker(), api.client() as http:
         a, b = await new_session(http), await new_session(http)

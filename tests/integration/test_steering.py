@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 from support import (
+    GATED_THEN_REPLIES,
     UNTIL_GO,
     Stack,
     assert_valid_pairing,
@@ -15,22 +15,12 @@ from support import (
     eventually,
     let_go,
     transcript_roles,
+    user_texts,
 )
 
 from client.errors import SessionIdle
 from domain.entries import MessageEntry, ModelChangeEntry
 from domain.messages import ToolResultMessage, UserMessage, text_of
-
-
-def user_texts(request_body: dict[str, Any]) -> list[str]:
-    """The text blocks of every user message the model was sent."""
-    return [
-        block["text"]
-        for message in request_body["messages"]
-        if message["role"] == "user"
-        for block in message["content"]
-        if block["type"] == "text"
-    ]
 
 
 @pytest.mark.script(
@@ -89,17 +79,6 @@ async def test_steer_during_a_long_tool_call_reaches_the_next_model_call(stack: 
     last = second["messages"][-1]["content"]
     assert [b["type"] for b in last] == ["tool_result", "tool_result", "text"]
     assert await event_seen(stack, session.id, "queue_consumed", queue="steering", turn=2)
-
-
-GATED_THEN_REPLIES = {
-    "conversations": {
-        "*": [
-            {"wait_for": "go", "reply": [{"text": "first"}]},
-            {"reply": [{"text": "second"}]},
-            {"reply": [{"text": "third"}]},
-        ]
-    }
-}
 
 
 @pytest.mark.script(GATED_THEN_REPLIES)
