@@ -29,6 +29,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from domain import turns
 from domain.config import SnapshotRef
 from domain.entries import CustomMessageEntry
 from domain.events import RuntimeGuidanceInjected
@@ -38,27 +39,6 @@ from domain.queues import QueuedMessage
 from domain.runs import RunInput, RunResult, session_workflow_id
 from domain.tools import ExecutionMode, ToolCallRef, ToolTraits
 from domain.tree_ops import SAVE_TURN, SaveTurnInput
-from domain.turns import (
-    FINISH_RUN,
-    MODEL_TURN,
-    RECORD_EVENTS,
-    RUN_TOOL,
-    START_RUN,
-    TAKE_GUIDANCE,
-    FinishRunInput,
-    FinishRunResult,
-    ModelTurnInput,
-    ModelTurnResult,
-    QueueConsumption,
-    RecordEventsInput,
-    StartRunInput,
-    StartRunResult,
-    TakeGuidanceInput,
-    TakeGuidanceResult,
-    ToolCallInput,
-    ToolCallOutcome,
-    TurnCommit,
-)
 from worker import workflow_runner
 from workflows.session_run import SessionRun
 
@@ -75,14 +55,14 @@ def tool(call_id: str, execution: ExecutionMode = "parallel") -> ToolCallRef:
     )
 
 
-def calls(*tools: ToolCallRef) -> ModelTurnResult:
-    return ModelTurnResult(
+def calls(*tools: ToolCallRef) -> turns.ModelTurnResult:
+    return turns.ModelTurnResult(
         stop_reason="toolUse", usage=Usage(), text_preview="", tool_calls=list(tools)
     )
 
 
-def answer(text: str) -> ModelTurnResult:
-    return ModelTurnResult(stop_reason="stop", usage=Usage(), text_preview=text)
+def answer(text: str) -> turns.ModelTurnResult:
+    return turns.ModelTurnResult(stop_reason="stop", usage=Usage(), text_preview=text)
 
 
 def queued(item_id: str) -> QueuedMessage:
@@ -93,11 +73,11 @@ class StandIns:
     """The workflow's activities: the model replies from a script, one reply per turn;
     tools wait for `release()` (heartbeating, so an abort reaches them) once `hold()`."""
 
-    def __init__(self, *replies: ModelTurnResult) -> None:
+    def __init__(self, *replies: turns.ModelTurnResult) -> None:
         self.replies = replies
-        self.model_inputs: list[ModelTurnInput] = []
-        self.tool_inputs: list[ToolCallInput] = []
-        self.finished: list[FinishRunInput] = []
+        self.model_inputs: list[turns.ModelTurnInput] = []
+        self.tool_inputs: list[turns.ToolCallInput] = []
+        self.finished: list[turns.FinishRunInput] = []
         self.started: defaultdict[str, asyncio.Event] = defaultdict(asyncio.Event)
         self._held = False
         self._released = asyncio.Event()
@@ -122,37 +102,37 @@ class StandIns:
             self.save_turn,
         ]
 
-    @activity.defn(name=START_RUN)
-    async def start_run(self, data: StartRunInput) -> StartRunResult:
-        return StartRunResult(leaf_id="root", snapshot=SNAPSHOT)
+    @activity.defn(name=turns.START_RUN)
+    async def start_run(self, data: turns.StartRunInput) -> turns.StartRunResult:
+        return turns.StartRunResult(leaf_id="root", snapshot=SNAPSHOT)
 
-    @activity.defn(name=MODEL_TURN)
-    async def model_turn(self, data: ModelTurnInput) -> ModelTurnResult:
+    @activity.defn(name=turns.MODEL_TURN)
+    async def model_turn(self, data: turns.ModelTurnInput) -> turns.ModelTurnResult:
         self.model_inputs.append(data)
         return self.replies[data.turn - 1]
 
-    @activity.defn(name=RUN_TOOL)
-    async def run_tool(self, data: ToolCallInput) -> ToolCallOutcome:
+    @activity.defn(name=turns.RUN_TOOL)
+    async def run_tool(self, data: turns.ToolCallInput) -> turns.ToolCallOutcome:
         self.tool_inputs.append(data)
         self.started[data.call.id].set()
         while self._held and not self._released.is_set():
             activity.heartbeat()
             with _quiet_timeout():
                 await asyncio.wait_for(self._released.wait(), 0.1)
-        return ToolCallOutcome(is_error=False, preview="ok", content_chars=2, duration_ms=1)
+        return turns.ToolCallOutcome(is_error=False, preview="ok", content_chars=2, duration_ms=1)
 
-    @activity.defn(name=FINISH_RUN)
-    async def finish_run(self, data: FinishRunInput) -> FinishRunResult:
+    @activity.defn(name=turns.FINISH_RUN)
+    async def finish_run(self, data: turns.FinishRunInput) -> turns.FinishRunResult:
         self.finished.append(data)
-        return FinishRunResult(leaf_id="leaf", final_text="")
+        return turns.FinishRunResult(leaf_id="leaf", final_text="")
 
-    @activity.defn(name=RECORD_EVENTS)
-    async def record_events(self, data: RecordEventsInput) -> None:
+    @activity.defn(name=turns.RECORD_EVENTS)
+    async def record_events(self, data: turns.RecordEventsInput) -> None:
         return None
 
-    @activity.defn(name=TAKE_GUIDANCE)
-    async def take_guidance(self, data: TakeGuidanceInput) -> TakeGuidanceResult:
-        return TakeGuidanceResult(taken=data.item_ids)
+    @activity.defn(name=turns.TAKE_GUIDANCE)
+    async def take_guidance(self, data: turns.TakeGuidanceInput) -> turns.TakeGuidanceResult:
+        return turns.TakeGuidanceResult(taken=data.item_ids)
 
     @activity.defn(name=SAVE_TURN)
     async def save_turn(self, data: SaveTurnInput) -> str:
@@ -216,7 +196,7 @@ async def result_of(handle: WorkflowHandle[SessionRun, RunResult]) -> RunResult:
     return await asyncio.wait_for(handle.result(), WAIT_S)
 
 
-def fallbacks(commit: TurnCommit | None) -> Iterator[AssistantMessage | ToolResultMessage]:
+def fallbacks(commit: turns.TurnCommit | None) -> Iterator[AssistantMessage | ToolResultMessage]:
     assert commit is not None
     for slot in commit.slots:
         if isinstance(slot.fallback, AssistantMessage | ToolResultMessage):
@@ -243,8 +223,8 @@ async def test_steering_waits_for_the_tools_and_a_follow_up_for_the_agent_to_sto
         first.entry_id,
         stand_ins.tool_inputs[0].result_entry_id,
     ]
-    assert second.commit.consumed == [QueueConsumption(entry_id="s1", queue="steering")]
-    assert third.commit.consumed == [QueueConsumption(entry_id="f1", queue="follow_up")]
+    assert second.commit.consumed == [turns.QueueConsumption(entry_id="s1", queue="steering")]
+    assert third.commit.consumed == [turns.QueueConsumption(entry_id="f1", queue="follow_up")]
     (finished,) = stand_ins.finished
     assert finished.status == "completed" and not finished.commits[-1].continues
 
