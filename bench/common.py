@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -16,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the stack's processes: tests/processes.py
 
+from processes import WORKER_ARGS, kill_group, spawn_python, stack_env  # noqa: E402
 from temporal_dev import DevServer  # noqa: E402
 
 from client.api import DuragentClient  # noqa: E402
@@ -77,39 +76,18 @@ def p95(values: list[float]) -> float:
 
 def process_env(bench: Bench, **extra: str) -> dict[str, str]:
     """The environment of a worker or API process of the bench's stack."""
-    env = dict(os.environ)
-    env.update(
-        DURAGENT_HOME=str(bench.home),
-        DURAGENT_DATABASE_URL=bench.settings.database_url,
-        TEMPORAL_ADDRESS=bench.settings.temporal_address,
-        DURAGENT_TASK_QUEUE=bench.settings.task_queue,
-        ANTHROPIC_BASE_URL=bench.model.base_url,
-        DURAGENT_HEARTBEAT_TIMEOUT=str(bench.settings.heartbeat_timeout_s),
-        PYTHONPATH=str(ROOT),
-        **extra,
-    )
-    env.pop("ANTHROPIC_API_KEY", None)
-    return env
+    return stack_env(bench.settings, bench.model.base_url, **extra)
 
 
 def spawn(bench: Bench, *args: str, **extra_env: str) -> subprocess.Popen[bytes]:
     """`python ARGS` in its own process group, quiet, with the stack's environment."""
-    return subprocess.Popen(
-        [sys.executable, *args],
-        cwd=ROOT,
-        env=process_env(bench, **extra_env),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    return spawn_python(list(args), process_env(bench, **extra_env))
 
 
 def spawn_worker(bench: Bench) -> subprocess.Popen[bytes]:
-    return spawn(bench, "-c", "import worker; worker.main()")
+    return spawn(bench, *WORKER_ARGS)
 
 
 def kill(process: subprocess.Popen[bytes]) -> None:
     """SIGKILL the process group, as a machine failure would."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+    kill_group(process, timeout=None)

@@ -9,9 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,6 +19,8 @@ from typing import Any
 
 import pytest
 from postgres_server import new_database
+from processes import REPO as REPO  # where the tests find the repository
+from processes import WORKER_ARGS, kill_group, spawn_python, stack_env
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -31,8 +31,6 @@ from offline_model import OfflineModelServer, Script
 from settings import Settings
 from store.db import Database
 from worker import build_worker
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -49,38 +47,18 @@ class Stack:
         return build_worker(self.temporal, self.db, self.settings, **kwargs)
 
     def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(
-            DURAGENT_HOME=str(self.settings.home),
-            DURAGENT_DATABASE_URL=self.settings.database_url,
-            TEMPORAL_ADDRESS=self.settings.temporal_address,
-            DURAGENT_TASK_QUEUE=self.settings.task_queue,
-            ANTHROPIC_BASE_URL=self.model.base_url,
-            DURAGENT_HEARTBEAT_TIMEOUT=str(self.settings.heartbeat_timeout_s),
-            PYTHONPATH=str(REPO),
-        )
-        env.pop("ANTHROPIC_API_KEY", None)
-        return env
+        return stack_env(self.settings, self.model.base_url)
 
     def spawn_worker(self) -> subprocess.Popen[bytes]:
         """A worker in its own process (its own process group), for crash tests."""
         log = open(self.settings.home / f"worker-{len(self.processes)}.log", "wb")  # noqa: SIM115
-        process = subprocess.Popen(
-            [sys.executable, "-c", "import worker; worker.main()"],
-            cwd=REPO,
-            env=self.env(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        process = spawn_python(WORKER_ARGS, self.env(), log)
         self.processes.append(process)
         return process
 
     def kill(self, process: subprocess.Popen[bytes]) -> None:
         """SIGKILL the worker's whole process group, as a machine failure would."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+        kill_group(process)
 
     def close(self) -> None:
         for process in self.processes:
@@ -227,3 +205,49 @@ def run_finished(stack: Stack, session_id: str) -> bool:
     """The session's latest run exists and is no longer running."""
     runs = stack.client.runs(session_id)
     return bool(runs) and runs[0].status != "running"
+
+
+async def event_seen(stack: Stack, session_id: str, kind: str, **match: object) -> bool:
+    """The session has a stored event of `kind` whose payload fields equal `match`."""
+    async for event in stack.client.events(session_id, follow=False):
+        if event.type == kind and all(event.payload.get(k) == v for k, v in match.items()):
+            return True
+    return False
+
+
+UNTIL_GO = "while [ ! -f go ]; do sleep 0.05; done"
+"""A bash command that waits until the test creates `go` in the workspace (`let_go`)."""
+
+
+def let_go(stack: Stack, session_id: str) -> None:
+    """Release the session's commands waiting in `UNTIL_GO`."""
+    (Path(stack.client.get_session(session_id).workspace) / "go").touch()
+
+
+def bash_then_text(command: str, *texts: str) -> dict[str, Any]:
+    """A script: a reply with one bash call running `command`, then one reply per text."""
+    bash = {"tool_use": {"name": "bash", "input": {"command": command}}}
+    return {"conversations": {"*": [{"reply": [bash]}, *({"reply": [{"text": t}]} for t in texts)]}}
+
+
+def user_texts(request_body: dict[str, Any]) -> list[str]:
+    """The text blocks of every user message of a Messages API request body."""
+    return [
+        block["text"]
+        for message in request_body["messages"]
+        if message["role"] == "user"
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") == "text"
+    ]
+
+
+GATED_THEN_REPLIES: dict[str, Any] = {
+    "conversations": {
+        "*": [
+            {"wait_for": "go", "reply": [{"text": "first"}]},
+            {"reply": [{"text": "second"}]},
+            {"reply": [{"text": "third"}]},
+        ]
+    }
+}
+"""A script whose first reply waits for `stack.model.release("go")`, then two more."""

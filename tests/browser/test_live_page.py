@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from playwright.async_api import expect
-from support import ApiServer, Stack, eventually, run_finished
+from support import UNTIL_GO, ApiServer, Stack, bash_then_text, eventually, run_finished
 
 from browser.pages import (
     CuttableNetwork,
@@ -22,7 +22,6 @@ from browser.pages import (
 
 pytestmark = pytest.mark.browser
 
-UNTIL_GO = "while [ ! -f go ]; do sleep 0.05; done"
 WORDS = " ".join(f"word{i:03d}" for i in range(40))  # 319 characters: 16 streamed deltas
 
 
@@ -44,25 +43,7 @@ async def test_streamed_text_shows_before_the_turn_ends(
         await expect(stored).to_have_text("Assistant" + WORDS)
 
 
-@pytest.mark.script(
-    {
-        "conversations": {
-            "*": [
-                {
-                    "reply": [
-                        {
-                            "tool_use": {
-                                "name": "bash",
-                                "input": {"command": f"echo line-1; {UNTIL_GO}; echo line-2"},
-                            }
-                        }
-                    ]
-                },
-                {"reply": [{"text": "both lines printed"}]},
-            ]
-        }
-    }
-)
+@pytest.mark.script(bash_then_text(f"echo line-1; {UNTIL_GO}; echo line-2", "both lines printed"))
 async def test_a_tool_card_shows_output_while_it_runs(
     stack: Stack, api: ApiServer, browser_context: Any
 ) -> None:

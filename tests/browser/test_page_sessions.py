@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from playwright.async_api import expect
-from support import ApiServer, Stack, eventually, run_finished
+from support import UNTIL_GO, ApiServer, Stack, bash_then_text, eventually, run_finished
 
 from browser.pages import loaded, new_session, open_session, screenshot, send, signed_in
 
@@ -94,26 +94,7 @@ async def test_the_tree_goes_to_forks_from_and_labels_entries(
     assert stack.client.labels(session) == {first_id: "the start"}
 
 
-@pytest.mark.script(
-    {
-        "conversations": {
-            "*": [
-                {
-                    "reply": [
-                        {
-                            "tool_use": {
-                                "name": "bash",
-                                "input": {"command": "until [ -f go ]; do sleep 0.05; done"},
-                            }
-                        }
-                    ]
-                },
-                {"reply": [{"text": "steered"}]},
-                {"reply": [{"text": "followed up"}]},
-            ]
-        }
-    }
-)
+@pytest.mark.script(bash_then_text(UNTIL_GO, "steered", "followed up"))
 async def test_steer_and_follow_up_from_the_send_menu(
     stack: Stack, api: ApiServer, browser_context: Any
 ) -> None:

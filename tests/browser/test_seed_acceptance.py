@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from playwright.async_api import expect
-from support import ApiServer, Stack, eventually, run_finished
+from support import UNTIL_GO, ApiServer, Stack, bash_then_text, eventually, run_finished
 
 from activities.tools import process_group_alive
 from browser.pages import base_url, loaded, new_session, open_session, screenshot, send, signed_in
@@ -36,7 +36,7 @@ def chips(page: Any) -> Any:
 
 
 # A tool that runs until the test lets it finish (it creates the file `go`).
-UNTIL_GO = "while [ ! -f go ]; do sleep 0.05; done; echo built"
+BUILD_UNTIL_GO = f"{UNTIL_GO}; echo built"
 GATED = {
     "conversations": {
         "*": [
@@ -138,7 +138,7 @@ async def test_3_pending_chip_survives_a_reload(
     {
         "conversations": {
             "*": [
-                {"reply": [{"tool_use": {"name": "bash", "input": {"command": UNTIL_GO}}}]},
+                {"reply": [{"tool_use": {"name": "bash", "input": {"command": BUILD_UNTIL_GO}}}]},
                 {"reply": [{"text": "built, and the changelog is updated"}]},
             ]
         }
@@ -211,24 +211,7 @@ async def test_5_guidance_before_tools_replans_them(
     assert not (workspace / "ran.txt").exists()  # the old plan never ran
 
 
-@pytest.mark.script(
-    {
-        "conversations": {
-            "*": [
-                {
-                    "reply": [
-                        {
-                            "tool_use": {
-                                "name": "bash",
-                                "input": {"command": "echo $$ > pid.txt; echo started; sleep 60"},
-                            }
-                        }
-                    ]
-                },
-            ]
-        }
-    }
-)
+@pytest.mark.script(bash_then_text("echo $$ > pid.txt; echo started; sleep 60"))
 async def test_6_stop_kills_the_process_and_cancels_the_queue(
     stack: Stack, api: ApiServer, browser_context: Any
 ) -> None:

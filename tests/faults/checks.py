@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from support import Stack, assert_valid_pairing, eventually, transcript_roles
+from support import user_texts as user_texts  # the fault tests read it from here
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
@@ -79,17 +80,6 @@ async def wait_for_event(
 def model_requests(stack: Stack, session_id: str) -> list[RecordedRequest]:
     """The Messages API requests the model received for the session (not token counts)."""
     return [r for r in stack.model.requests_for(session_id) if r.path == "/v1/messages"]
-
-
-def user_texts(request_body: dict[str, Any]) -> list[str]:
-    """The text blocks of every user message of a Messages API request body."""
-    return [
-        block["text"]
-        for message in request_body["messages"]
-        if message["role"] == "user"
-        for block in message["content"]
-        if isinstance(block, dict) and block.get("type") == "text"
-    ]
 
 
 def tool_results(path: Sequence[SessionEntry]) -> dict[str, ToolResultMessage]:

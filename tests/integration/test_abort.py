@@ -6,17 +6,17 @@ import os
 from pathlib import Path
 
 import pytest
-from support import Stack, assert_valid_pairing, eventually, transcript_roles
+from support import (
+    Stack,
+    assert_valid_pairing,
+    bash_then_text,
+    event_seen,
+    eventually,
+    transcript_roles,
+)
 
 from domain.entries import CustomMessageEntry, MessageEntry
 from domain.messages import AssistantMessage, ToolResultMessage, text_of
-
-
-async def seen(stack: Stack, session_id: str, kind: str, **match: object) -> bool:
-    async for event in stack.client.events(session_id, follow=False):
-        if event.type == kind and all(event.payload.get(k) == v for k, v in match.items()):
-            return True
-    return False
 
 
 def group_alive(pgid: int) -> bool:
@@ -60,7 +60,7 @@ async def test_abort_during_a_model_stream(stack: Stack) -> None:
     async with stack.worker():
         run = await stack.client.prompt(session.id, "talk")
         await stack.client.follow_up(session.id, "and then more")
-        await eventually(lambda: seen(stack, session.id, "message_update"))
+        await eventually(lambda: event_seen(stack, session.id, "message_update"))
         result = await stack.client.abort(session.id)
         assert result.status == "aborted" and result.run_id == run.run_id
         assert result.cleared_follow_ups == ["and then more"]
@@ -77,25 +77,7 @@ async def test_abort_during_a_model_stream(stack: Stack) -> None:
         await prompt_again_works(stack, session.id)
 
 
-@pytest.mark.script(
-    {
-        "conversations": {
-            "*": [
-                {
-                    "reply": [
-                        {
-                            "tool_use": {
-                                "name": "bash",
-                                "input": {"command": "echo $$ > pid.txt; echo started; sleep 60"},
-                            }
-                        }
-                    ]
-                },
-                {"reply": [{"text": "Carrying on."}]},
-            ]
-        }
-    }
-)
+@pytest.mark.script(bash_then_text("echo $$ > pid.txt; echo started; sleep 60", "Carrying on."))
 async def test_abort_kills_a_running_bash_command(stack: Stack) -> None:
     session = stack.client.create_session()
     pid_file = Path(session.workspace) / "pid.txt"
@@ -103,7 +85,7 @@ async def test_abort_kills_a_running_bash_command(stack: Stack) -> None:
         await stack.client.prompt(session.id, "run it")
         await eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
         pgid = int(pid_file.read_text())
-        await eventually(lambda: seen(stack, session.id, "tool_execution_update"))
+        await eventually(lambda: event_seen(stack, session.id, "tool_execution_update"))
         assert group_alive(pgid)
         result = await stack.client.abort(session.id)
         assert result.status == "aborted"
@@ -146,8 +128,12 @@ async def test_abort_during_a_parallel_batch_keeps_finished_results(stack: Stack
     session = stack.client.create_session()
     async with stack.worker():
         await stack.client.prompt(session.id, "do three things")
-        await eventually(lambda: seen(stack, session.id, "tool_execution_end", tool_name="write"))
-        await eventually(lambda: seen(stack, session.id, "tool_execution_start", tool_name="bash"))
+        await eventually(
+            lambda: event_seen(stack, session.id, "tool_execution_end", tool_name="write")
+        )
+        await eventually(
+            lambda: event_seen(stack, session.id, "tool_execution_start", tool_name="bash")
+        )
         await stack.client.steer(session.id, "never mind that")
         result = await stack.client.abort(session.id)
         assert result.cleared_steering == ["never mind that"]

@@ -7,7 +7,14 @@ import time
 from pathlib import Path
 
 import pytest
-from support import BOTH_STORES, Stack, assert_valid_pairing, eventually, transcript_roles
+from support import (
+    BOTH_STORES,
+    Stack,
+    assert_valid_pairing,
+    bash_then_text,
+    eventually,
+    transcript_roles,
+)
 
 from domain.entries import MessageEntry
 from domain.messages import ToolResultMessage, text_of
@@ -82,25 +89,7 @@ async def test_worker_killed_during_model_call_and_during_tool_call(stack: Stack
     assert len(stack.model.requests_for(session.id)) == 3
 
 
-@pytest.mark.script(
-    {
-        "conversations": {
-            "*": [
-                {
-                    "reply": [
-                        {
-                            "tool_use": {
-                                "name": "bash",
-                                "input": {"command": "echo go >> runs.txt; sleep 5"},
-                            }
-                        }
-                    ]
-                },
-                {"reply": [{"text": "Noted the steer."}]},
-            ]
-        }
-    }
-)
+@pytest.mark.script(bash_then_text("echo go >> runs.txt; sleep 5", "Noted the steer."))
 async def test_steer_signalled_before_a_crash_is_delivered_once(stack: Stack) -> None:
     session = stack.client.create_session()
     first = stack.spawn_worker()

@@ -5,12 +5,21 @@ Point 7 (compaction keeps the display history) lives with the compaction tests.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import BOTH_STORES, ApiServer, Stack, assert_valid_pairing, eventually, run_finished
+from support import (
+    BOTH_STORES,
+    GATED_THEN_REPLIES,
+    ApiServer,
+    Stack,
+    assert_valid_pairing,
+    bash_then_text,
+    event_seen,
+    eventually,
+    run_finished,
+)
 
 from activities.tools import process_group_alive
 
@@ -38,18 +47,7 @@ async def events_of(http: Any, session: str, kind: str) -> list[Json]:
     return [e["payload"] for e in state["activity_events"] if e["type"] == kind]
 
 
-GATED = {
-    "conversations": {
-        "*": [
-            {"wait_for": "go", "reply": [{"text": "first"}]},
-            {"reply": [{"text": "second"}]},
-            {"reply": [{"text": "third"}]},
-        ]
-    }
-}
-
-
-@pytest.mark.script(GATED)
+@pytest.mark.script(GATED_THEN_REPLIES)
 async def test_two_sessions_at_once_no_cross_talk(stack: Stack, api: ApiServer) -> None:
     async with stack.worker(), api.client() as http:
         a, b = await new_session(http), await new_session(http)
@@ -89,21 +87,7 @@ async def test_two_sessions_at_once_no_cross_talk(stack: Stack, api: ApiServer) 
 
 
 @BOTH_STORES
-@pytest.mark.script(
-    {
-        "conversations": {
-            "*": [
-                {
-                    "reply": [
-                        {"tool_use": {"name": "bash", "input": {"command": "sleep 2; echo ok"}}}
-                    ]
-                },
-                {"reply": [{"text": "done"}]},
-                {"reply": [{"text": "second run"}]},
-            ]
-        }
-    }
-)
+@pytest.mark.script(bash_then_text("sleep 2; echo ok", "done", "second run"))
 async def test_pending_items_survive_a_restart_of_the_api_and_the_worker(
     stack: Stack, api: ApiServer
 ) -> None:
@@ -128,20 +112,7 @@ async def test_pending_items_survive_a_restart_of_the_api_and_the_worker(
     assert texts(stack.model.requests_for(session)[2].body)[-2:] == ["later", "next"]
 
 
-@pytest.mark.script(
-    {
-        "conversations": {
-            "*": [
-                {
-                    "reply": [
-                        {"tool_use": {"name": "bash", "input": {"command": "sleep 1; echo built"}}}
-                    ]
-                },
-                {"reply": [{"text": "done, with the changelog"}]},
-            ]
-        }
-    }
-)
+@pytest.mark.script(bash_then_text("sleep 1; echo built", "done, with the changelog"))
 async def test_guidance_taken_at_the_nearest_safe_point(stack: Stack, api: ApiServer) -> None:
     async with stack.worker(), api.client() as http:
         session = await new_session(http)
@@ -217,25 +188,7 @@ async def test_guidance_before_tools_skips_them_with_the_replan_event(
     assert_valid_pairing(stack.client.path(session))
 
 
-@pytest.mark.script(
-    {
-        "conversations": {
-            "*": [
-                {
-                    "reply": [
-                        {
-                            "tool_use": {
-                                "name": "bash",
-                                "input": {"command": "echo $$ > pid.txt; echo step-1; sleep 60"},
-                            }
-                        }
-                    ]
-                },
-                {"reply": [{"text": "switched approach"}]},
-            ]
-        }
-    }
-)
+@pytest.mark.script(bash_then_text("echo $$ > pid.txt; echo step-1; sleep 60", "switched approach"))
 async def test_interrupting_guidance_stops_only_the_running_tool(
     stack: Stack, api: ApiServer
 ) -> None:
@@ -244,7 +197,7 @@ async def test_interrupting_guidance_stops_only_the_running_tool(
         pid_file = Path(stack.client.get_session(session).workspace) / "pid.txt"
         await http.post(f"/api/sessions/{session}/input", json={"text": "go"})
         await eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
-        await asyncio.sleep(0.3)
+        await eventually(lambda: event_seen(stack, session, "tool_execution_update"))  # step-1
         pgid = int(pid_file.read_text())
         await http.post(
             f"/api/sessions/{session}/input",
@@ -387,20 +340,7 @@ async def test_guidance_before_finish_takes_one_more_turn_and_an_edited_item_is_
 
 
 @BOTH_STORES
-@pytest.mark.script(
-    {
-        "conversations": {
-            "*": [
-                {
-                    "reply": [
-                        {"tool_use": {"name": "bash", "input": {"command": "sleep 4; echo built"}}}
-                    ]
-                },
-                {"reply": [{"text": "done"}]},
-            ]
-        }
-    }
-)
+@pytest.mark.script(bash_then_text("sleep 4; echo built", "done"))
 async def test_guidance_survives_a_worker_crash_and_is_delivered_once(
     stack: Stack, api: ApiServer
 ) -> None:
@@ -410,7 +350,7 @@ async def test_guidance_survives_a_worker_crash_and_is_delivered_once(
         await http.post(f"/api/sessions/{session}/input", json={"text": "build"})
         started = Path(stack.client.get_session(session).workspace)
         await eventually(lambda: started.exists() and len(stack.model.requests_for(session)) == 1)
-        await asyncio.sleep(1.0)  # the bash call is running
+        await eventually(lambda: event_seen(stack, session, "tool_execution_start"), timeout=30)
         item = (
             await http.post(
                 f"/api/sessions/{session}/input",

@@ -223,6 +223,7 @@ async def test_an_aborted_run(stack: Stack) -> None:
     assert timeline.items[-1].details["run_status"] == "aborted"
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 def test_recorded_histories_read(path: Path) -> None:
     history = WorkflowHistory.from_json(f"session-{path.stem}", path.read_text())

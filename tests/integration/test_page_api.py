@@ -6,19 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support import ApiServer, Stack, eventually, run_finished
+from support import GATED_THEN_REPLIES, ApiServer, Stack, eventually, run_finished
 
 from domain.input import MAX_INPUT_BYTES
-
-GATED = {
-    "conversations": {
-        "*": [
-            {"wait_for": "go", "reply": [{"text": "first"}]},
-            {"reply": [{"text": "second"}]},
-            {"reply": [{"text": "third"}]},
-        ]
-    }
-}
 
 
 async def new_session(http: Any, name: str = "s") -> str:
@@ -27,7 +17,7 @@ async def new_session(http: Any, name: str = "s") -> str:
     return str(created.json()["session"]["id"])
 
 
-@pytest.mark.script(GATED)
+@pytest.mark.script(GATED_THEN_REPLIES)
 async def test_summaries_status_steer_and_follow_up(stack: Stack, api: ApiServer) -> None:
     async with stack.worker(), api.client() as http, api.client(ApiServer.OTHER_TOKEN) as bob:
         idle, busy = await new_session(http, "idle"), await new_session(http, "busy")
@@ -61,7 +51,7 @@ async def test_summaries_status_steer_and_follow_up(stack: Stack, api: ApiServer
     assert "add tests" in str(stack.model.requests_for(busy)[2].body["messages"])
 
 
-@pytest.mark.script(GATED)
+@pytest.mark.script(GATED_THEN_REPLIES)
 async def test_a_worker_that_is_down_is_reported(stack: Stack, api: ApiServer) -> None:
     worker = stack.spawn_worker()
     async with api.client() as http:

@@ -14,6 +14,8 @@ from workflows.session_changes import SessionChanges
 from workflows.session_run import SessionRun
 from workflows.session_structure import SessionCompaction, SessionNavigation
 
+pytestmark = pytest.mark.fast
+
 HISTORIES = sorted((Path(__file__).parents[1] / "histories").glob("*.json"))
 
 

@@ -3,32 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
-from support import Stack, assert_valid_pairing, eventually, transcript_roles
+from support import (
+    GATED_THEN_REPLIES,
+    UNTIL_GO,
+    Stack,
+    assert_valid_pairing,
+    bash_then_text,
+    event_seen,
+    eventually,
+    let_go,
+    transcript_roles,
+    user_texts,
+)
 
 from client.errors import SessionIdle
 from domain.entries import MessageEntry, ModelChangeEntry
 from domain.messages import ToolResultMessage, UserMessage, text_of
-
-
-def user_texts(request_body: dict[str, Any]) -> list[str]:
-    """The text blocks of every user message the model was sent."""
-    return [
-        block["text"]
-        for message in request_body["messages"]
-        if message["role"] == "user"
-        for block in message["content"]
-        if block["type"] == "text"
-    ]
-
-
-async def event_seen(stack: Stack, session_id: str, kind: str, **match: Any) -> bool:
-    async for event in stack.client.events(session_id, follow=False):
-        if event.type == kind and all(event.payload.get(k) == v for k, v in match.items()):
-            return True
-    return False
 
 
 @pytest.mark.script(
@@ -40,7 +32,7 @@ async def event_seen(stack: Stack, session_id: str, kind: str, **match: Any) -> 
                         {
                             "tool_use": {
                                 "name": "bash",
-                                "input": {"command": "sleep 1.5; echo slow-done"},
+                                "input": {"command": f"{UNTIL_GO}; echo slow-done"},
                             }
                         },
                         {"tool_use": {"name": "write", "input": {"path": "a.txt", "content": "a"}}},
@@ -60,6 +52,7 @@ async def test_steer_during_a_long_tool_call_reaches_the_next_model_call(stack: 
         )
         steer_id = await stack.client.steer(session.id, "Wait, use React")
         await stack.client.steer(session.id, "Wait, use React", item_id=steer_id)  # a resend
+        let_go(stack, session.id)  # the slow call ends once steered
         result = await run.result()
     assert result.status == "completed" and result.final_text == "Switching to React."
 
@@ -86,17 +79,6 @@ async def test_steer_during_a_long_tool_call_reaches_the_next_model_call(stack: 
     last = second["messages"][-1]["content"]
     assert [b["type"] for b in last] == ["tool_result", "tool_result", "text"]
     assert await event_seen(stack, session.id, "queue_consumed", queue="steering", turn=2)
-
-
-GATED_THEN_REPLIES = {
-    "conversations": {
-        "*": [
-            {"wait_for": "go", "reply": [{"text": "first"}]},
-            {"reply": [{"text": "second"}]},
-            {"reply": [{"text": "third"}]},
-        ]
-    }
-}
 
 
 @pytest.mark.script(GATED_THEN_REPLIES)
@@ -147,20 +129,7 @@ async def test_steer_and_abort_need_a_run_and_next_turn_waits_for_the_next_one(
     assert stack.client.next_turn_items(session.id) == []
 
 
-@pytest.mark.script(
-    {
-        "conversations": {
-            "*": [
-                {
-                    "reply": [
-                        {"tool_use": {"name": "bash", "input": {"command": "sleep 1; echo ok"}}}
-                    ]
-                },
-                {"reply": [{"text": "done"}]},
-            ]
-        }
-    }
-)
+@pytest.mark.script(bash_then_text(f"{UNTIL_GO}; echo ok", "done"))
 async def test_config_change_mid_turn_applies_from_the_next_turn(stack: Stack) -> None:
     session = stack.client.create_session(model="claude-first")
     async with stack.worker():
@@ -173,6 +142,7 @@ async def test_config_change_mid_turn_applies_from_the_next_turn(stack: Stack) -
         pending = await stack.client.pending_writes(session.id)
         assert [e.type for e in pending] == ["model_change"]
         assert not any(isinstance(e, ModelChangeEntry) for e in stack.client.path(session.id))
+        let_go(stack, session.id)
         await run.result()
         # Idle again: a setter applies at once.
         await stack.client.set_model(session.id, "claude-third")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from domain.compaction import estimate_context_tokens, plan_compaction
 from domain.config import SessionConfig
 from domain.context import build_context
@@ -27,6 +29,8 @@ from domain.messages import (
     text_of,
     user_text,
 )
+
+pytestmark = pytest.mark.fast
 
 BIG = "x" * 4000  # about 1000 tokens
 

@@ -11,6 +11,8 @@ import pytest
 
 from domain.guidance import GuidanceIntent, classify
 
+pytestmark = pytest.mark.fast
+
 CASES: list[tuple[str, GuidanceIntent]] = [
     # English: asking to stop, change course or correct.
     ("stop", "interrupt"),

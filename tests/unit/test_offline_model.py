@@ -13,6 +13,7 @@ import anthropic
 import httpx
 import httpx2
 import pytest
+from support import eventually
 
 from offline_model import DEMO_SCRIPT, OfflineModelServer, Script, Step, load_script
 from offline_model.protocol import validate_request
@@ -315,14 +316,14 @@ async def test_wait_for_holds_until_released(serve: Serve) -> None:
     )
     async with client_for(server) as client:
         held = asyncio.create_task(client.messages.create(**user()))
-        await asyncio.sleep(0.3)
+        await eventually(lambda: len(server.requests) == 1)  # arrived, and held
         assert not held.done()
         assert [(r.step_index, r.status) for r in server.requests] == [(0, None)]
         server.release("go")
         assert (await asyncio.wait_for(held, 5)).content[0].type == "text"
 
         held = asyncio.create_task(client.messages.create(**user(), stream=True))
-        await asyncio.sleep(0.2)
+        await eventually(lambda: len(server.requests) == 2)
         assert not held.done()
         async with httpx.AsyncClient(base_url=server.base_url) as http:
             assert (await http.post("/_offline/release/http-go")).json() == {"released": "http-go"}
@@ -334,7 +335,7 @@ async def test_hang_is_answered_when_the_server_stops(serve: Serve) -> None:
     server = serve([{"hang": True}])
     async with client_for(server) as client:
         held = asyncio.create_task(client.messages.create(**user()))
-        await asyncio.sleep(0.2)
+        await eventually(lambda: len(server.requests) == 1)  # arrived, and hanging
         assert not held.done()
         await asyncio.to_thread(server.stop)
         with pytest.raises(anthropic.InternalServerError):

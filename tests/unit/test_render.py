@@ -8,11 +8,14 @@ import io
 import time
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from client import render
 from client.render import EventPrinter
 from store.records import StoredEvent
+
+pytestmark = pytest.mark.fast
 
 
 def printed(*events: tuple[str, dict[str, Any]]) -> str:

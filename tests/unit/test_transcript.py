@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from domain.config import SessionConfig
 from domain.context import build_context
 from domain.entries import (
@@ -23,6 +25,8 @@ from domain.messages import (
     user_text,
 )
 from domain.transcript import MISSING_RESULT_TEXT, llm_transcript, repair_pairing
+
+pytestmark = pytest.mark.fast
 
 
 def call(call_id: str) -> ToolCall:

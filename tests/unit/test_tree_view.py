@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from api.tree_view import compaction_marks, tree_view
 from domain.entries import (
     CompactionEntry,
@@ -12,6 +14,8 @@ from domain.entries import (
     SessionEntry,
 )
 from domain.messages import AssistantMessage, TextContent, user_text
+
+pytestmark = pytest.mark.fast
 
 
 def user(entry_id: str, parent: str | None, text: str) -> MessageEntry:

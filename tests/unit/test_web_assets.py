@@ -8,7 +8,11 @@ import tomllib
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
+import pytest
+
 from api.web import WEB_DIR
+
+pytestmark = pytest.mark.fast
 
 REPO = Path(__file__).resolve().parents[2]
 ASSETS = sorted(p for p in WEB_DIR.rglob("*") if p.is_file())

@@ -1,0 +1,136 @@
+"""Provider error mapping (`activities.provider_errors`): which failures the run retries.
+
+A model call's exception becomes a `ProviderFailure`: rate limits, overload, server
+errors, timeouts and dropped connections are retried (after the wait the server asks
+for, if any); bad requests, auth and permission errors end the run at once.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+
+import anthropic
+import httpx
+import httpx2
+import pytest
+
+from activities.provider_errors import classify, retry_after_ms
+
+pytestmark = pytest.mark.fast
+
+# The SDK speaks HTTP through httpx2 (a fork of httpx with the same API).
+REQUEST = httpx2.Request("POST", "https://api.anthropic.com/v1/messages")
+
+
+def status_error(
+    status: int, message: str = "boom", headers: dict[str, str] | None = None
+) -> anthropic.APIStatusError:
+    body = {"type": "error", "error": {"type": "some_error", "message": message}}
+    response = httpx2.Response(status, headers=headers or {}, json=body, request=REQUEST)
+    return anthropic.APIStatusError(message, response=response, body=body)
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "retryable"),
+    [
+        (400, "bad_request", False),
+        (401, "auth", False),
+        (403, "permission", False),
+        (404, "not_found", False),
+        (408, "timeout", True),
+        (409, "server", True),
+        (413, "bad_request", False),
+        (429, "rate_limit", True),
+        (500, "server", True),
+        (503, "server", True),
+        (529, "overloaded", True),
+        (418, "other", False),
+    ],
+)
+def test_status_decides_kind_and_retry(status: int, kind: str, retryable: bool) -> None:
+    failure = classify(status_error(status))
+    assert failure is not None
+    assert (failure.kind, failure.status, failure.retryable) == (kind, status, retryable)
+    assert failure.message == f"{status} some_error: boom"
+
+
+def test_a_prompt_too_long_is_a_context_overflow() -> None:
+    failure = classify(status_error(400, "prompt is too long: 210000 tokens > 200000 maximum"))
+    assert failure is not None
+    assert (failure.kind, failure.retryable) == ("context_overflow", False)
+
+
+def test_a_body_without_an_error_object_keeps_the_sdk_message() -> None:
+    response = httpx2.Response(500, text="upstream died", request=REQUEST)
+    failure = classify(anthropic.APIStatusError("upstream died", response=response, body=None))
+    assert failure is not None
+    assert failure.message == "500 upstream died"
+
+
+def test_retryable_failures_carry_the_wait_the_server_asks_for() -> None:
+    failure = classify(status_error(429, headers={"retry-after": "7"}))
+    assert failure is not None and failure.retry_after_ms == 7000
+    failure = classify(status_error(529, headers={"retry-after-ms": "1500"}))
+    assert failure is not None and failure.retry_after_ms == 1500
+
+
+def test_failures_not_retried_ignore_retry_after() -> None:
+    failure = classify(status_error(400, headers={"retry-after": "7"}))
+    assert failure is not None and failure.retry_after_ms is None
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({}, None),
+        ({"retry-after-ms": "250"}, 250),
+        ({"retry-after-ms": "12.7"}, 12),
+        ({"retry-after-ms": "-5"}, 0),
+        ({"retry-after-ms": "soon", "retry-after": "2"}, 2000),  # a bad ms value falls back
+        ({"retry-after": "0.5"}, 500),
+        ({"retry-after": "-1"}, 0),
+    ],
+)
+def test_retry_after_headers(headers: dict[str, str], expected: int | None) -> None:
+    assert retry_after_ms(httpx2.Headers(headers)) == expected
+
+
+def test_retry_after_as_an_http_date() -> None:
+    later = email.utils.formatdate(time.time() + 30, usegmt=True)
+    waited = retry_after_ms(httpx2.Headers({"retry-after": later}))
+    assert waited is not None and 28_000 <= waited <= 30_000
+    earlier = email.utils.formatdate(time.time() - 30, usegmt=True)
+    assert retry_after_ms(httpx2.Headers({"retry-after": earlier})) == 0
+
+
+def test_timeouts_and_lost_connections_are_retried() -> None:
+    timeout = classify(anthropic.APITimeoutError(request=REQUEST))
+    assert timeout is not None
+    assert (timeout.kind, timeout.status, timeout.retryable) == ("timeout", None, True)
+    lost = classify(anthropic.APIConnectionError(message="connection refused", request=REQUEST))
+    assert lost is not None
+    assert (lost.kind, lost.retryable) == ("network", True)
+    assert lost.message.startswith("network error: ")
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        httpx.RemoteProtocolError("peer closed connection without sending complete message"),
+        httpx2.ReadError(""),
+        httpx2.RemoteProtocolError("incomplete chunked read"),
+        ConnectionResetError("reset by peer"),
+    ],
+    ids=["httpx-protocol", "httpx2-read", "httpx2-protocol", "os-connection"],
+)
+def test_a_stream_cut_mid_way_is_a_retryable_network_failure(exc: BaseException) -> None:
+    failure = classify(exc)
+    assert failure is not None
+    assert (failure.kind, failure.retryable) == ("network", True)
+    assert failure.message == f"stream interrupted: {str(exc) or type(exc).__name__}"
+
+
+@pytest.mark.parametrize("exc", [ValueError("bad tool args"), KeyError("x"), RuntimeError()])
+def test_other_exceptions_are_not_provider_failures(exc: BaseException) -> None:
+    assert classify(exc) is None
