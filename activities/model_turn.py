@@ -33,11 +33,16 @@ from domain.events import MessageEnd, MessageStart, MessageUpdate
 from domain.messages import AgentMessage, AssistantMessage, text_of
 from domain.tools import ToolCallRef
 from domain.transcript import repair_pairing
-from domain.turns import MODEL_TURN, ModelTurnInput, ModelTurnResult, ProviderFailure
+from domain.turns import (
+    MODEL_TURN,
+    PROVIDER_ERROR,
+    ModelTurnInput,
+    ModelTurnResult,
+    ProviderFailure,
+)
 from store import entries, sessions, snapshots, staging
 from store.db import Database
 
-PROVIDER_ERROR = "ProviderError"
 PREVIEW_CHARS = 200
 ARGS_PREVIEW_CHARS = 100
 

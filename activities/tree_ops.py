@@ -54,6 +54,7 @@ from domain.tree_ops import (
     SummarizeInput,
     SummarizeResult,
 )
+from domain.turns import PROVIDER_ERROR
 from store import entries, events, sessions, staging
 from store.db import Database
 from store.errors import EntryNotFound
@@ -159,7 +160,7 @@ class TreeOps:
             delay = failure.retry_after_ms
             raise ApplicationError(
                 failure.message,
-                type="ProviderError",
+                type=PROVIDER_ERROR,
                 non_retryable=not failure.retryable,
                 next_retry_delay=timedelta(milliseconds=delay) if delay else None,
             ) from exc

@@ -32,6 +32,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from domain.runs import session_workflow_id
+from domain.turns import PROVIDER_ERROR
 
 PREVIEW_CHARS = 100
 """Longest preview of a prompt, message, reply or tool output in a summary."""
@@ -893,7 +894,7 @@ def _failure(failure: Failure) -> dict[str, Any]:
 
 def _provider(failure: dict[str, Any] | None) -> dict[str, Any] | None:
     """The ProviderFailure a model call's failure carries, if any."""
-    if failure and failure.get("type") == "ProviderError" and failure.get("details"):
+    if failure and failure.get("type") == PROVIDER_ERROR and failure.get("details"):
         first = failure["details"][0]
         return first if isinstance(first, dict) else None
     return None
