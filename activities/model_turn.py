@@ -10,10 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
 
 import anthropic
-from sqlalchemy.orm import Session
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -110,7 +108,7 @@ class ModelTurns:
         except asyncio.CancelledError:
             aborted = stream.message(model=snapshot.model, timestamp=started, partial=True)
             sink.add(MessageEnd(entry_id=data.entry_id, message=aborted))
-            await sink.close(self._stager(data, aborted))
+            await sink.close((data.entry_id, aborted))
             raise
         except Exception as exc:
             failure = classify(exc)
@@ -124,7 +122,7 @@ class ModelTurns:
             raise _provider_error(failure) from exc
         message = stream.message(model=snapshot.model, timestamp=started)
         sink.add(MessageEnd(entry_id=data.entry_id, message=message))
-        await sink.close(self._stager(data, message))
+        await sink.close((data.entry_id, message))
         return message
 
     def _result(
@@ -214,18 +212,6 @@ class ModelTurns:
                     retryable=True,
                 )
             )
-
-    def _stager(self, data: ModelTurnInput, message: AssistantMessage) -> Callable[[Session], None]:
-        def stage(db: Session) -> None:
-            staging.stage_message(
-                db,
-                entry_id=data.entry_id,
-                session_id=data.session_id,
-                run_id=data.run_id,
-                message=message,
-            )
-
-        return stage
 
 
 def _provider_error(failure: ProviderFailure) -> ApplicationError:
