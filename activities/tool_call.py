@@ -160,7 +160,7 @@ class ToolCalls:
         if "__invalid_json__" in args:
             bad = args["__invalid_json__"]
             return ToolResult.error(
-                f"Invalid arguments for tool '{call.name}': not JSON: {bad}"
+                f"Invalid arguments for tool '{call.name}': not a JSON object: {bad}"
             ), False
         tail = OutputTail()
 
