@@ -1,9 +1,26 @@
-"""Our transcript and turn snapshot as Anthropic Messages API request parameters."""
+"""Our transcript and turn snapshot as Anthropic Messages API request parameters.
+
+Built from the SDK's own parameter types (`MessageParam`, `TextBlockParam`, ...), so a
+field the API does not know, or a wrong shape, fails the type check instead of a request.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Literal, TypedDict, cast
+
+from anthropic.types import (
+    CacheControlEphemeralParam,
+    ContentBlockParam,
+    ImageBlockParam,
+    MessageParam,
+    MetadataParam,
+    OutputConfigParam,
+    TextBlockParam,
+    ThinkingConfigParam,
+    ToolParam,
+    ToolResultBlockParam,
+)
 
 from domain.config import THINKING_BUDGETS, TurnSnapshot
 from domain.messages import (
@@ -18,10 +35,25 @@ from domain.messages import (
 from domain.resources import skills_section
 from domain.transcript import LlmMessage
 
-Block = dict[str, Any]
-ApiMessage = dict[str, Any]
+Role = Literal["user", "assistant"]
+ImageType = Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
+UserBlock = TextBlockParam | ImageBlockParam
 
-_CACHE = {"type": "ephemeral"}
+
+class RequestParams(TypedDict, total=False):
+    """The keyword arguments of `client.messages.stream(...)` that a model turn sets."""
+
+    model: str
+    max_tokens: int
+    messages: list[MessageParam]
+    metadata: MetadataParam
+    system: list[TextBlockParam]
+    tools: list[ToolParam]
+    thinking: ThinkingConfigParam
+    output_config: OutputConfigParam
+
+
+_CACHE: CacheControlEphemeralParam = {"type": "ephemeral"}
 _THINKING_HEADROOM = 4096
 _BUDGET_THINKING_MODELS = (
     "claude-3",
@@ -34,18 +66,23 @@ _BUDGET_THINKING_MODELS = (
     "claude-opus-4-5",
     "claude-haiku-4-5",
 )
-_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high"}
+_EFFORT: dict[str, Literal["low", "medium", "high"]] = {
+    "minimal": "low",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+}
 
 
 def request_params(
     snapshot: TurnSnapshot,
     transcript: Sequence[LlmMessage],
-    tools: list[dict[str, Any]],
+    tools: list[ToolParam],
     *,
     session_id: str,
-) -> dict[str, Any]:
-    """Keyword arguments for `client.messages.create(..., stream=True)`."""
-    params: dict[str, Any] = {
+) -> RequestParams:
+    """Keyword arguments for `client.messages.stream(...)`."""
+    params: RequestParams = {
         "model": snapshot.model,
         "max_tokens": snapshot.max_tokens,
         "messages": api_messages(transcript),
@@ -61,9 +98,10 @@ def request_params(
     return params
 
 
-def thinking_params(snapshot: TurnSnapshot) -> dict[str, Any]:
-    """Thinking for the snapshot's level: adaptive thinking with an effort on current
-    models; a token budget on the older ones that only know manual thinking."""
+def thinking_params(snapshot: TurnSnapshot) -> RequestParams:
+    """Thinking for the snapshot's level (the parameters it sets, to merge into the rest):
+    adaptive thinking with an effort on current models; a token budget on the older ones
+    that only know manual thinking."""
     level = snapshot.thinking_level
     if level == "off":
         return {}
@@ -79,37 +117,52 @@ def thinking_params(snapshot: TurnSnapshot) -> dict[str, Any]:
     }
 
 
-def api_messages(transcript: Sequence[LlmMessage]) -> list[ApiMessage]:
+def api_messages(transcript: Sequence[LlmMessage]) -> list[MessageParam]:
     """Convert, drop what the API rejects (empty text, unsigned thinking), merge same roles.
 
     Consecutive user-side messages (tool results, then queued user text) become one user
     message with the tool results first, as the API requires.
     """
-    out: list[ApiMessage] = []
+    turns: list[tuple[Role, list[ContentBlockParam]]] = []
     for message in transcript:
         role, blocks = _convert(message)
         if not blocks:
             continue
-        if out and out[-1]["role"] == role:
-            merged = out[-1]["content"] + blocks
+        if turns and turns[-1][0] == role:
+            merged = turns[-1][1] + blocks
             if role == "user":
                 merged.sort(key=lambda b: b["type"] != "tool_result")
-            out[-1]["content"] = merged
+            turns[-1] = (role, merged)
         else:
-            out.append({"role": role, "content": blocks})
-    if out:
-        last = out[-1]["content"][-1]
-        out[-1]["content"][-1] = {**last, "cache_control": _CACHE}
-    return out
+            turns.append((role, blocks))
+    if turns:
+        _cache_breakpoint(turns[-1][1])
+    return [_message(role, blocks) for role, blocks in turns]
 
 
-def _convert(message: LlmMessage) -> tuple[str, list[Block]]:
+def _message(role: Role, blocks: list[ContentBlockParam]) -> MessageParam:
+    if role == "user":
+        return {"role": "user", "content": blocks}
+    return {"role": "assistant", "content": blocks}
+
+
+def _cache_breakpoint(blocks: list[ContentBlockParam]) -> None:
+    """Mark the last block: the prompt up to here is cached for the next turn."""
+    last = blocks[-1]
+    if last["type"] not in ("thinking", "redacted_thinking"):  # these take no cache_control
+        blocks[-1] = cast(ContentBlockParam, {**last, "cache_control": _CACHE})
+
+
+def _convert(message: LlmMessage) -> tuple[Role, list[ContentBlockParam]]:
     if isinstance(message, UserMessage):
         return "user", [_user_block(b) for b in message.content if _keep(b)]
     if isinstance(message, ToolResultMessage):
         content = [_user_block(b) for b in message.content if _keep(b)]
-        result: Block = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-        result["content"] = content or [{"type": "text", "text": "(no output)"}]
+        result: ToolResultBlockParam = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id,
+            "content": content or [{"type": "text", "text": "(no output)"}],
+        }
         if message.is_error:
             result["is_error"] = True
         return "user", [result]
@@ -120,17 +173,19 @@ def _keep(block: TextContent | ImageContent) -> bool:
     return not (isinstance(block, TextContent) and not block.text.strip())
 
 
-def _user_block(block: TextContent | ImageContent) -> Block:
+def _user_block(block: TextContent | ImageContent) -> UserBlock:
     if isinstance(block, TextContent):
         return {"type": "text", "text": block.text}
+    # Images come from the read tool, which only reads the types the API takes.
+    media_type = cast(ImageType, block.media_type)
     return {
         "type": "image",
-        "source": {"type": "base64", "media_type": block.media_type, "data": block.data},
+        "source": {"type": "base64", "media_type": media_type, "data": block.data},
     }
 
 
-def _assistant_blocks(message: AssistantMessage) -> list[Block]:
-    blocks: list[Block] = []
+def _assistant_blocks(message: AssistantMessage) -> list[ContentBlockParam]:
+    blocks: list[ContentBlockParam] = []
     for block in message.content:
         if isinstance(block, TextContent):
             if block.text.strip():

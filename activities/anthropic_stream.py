@@ -1,11 +1,30 @@
-"""Accumulate the Messages API's streaming events into one assistant message."""
+"""One model reply streamed with the SDK's stream helper, and converted to our message.
+
+`client.messages.stream(...)` accumulates the reply itself (text, thinking and its
+signature, tool input JSON, usage, stop reason). What it does not do is ours: each delta
+goes to `on_delta` the moment it arrives (the run events the page streams text from), a
+stream that ends without `message_stop` counts as cut off, and an aborted reply keeps
+what had arrived.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+import anthropic
+from anthropic.types import (
+    Message,
+    RawContentBlockDeltaEvent,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
+
+from activities.anthropic_format import RequestParams
 from domain.events import DeltaKind
 from domain.messages import (
     AssistantContent,
@@ -28,7 +47,15 @@ _STOP_REASONS: dict[str, StopReason] = {
 }
 
 
-@dataclass
+class IncompleteStream(Exception):
+    """The stream ended before `message_stop`: the connection was closed mid-reply."""
+
+
+class UnreadableStream(Exception):
+    """The SDK could not read what the stream sent (e.g. tool input that is not JSON)."""
+
+
+@dataclass(frozen=True)
 class Delta:
     content_index: int
     kind: DeltaKind
@@ -36,117 +63,100 @@ class Delta:
     tool_name: str | None = None
 
 
-@dataclass
-class _Block:
-    kind: str
-    text: str = ""
-    signature: str | None = None
-    tool_id: str = ""
-    tool_name: str = ""
-    complete: bool = False
+class ReplyStream:
+    """Stream one reply with `run`; `so_far` is the message as far as it arrived."""
+
+    def __init__(self) -> None:
+        self.so_far: Message | None = None
+
+    async def run(
+        self,
+        client: anthropic.AsyncAnthropic,
+        params: RequestParams,
+        on_delta: Callable[[Delta], None],
+    ) -> Message:
+        finished = False
+        async with client.messages.stream(**params) as stream:
+            try:
+                async for event in stream:
+                    if event.type == "message_start":
+                        # The SDK accumulates into this one object from here on.
+                        self.so_far = stream.current_message_snapshot
+                    elif event.type == "content_block_delta":
+                        delta = _delta(event, stream.current_message_snapshot)
+                        if delta is not None:
+                            on_delta(delta)
+                    elif event.type == "message_stop":
+                        finished = True
+            except ValueError as exc:  # the SDK's accumulator (or its SSE decoder) gave up
+                raise UnreadableStream(f"the model stream could not be read: {exc}") from exc
+            if not finished:
+                raise IncompleteStream("the model stream ended before message_stop")
+            return await stream.get_final_message()
 
 
-@dataclass
-class StreamAccumulator:
-    """Feed raw stream events with `add`; read the message with `message()`."""
-
-    blocks: dict[int, _Block] = field(default_factory=dict)
-    usage: Usage = field(default_factory=Usage)
-    stop_reason: str | None = None
-    model: str | None = None
-
-    def add(self, event: Any) -> Delta | None:
-        kind = event.type
-        if kind == "message_start":
-            self.model = event.message.model
-            self._usage(event.message.usage)
-        elif kind == "content_block_start":
-            block = event.content_block
-            if block.type == "text":
-                self.blocks[event.index] = _Block("text", text=block.text or "")
-            elif block.type == "thinking":
-                self.blocks[event.index] = _Block("thinking", text=block.thinking or "")
-            elif block.type == "redacted_thinking":
-                self.blocks[event.index] = _Block("redacted", signature=block.data, complete=True)
-            elif block.type == "tool_use":
-                self.blocks[event.index] = _Block("tool", tool_id=block.id, tool_name=block.name)
-        elif kind == "content_block_delta":
-            return self._delta(event.index, event.delta)
-        elif kind == "content_block_stop":
-            if event.index in self.blocks:
-                self.blocks[event.index].complete = True
-        elif kind == "message_delta":
-            self.stop_reason = event.delta.stop_reason or self.stop_reason
-            self._usage(event.usage)
-        return None
-
-    def _delta(self, index: int, delta: Any) -> Delta | None:
-        block = self.blocks.get(index)
-        if block is None:
-            return None
-        if delta.type == "text_delta":
-            block.text += delta.text
-            return Delta(index, "text", delta.text)
-        if delta.type == "thinking_delta":
-            block.text += delta.thinking
-            return Delta(index, "thinking", delta.thinking)
-        if delta.type == "signature_delta":
-            block.signature = (block.signature or "") + delta.signature
-        elif delta.type == "input_json_delta":
-            block.text += delta.partial_json
-            return Delta(index, "toolCall", delta.partial_json, tool_name=block.tool_name)
-        return None
-
-    def _usage(self, usage: Any) -> None:
-        if usage is None:
-            return
-        self.usage = Usage(
-            input_tokens=getattr(usage, "input_tokens", None) or self.usage.input_tokens,
-            output_tokens=getattr(usage, "output_tokens", None) or self.usage.output_tokens,
-            cache_read_tokens=getattr(usage, "cache_read_input_tokens", None)
-            or self.usage.cache_read_tokens,
-            cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None)
-            or self.usage.cache_write_tokens,
-        )
-
-    def message(self, *, model: str, timestamp: int, partial: bool = False) -> AssistantMessage:
-        """The message so far. A partial one (aborted) drops its tool calls: none of them
-        will run, and a stored call without a result would break the transcript."""
-        content: list[AssistantContent] = []
-        for index in sorted(self.blocks):
-            block = self.blocks[index]
-            if block.kind == "text":
-                content.append(TextContent(text=block.text))
-            elif block.kind == "thinking":
-                content.append(ThinkingContent(thinking=block.text, signature=block.signature))
-            elif block.kind == "redacted":
-                content.append(
-                    ThinkingContent(thinking="", signature=block.signature, redacted=True)
-                )
-            elif block.kind == "tool" and not partial:
-                content.append(
-                    ToolCall(id=block.tool_id, name=block.tool_name, arguments=_args(block.text))
-                )
-        stop: StopReason = (
-            "aborted" if partial else _STOP_REASONS.get(self.stop_reason or "", "stop")
-        )
-        return AssistantMessage(
-            content=content,
-            api="anthropic-messages",
-            provider="anthropic",
-            model=self.model or model,
-            usage=self.usage,
-            stop_reason=stop,
-            timestamp=timestamp,
-        )
+def _delta(event: RawContentBlockDeltaEvent, so_far: Message) -> Delta | None:
+    delta = event.delta
+    if delta.type == "text_delta":
+        return Delta(event.index, "text", delta.text)
+    if delta.type == "thinking_delta":
+        return Delta(event.index, "thinking", delta.thinking)
+    if delta.type == "input_json_delta":
+        block = so_far.content[event.index]
+        name = block.name if isinstance(block, ToolUseBlock) else None
+        return Delta(event.index, "toolCall", delta.partial_json, tool_name=name)
+    return None  # signatures and citations: part of the final message only
 
 
-def _args(raw: str) -> dict[str, Any]:
-    """Tool arguments; malformed JSON is kept so the tool can report it to the model."""
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        return {"__invalid_json__": raw}
-    return value if isinstance(value, dict) else {"__invalid_json__": raw}
+def assistant_message(
+    reply: Message | None, *, model: str, timestamp: int, partial: bool = False
+) -> AssistantMessage:
+    """Our message for the SDK's. A partial one (aborted) drops its tool calls: none of
+    them will run, and a stored call without a result would break the transcript."""
+    content: list[AssistantContent] = []
+    for block in reply.content if reply else []:
+        if isinstance(block, TextBlock):
+            content.append(TextContent(text=block.text))
+        elif isinstance(block, ThinkingBlock):
+            content.append(
+                ThinkingContent(thinking=block.thinking, signature=block.signature or None)
+            )
+        elif isinstance(block, RedactedThinkingBlock):
+            content.append(ThinkingContent(thinking="", signature=block.data, redacted=True))
+        elif isinstance(block, ToolUseBlock) and not partial:
+            content.append(
+                ToolCall(id=block.id, name=block.name, arguments=_arguments(block.input))
+            )
+    stop: StopReason = "aborted" if partial else _STOP_REASONS.get(_stop_reason(reply), "stop")
+    return AssistantMessage(
+        content=content,
+        api="anthropic-messages",
+        provider="anthropic",
+        model=reply.model if reply else model,
+        usage=_usage(reply),
+        stop_reason=stop,
+        timestamp=timestamp,
+    )
+
+
+def _stop_reason(reply: Message | None) -> str:
+    return (reply.stop_reason if reply else None) or ""
+
+
+def _usage(reply: Message | None) -> Usage:
+    if reply is None:
+        return Usage()
+    usage = reply.usage
+    return Usage(
+        input_tokens=usage.input_tokens or 0,
+        output_tokens=usage.output_tokens or 0,
+        cache_read_tokens=usage.cache_read_input_tokens or 0,
+        cache_write_tokens=usage.cache_creation_input_tokens or 0,
+    )
+
+
+def _arguments(value: Any) -> dict[str, Any]:
+    """Tool arguments; input that is not an object is kept so the tool can report it."""
+    if isinstance(value, dict):
+        return value
+    return {"__invalid_json__": json.dumps(value, ensure_ascii=False)}

@@ -3,25 +3,26 @@
 Streaming produces many small deltas; writing each in its own transaction, on the
 activity's own path, would cost more than the model call. The sink queues events in
 memory, a background task writes them every `interval` seconds while the activity
-works, and `close` writes the rest (with the activity's result, in one transaction).
+works, and `close` writes the rest (with the message the activity produced staged in the
+same transaction: the events saying it ended and the message itself are stored together).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 
 from pydantic import BaseModel
 from sqlalchemy.exc import InterfaceError, OperationalError
-from sqlalchemy.orm import Session
 
 from activities.store_retry import with_store_retries
 from domain.events import MessageUpdate
-from store import events
+from domain.messages import AgentMessage
+from store import events, staging
 from store.db import Database
 
-Extra = Callable[[Session], None]
+Staged = tuple[str, AgentMessage]
+"""(entry id, message): what an activity produced, staged for the turn's save point."""
 
 
 class EventSink:
@@ -51,16 +52,16 @@ class EventSink:
         if self._writer is None:
             self._writer = asyncio.create_task(self._write_periodically())
 
-    async def close(self, also: Extra | None = None) -> None:
-        """Write everything still queued, and `also` in the same transaction."""
+    async def close(self, stage: Staged | None = None) -> None:
+        """Write everything still queued, and stage `stage` in the same transaction."""
         self._closing = True
         self._wake.set()
         if self._writer is not None:
             await self._writer
             self._writer = None
         batch, self._pending = self._pending, []
-        if batch or also:
-            await with_store_retries(lambda: self._write(batch, also), what="writing run events")
+        if batch or stage:
+            await with_store_retries(lambda: self._write(batch, stage), what="writing run events")
 
     async def _write_periodically(self) -> None:
         while not self._closing:
@@ -76,8 +77,15 @@ class EventSink:
                     # The store is busy: keep the events for the next write.
                     self._pending = [*batch, *self._pending]
 
-    def _write(self, batch: list[BaseModel], also: Extra | None) -> None:
+    def _write(self, batch: list[BaseModel], stage: Staged | None) -> None:
         with self._db.transaction() as db:
-            if also is not None:
-                also(db)
+            if stage is not None:
+                entry_id, message = stage
+                staging.stage_message(
+                    db,
+                    entry_id=entry_id,
+                    session_id=self._session_id,
+                    run_id=self._run_id,
+                    message=message,
+                )
             events.append_events(db, self._session_id, self._run_id, batch)

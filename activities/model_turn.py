@@ -10,15 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
 
 import anthropic
-from sqlalchemy.orm import Session
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.anthropic_format import request_params
-from activities.anthropic_stream import StreamAccumulator
+from activities.anthropic_stream import Delta, ReplyStream, assistant_message
 from activities.event_sink import EventSink
 from activities.extensions import Extensions, TurnContext
 from activities.heartbeat import heartbeating
@@ -33,11 +31,16 @@ from domain.events import MessageEnd, MessageStart, MessageUpdate
 from domain.messages import AgentMessage, AssistantMessage, text_of
 from domain.tools import ToolCallRef
 from domain.transcript import repair_pairing
-from domain.turns import MODEL_TURN, ModelTurnInput, ModelTurnResult, ProviderFailure
+from domain.turns import (
+    MODEL_TURN,
+    PROVIDER_ERROR,
+    ModelTurnInput,
+    ModelTurnResult,
+    ProviderFailure,
+)
 from store import entries, sessions, snapshots, staging
 from store.db import Database
 
-PROVIDER_ERROR = "ProviderError"
 PREVIEW_CHARS = 200
 ARGS_PREVIEW_CHARS = 100
 
@@ -99,13 +102,29 @@ class ModelTurns:
         started = int(time.time() * 1000)
         skeleton = AssistantMessage(model=snapshot.model, provider="anthropic", timestamp=started)
         sink.add(MessageStart(entry_id=data.entry_id, message=skeleton))
-        stream = StreamAccumulator()
+        stream = ReplyStream()
+        attempt = activity.info().attempt
+
+        def on_delta(delta: Delta) -> None:
+            sink.add(
+                MessageUpdate(
+                    entry_id=data.entry_id,
+                    attempt=attempt,
+                    content_index=delta.content_index,
+                    kind=delta.kind,
+                    delta=delta.text,
+                    tool_name=delta.tool_name,
+                )
+            )
+
         try:
-            await self._stream(params, stream, sink, data.entry_id, activity.info().attempt)
+            reply = await stream.run(self._client, params, on_delta)
         except asyncio.CancelledError:
-            aborted = stream.message(model=snapshot.model, timestamp=started, partial=True)
+            aborted = assistant_message(
+                stream.so_far, model=snapshot.model, timestamp=started, partial=True
+            )
             sink.add(MessageEnd(entry_id=data.entry_id, message=aborted))
-            await sink.close(self._stager(data, aborted))
+            await sink.close((data.entry_id, aborted))
             raise
         except Exception as exc:
             failure = classify(exc)
@@ -117,9 +136,9 @@ class ModelTurns:
             sink.add(MessageEnd(entry_id=data.entry_id, message=failed))
             await sink.close()
             raise _provider_error(failure) from exc
-        message = stream.message(model=snapshot.model, timestamp=started)
+        message = assistant_message(reply, model=snapshot.model, timestamp=started)
         sink.add(MessageEnd(entry_id=data.entry_id, message=message))
-        await sink.close(self._stager(data, message))
+        await sink.close((data.entry_id, message))
         return message
 
     def _result(
@@ -174,53 +193,6 @@ class ModelTurns:
             else None
         )
         return snapshot, context_messages(path), finished
-
-    async def _stream(
-        self,
-        params: dict[str, object],
-        stream: StreamAccumulator,
-        sink: EventSink,
-        entry_id: str,
-        attempt: int,
-    ) -> None:
-        response = await self._client.messages.create(**params, stream=True)  # type: ignore[call-overload]
-        finished = False
-        async with response:
-            async for event in response:
-                finished = finished or event.type == "message_stop"
-                delta = stream.add(event)
-                if delta is not None:
-                    sink.add(
-                        MessageUpdate(
-                            entry_id=entry_id,
-                            attempt=attempt,
-                            content_index=delta.content_index,
-                            kind=delta.kind,
-                            delta=delta.text,
-                            tool_name=delta.tool_name,
-                        )
-                    )
-        if not finished:
-            raise _provider_error(
-                ProviderFailure(
-                    kind="network",
-                    status=None,
-                    message="the model stream ended before message_stop",
-                    retryable=True,
-                )
-            )
-
-    def _stager(self, data: ModelTurnInput, message: AssistantMessage) -> Callable[[Session], None]:
-        def stage(db: Session) -> None:
-            staging.stage_message(
-                db,
-                entry_id=data.entry_id,
-                session_id=data.session_id,
-                run_id=data.run_id,
-                message=message,
-            )
-
-        return stage
 
 
 def _provider_error(failure: ProviderFailure) -> ApplicationError:

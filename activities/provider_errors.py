@@ -1,4 +1,8 @@
-"""Provider failures, sorted into retryable (429, 529, 5xx, network) and not (400, 401, 403)."""
+"""Provider failures, sorted into retryable (429, 529, 5xx, network) and not (400, 401, 403).
+
+The API can overrule the status: an `x-should-retry: true` or `false` response header
+says whether this failure is worth retrying, and is followed.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 
 import anthropic
 
+from activities.anthropic_stream import IncompleteStream, UnreadableStream
 from domain.turns import ProviderErrorKind, ProviderFailure
 
 _BY_STATUS: dict[int, tuple[ProviderErrorKind, bool]] = {
@@ -31,6 +36,7 @@ def classify(exc: BaseException) -> ProviderFailure | None:
         kind, retryable = _BY_STATUS.get(
             status, ("server", True) if status >= 500 else ("other", False)
         )
+        retryable = _should_retry(exc.response.headers, default=retryable)
         message = _message(exc)
         if kind == "bad_request" and any(m in message.lower() for m in _OVERFLOW_MARKERS):
             kind = "context_overflow"
@@ -49,6 +55,10 @@ def classify(exc: BaseException) -> ProviderFailure | None:
         return ProviderFailure(
             kind="network", status=None, message=f"network error: {exc}", retryable=True
         )
+    if isinstance(exc, IncompleteStream):
+        return ProviderFailure(kind="network", status=None, message=str(exc), retryable=True)
+    if isinstance(exc, UnreadableStream):
+        return ProviderFailure(kind="server", status=None, message=str(exc), retryable=True)
     if _is_transport_error(exc):
         return ProviderFailure(
             kind="network",
@@ -57,6 +67,16 @@ def classify(exc: BaseException) -> ProviderFailure | None:
             retryable=True,
         )
     return None
+
+
+def _should_retry(headers: Any, *, default: bool) -> bool:
+    """The API's own word on retrying (`x-should-retry`), else what the status says."""
+    advice = str(headers.get("x-should-retry", "")).strip().lower()
+    if advice == "true":
+        return True
+    if advice == "false":
+        return False
+    return default
 
 
 def retry_after_ms(headers: Any) -> int | None:

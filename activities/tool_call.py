@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.orm import Session
 from temporalio import activity
 
 from activities.event_sink import EventSink
@@ -162,7 +160,7 @@ class ToolCalls:
         if "__invalid_json__" in args:
             bad = args["__invalid_json__"]
             return ToolResult.error(
-                f"Invalid arguments for tool '{call.name}': not JSON: {bad}"
+                f"Invalid arguments for tool '{call.name}': not a JSON object: {bad}"
             ), False
         tail = OutputTail()
 
@@ -218,7 +216,7 @@ class ToolCalls:
         )
         sink.add(MessageStart(entry_id=data.result_entry_id, message=message))
         sink.add(MessageEnd(entry_id=data.result_entry_id, message=message))
-        await sink.close(self._stager(data, message))
+        await sink.close((data.result_entry_id, message))
         # Staged: a later attempt finds the result itself, and nothing is left to stop.
         self._records.remove(data.result_entry_id)
         text = text_of(message.content)
@@ -257,18 +255,6 @@ class ToolCalls:
         workspace = Path(session.workspace)
         workspace.mkdir(parents=True, exist_ok=True)
         return workspace, assistant, call
-
-    def _stager(self, data: ToolCallInput, message: ToolResultMessage) -> Callable[[Session], None]:
-        def stage(db: Session) -> None:
-            staging.stage_message(
-                db,
-                entry_id=data.result_entry_id,
-                session_id=data.session_id,
-                run_id=data.run_id,
-                message=message,
-            )
-
-        return stage
 
 
 def _progress(info: activity.Info) -> dict[str, Any]:

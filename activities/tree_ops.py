@@ -54,6 +54,7 @@ from domain.tree_ops import (
     SummarizeInput,
     SummarizeResult,
 )
+from domain.turns import PROVIDER_ERROR
 from store import entries, events, sessions, staging
 from store.append import append_below
 from store.db import Database
@@ -161,7 +162,7 @@ class TreeOps:
             delay = failure.retry_after_ms
             raise ApplicationError(
                 failure.message,
-                type="ProviderError",
+                type=PROVIDER_ERROR,
                 non_retryable=not failure.retryable,
                 next_retry_delay=timedelta(milliseconds=delay) if delay else None,
             ) from exc

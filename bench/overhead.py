@@ -23,7 +23,7 @@ from typing import Any
 from common import Bench, bench_stack, median
 
 from activities.anthropic_format import request_params
-from activities.anthropic_stream import StreamAccumulator
+from activities.anthropic_stream import ReplyStream, assistant_message
 from activities.tools import ToolContext, ToolRegistry, default_tools
 from domain.config import SessionConfig, TurnSnapshot
 from domain.messages import AgentMessage, user_text
@@ -66,11 +66,8 @@ async def plain_loop(bench: Bench, workspace: Path, turns: int) -> list[float]:
         params = request_params(
             snapshot, llm_transcript(messages), tools.api_specs(None), session_id=key
         )
-        stream = StreamAccumulator()
-        async with await client.messages.create(**params, stream=True) as response:
-            async for event in response:
-                stream.add(event)
-        reply = stream.message(model=snapshot.model, timestamp=0)
+        final = await ReplyStream().run(client, params, lambda _: None)
+        reply = assistant_message(final, model=snapshot.model, timestamp=0)
         messages.append(reply)
         for call in reply.tool_calls:
             result = await tools.run(call.name, call.arguments, ToolContext(workspace))

@@ -148,6 +148,10 @@ class ProviderFailure(_Contract):
     retry_after_ms: int | None = None
 
 
+PROVIDER_ERROR = "ProviderError"
+"""The type of the activity error that carries a `ProviderFailure` as its details."""
+
+
 class ModelTurnResult(_Contract):
     stop_reason: StopReason
     usage: Usage

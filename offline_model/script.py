@@ -129,7 +129,8 @@ class ScriptedError(BaseModel):
 
     `type` defaults to the real API's type for the status (529 -> overloaded_error, 429 ->
     rate_limit_error, ...; api_error for other 5xx, invalid_request_error for other 4xx).
-    `retry_after` (seconds) adds a `retry-after` header.
+    `retry_after` (seconds) adds a `retry-after` header; `should_retry` adds the API's
+    `x-should-retry: true|false` header, its advice on retrying whatever the status.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -138,6 +139,7 @@ class ScriptedError(BaseModel):
     type: str | None = None
     message: str | None = None
     retry_after: float | None = Field(default=None, ge=0)
+    should_retry: bool | None = None
 
     @property
     def error_type(self) -> str:

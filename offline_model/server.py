@@ -350,6 +350,8 @@ def create_app(player: ScriptPlayer, holds: Holds | None = None) -> Starlette:
                 seconds = error.retry_after
                 whole = seconds == int(seconds)
                 response.headers["retry-after"] = str(int(seconds)) if whole else str(seconds)
+            if error.should_retry is not None:
+                response.headers["x-should-retry"] = "true" if error.should_retry else "false"
             return response
         reply = build_message(step, body)
         return _answer(

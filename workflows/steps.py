@@ -45,8 +45,8 @@ with workflow.unsafe.imports_passed_through():
         ToolCallInput,
         ToolCallOutcome,
     )
+    from domain.turns import PROVIDER_ERROR as PROVIDER_ERROR
 
-PROVIDER_ERROR = "ProviderError"
 T = TypeVar("T")
 
 # Store writes retry until the database is back (a locked file, a restarted server).

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
+from anthropic.types import ToolParam
 from pydantic import BaseModel, ValidationError
 
 from domain.tools import ToolResult, ToolTraits
@@ -138,7 +139,7 @@ class ToolRegistry:
             f"Active tools: {offered}."
         )
 
-    def api_specs(self, active: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    def api_specs(self, active: Sequence[str] | None = None) -> list[ToolParam]:
         """`{"name", "description", "input_schema"}` for each active tool, in registry order.
 
         `None` means every tool. Active names that are not registered are ignored, so a

@@ -14,6 +14,8 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from domain.turns import PROVIDER_ERROR
+
 PREVIEW_CHARS = 100
 """Longest preview of a prompt, message, reply or tool output in a summary."""
 
@@ -60,7 +62,7 @@ def failure_of(failure: Failure) -> dict[str, Any]:
 
 def provider_of(failure: dict[str, Any] | None) -> dict[str, Any] | None:
     """The ProviderFailure a model call's failure carries, if any."""
-    if failure and failure.get("type") == "ProviderError" and failure.get("details"):
+    if failure and failure.get("type") == PROVIDER_ERROR and failure.get("details"):
         first = failure["details"][0]
         return first if isinstance(first, dict) else None
     return None

@@ -134,3 +134,32 @@ async def test_a_stalled_stream_names_the_read_timeout(stack_factory: Any) -> No
             await prompt_and_finish(stack, session.id)
         (retry,) = events_of(stack, session.id, "retry_scheduled")
         expect("timeout" in retry["error"].lower(), f"retry error: {retry['error']!r}")
+
+
+async def test_should_retry_true_retries_a_status_that_is_not_retried(
+    stack_factory: Any,
+) -> None:
+    # A 403 is not retried (it will not get better) unless the API says otherwise.
+    told_to_retry: dict[str, Any] = {
+        "error": {"status": 403, "message": "try again", "should_retry": True}
+    }
+    async with stack_factory(Script.of([told_to_retry, RECOVERED])) as stack:
+        session = stack.client.create_session()
+        async with stack.worker():
+            await prompt_and_finish(stack, session.id)
+        (retry,) = assert_recovered(stack, session.id, failures=1)
+        assert retry["error"].startswith("403 permission_error: try again"), retry["error"]
+
+
+async def test_should_retry_false_stops_a_status_that_is_retried(stack_factory: Any) -> None:
+    told_not_to: dict[str, Any] = {"error": {"status": 529, "should_retry": False}}
+    async with stack_factory(Script.of([told_not_to, RECOVERED])) as stack:
+        session = stack.client.create_session()
+        async with stack.worker():
+            run = await stack.client.prompt(session.id, "answer", options=options(stack))
+            result = await asyncio.wait_for(run.result(), timeout=25)
+        assert result.status == "error"
+        assert result.error is not None and "529 overloaded_error" in result.error
+        assert events_of(stack, session.id, "retry_scheduled") == []
+        assert len(model_requests(stack, session.id)) == 1
+        assert_session_sound(stack, session.id, status="error")

@@ -189,6 +189,17 @@ async def test_overloaded_with_retry_after(serve: Serve) -> None:
     }
 
 
+@pytest.mark.parametrize(("should_retry", "header"), [(True, "true"), (False, "false")])
+async def test_scripted_error_sends_the_should_retry_header(
+    serve: Serve, should_retry: bool, header: str
+) -> None:
+    server = serve([{"error": {"status": 400, "should_retry": should_retry}}])
+    async with client_for(server) as client:
+        with pytest.raises(anthropic.BadRequestError) as caught:
+            await client.messages.create(**user(), stream=True)
+    assert caught.value.response.headers["x-should-retry"] == header
+
+
 @pytest.mark.parametrize(
     ("status", "error_class"),
     [
