@@ -13,8 +13,8 @@ from client.errors import (
     SessionNotFound,
 )
 from domain.entries import (
-    LabelEntry,
     SessionEntry,
+    current_labels,
 )
 from domain.resources import ResourceKind
 from store import display, entries, events, input_queue, runs, sessions
@@ -75,14 +75,7 @@ class SessionReads(ClientCore):
 
     def labels(self, session_id: str) -> dict[str, str]:
         """Each labelled entry's current label (the latest label entry for it wins)."""
-        found: dict[str, str] = {}
-        for entry in self.entries(session_id):
-            if isinstance(entry, LabelEntry):
-                if entry.label:
-                    found[entry.target_id] = entry.label
-                else:
-                    found.pop(entry.target_id, None)
-        return found
+        return current_labels(self.entries(session_id))
 
     def require_entry(self, session_id: str, entry_id: str) -> None:
         """`EntryNotInSession` unless `entry_id` is an entry of the session."""

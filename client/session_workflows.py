@@ -98,17 +98,11 @@ class SessionWorkflows(SessionReads):
     async def _open_run(self, session_id: str) -> WorkflowHandle[SessionRun, RunResult] | None:
         """The session's open run, or None when it is idle (or doing something else)."""
         await asyncio.to_thread(self.get_session, session_id)
-        handle = self.temporal.get_workflow_handle_for(
+        if await self._open_workflow_type(session_id) != "SessionRun":
+            return None
+        return self.temporal.get_workflow_handle_for(
             SessionRun.run, session_workflow_id(session_id)
         )
-        try:
-            described = await handle.describe()
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                return None
-            raise
-        running = described.status == WorkflowExecutionStatus.RUNNING
-        return handle if running and described.workflow_type == "SessionRun" else None
 
     async def _settled_open_run(
         self, session_id: str
