@@ -69,19 +69,25 @@ class RunControl(SessionWorkflows):
     ) -> RunHandle:
         """Run the skill `name` (a markdown file in the session's skills) with `args`;
         `ResourceNotFound` (listing the skills there are) before any run starts."""
-        invocation = Invocation(kind="skill", name=name, args=list(args))
-        bounded("skill invocation", invocation)
-        await asyncio.to_thread(self._require_resource, session_id, "skill", name)
-        return await self._start(session_id, [], invocation, **kwargs)
+        return await self._invoke(
+            session_id, Invocation(kind="skill", name=name, args=list(args)), **kwargs
+        )
 
     async def prompt_from_template(
         self, session_id: str, name: str, args: Sequence[str] = (), **kwargs: Any
     ) -> RunHandle:
         """Run the prompt template `name` with positional `args` ($1, $2, $@);
         `ResourceNotFound` (listing the templates there are) before any run starts."""
-        invocation = Invocation(kind="template", name=name, args=list(args))
-        bounded("template invocation", invocation)
-        await asyncio.to_thread(self._require_resource, session_id, "template", name)
+        return await self._invoke(
+            session_id, Invocation(kind="template", name=name, args=list(args)), **kwargs
+        )
+
+    async def _invoke(self, session_id: str, invocation: Invocation, **kwargs: Any) -> RunHandle:
+        """Start a run of a skill or template, once its name is known to exist."""
+        bounded(f"{invocation.kind} invocation", invocation)
+        await asyncio.to_thread(
+            self._require_resource, session_id, invocation.kind, invocation.name
+        )
         return await self._start(session_id, [], invocation, **kwargs)
 
     def _require_resource(self, session_id: str, kind: ResourceKind, name: str) -> None:
