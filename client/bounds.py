@@ -6,10 +6,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from client.errors import (
-    InputTooLarge,
-    InvalidPrompt,
-)
+from client.errors import InputTooLarge, InvalidPrompt
 from domain.input import MAX_INPUT_BYTES, PromptInput, input_bytes, normalize_prompt_input
 from domain.messages import AgentMessage, UserMessage, text_of
 from store.clock import now_ms

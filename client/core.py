@@ -9,9 +9,7 @@ from temporalio.client import Client
 
 from activities.tools import default_tool_names
 from client.connection import connect_temporal, open_store
-from client.errors import (
-    TemporalUnreachable,
-)
+from client.errors import TemporalUnreachable
 from settings import Settings
 from store.db import Database
 

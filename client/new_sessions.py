@@ -7,10 +7,7 @@ import uuid
 from pathlib import Path
 
 from client.bounds import bounded
-from client.errors import (
-    EntryNotInSession,
-    InvalidWorkspace,
-)
+from client.errors import EntryNotInSession, InvalidWorkspace
 from client.session_reads import SessionReads
 from client.workspaces import WorkspacePolicy
 from domain.config import SessionConfig

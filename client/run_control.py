@@ -13,23 +13,12 @@ from temporalio.client import WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from client.bounds import bounded, first_line
-from client.errors import (
-    InvalidPrompt,
-    ResourceNotFound,
-    SessionIdle,
-)
+from client.errors import InvalidPrompt, ResourceNotFound, SessionIdle
 from client.session_workflows import SessionWorkflows
 from domain.input import PromptInput, normalize_prompt_input
 from domain.messages import AgentMessage
 from domain.resources import ResourceKind
-from domain.runs import (
-    Invocation,
-    RunInput,
-    RunKind,
-    RunOptions,
-    RunResult,
-    session_workflow_id,
-)
+from domain.runs import Invocation, RunInput, RunKind, RunOptions, RunResult, session_workflow_id
 from store.clock import now_ms
 from workflows.session_run import SessionRun
 

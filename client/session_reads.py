@@ -7,15 +7,8 @@ from pathlib import Path
 
 from activities.resources import load_resources
 from client.core import ClientCore
-from client.errors import (
-    EntryNotInSession,
-    QueueItemNotFound,
-    SessionNotFound,
-)
-from domain.entries import (
-    SessionEntry,
-    current_labels,
-)
+from client.errors import EntryNotInSession, QueueItemNotFound, SessionNotFound
+from domain.entries import SessionEntry, current_labels
 from domain.resources import ResourceKind
 from store import display, entries, events, input_queue, runs, sessions
 from store.errors import SessionNotFound as StoreSessionNotFound

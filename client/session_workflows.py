@@ -18,18 +18,11 @@ from temporalio.common import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from client.errors import (
-    SessionBusy,
-)
+from client.errors import SessionBusy
 from client.session_reads import SessionReads
 from domain.config import SessionConfig
 from domain.context import derive_path_state
-from domain.runs import (
-    Phase,
-    RunResult,
-    RunView,
-    session_workflow_id,
-)
+from domain.runs import Phase, RunResult, RunView, session_workflow_id
 from store import entries, input_queue, runs
 from store.records import QueueItem, RunRecord
 from workflows.session_run import SessionRun
@@ -38,7 +31,6 @@ SESSION_ID_ATTR = SearchAttributeKey.for_keyword("DuragentSessionId")
 RUN_ID_ATTR = SearchAttributeKey.for_keyword("DuragentRunId")
 KIND_ATTR = SearchAttributeKey.for_keyword("DuragentKind")
 
-EVENT_POLL_S = 0.05
 # A run whose outcome is stored has one workflow step left; it is waited for this long.
 _CLOSING_WAIT_S = 10.0
 QUERY_TIMEOUT = timedelta(seconds=3)

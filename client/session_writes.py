@@ -9,16 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
-from temporalio.common import (
-    SearchAttributePair,
-    TypedSearchAttributes,
-    WorkflowIDReusePolicy,
-)
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 
 from client.bounds import bounded, one_line
-from client.errors import (
-    InvalidChange,
-)
+from client.errors import InvalidChange
 from client.session_workflows import KIND_ATTR, SESSION_ID_ATTR, SessionWorkflows
 from domain.changes import ConfigChange, FacadeEntry, SessionChange
 from domain.config import QueueMode, ThinkingLevel, check_tool_names
@@ -30,9 +24,7 @@ from domain.entries import (
     SessionInfoEntry,
 )
 from domain.messages import TextContent
-from domain.runs import (
-    session_workflow_id,
-)
+from domain.runs import session_workflow_id
 from store.clock import now_ms
 from workflows.session_changes import SessionChanges
 
