@@ -33,7 +33,7 @@ from api.models import (
     SessionView,
     StopResult,
 )
-from api.ownership import owned_session
+from api.ownership import owned_session, owned_session_async
 from api.routes_page import page_routes
 from api.web import mount_web
 from client.api import DuragentClient, RunHandle
@@ -52,8 +52,11 @@ from client.errors import (
 )
 from client.workspaces import WorkspacePolicy
 from domain.input import MAX_INPUT_BYTES
-from store import display, events, runs
 from store.records import QueueItem, SessionRecord
+
+# Store calls are synchronous: a route that makes one is a plain `def` (FastAPI runs it on
+# a worker thread), and an `async` route hands each one to a thread (`asyncio.to_thread`),
+# so a slow query holds up its own request only.
 
 # Events reach the API through the store (workers are other processes); an indexed read
 # every 20 ms keeps a streamed delta under ~35 ms from the model to the browser.
@@ -115,13 +118,16 @@ def create_app(
     def owned(session_id: str, owner: str) -> SessionRecord:
         return owned_session(client, session_id, owner)
 
+    async def owned_async(session_id: str, owner: str) -> SessionRecord:
+        return await owned_session_async(client, session_id, owner)
+
     @app.exception_handler(DuragentError)
     async def duragent_error(request: Request, error: DuragentError) -> JSONResponse:
         status = next((code for kind, code in _STATUS.items() if isinstance(error, kind)), 400)
         return JSONResponse({"detail": str(error)}, status_code=status)
 
     @app.post("/api/sessions", status_code=201)
-    async def create_session(body: CreateSession, owner: User) -> SessionView:
+    def create_session(body: CreateSession, owner: User) -> SessionView:
         session = client.create_session(
             workspace=body.workspace,
             name=body.name,
@@ -133,17 +139,17 @@ def create_app(
         return SessionView(session=session, phase="idle")
 
     @app.get("/api/sessions")
-    async def list_sessions(owner: User) -> list[SessionRecord]:
+    def list_sessions(owner: User) -> list[SessionRecord]:
         return client.list_sessions(owner=owner)
 
     @app.get("/api/sessions/{session_id}")
     async def get_session(session_id: str, owner: User) -> SessionView:
-        session = owned(session_id, owner)
+        session = await owned_async(session_id, owner)
         return SessionView(session=session, phase=await client.phase(session_id))
 
     @app.post("/api/sessions/{session_id}/input")
     async def send_input(session_id: str, body: SendInput, owner: User) -> InputResult:
-        owned(session_id, owner)
+        await owned_async(session_id, owner)
         sent = await client.send_input(
             session_id, body.text, guidance=body.guidance, intent=body.intent
         )
@@ -163,36 +169,29 @@ def create_app(
         """A page of display messages and one of run events (each also bounded to about
         1 MB), with the run and the pending queue. Without a cursor a list holds its
         newest items; with one, the items after it. Follow `*_cursor` while `*_more`."""
-        owned(session_id, owner)
-        with client.db.transaction() as db:
-            if messages_after is None:
-                shown, earlier = display.messages_before(db, session_id, None, limit=messages_limit)
-                more = False
-            else:
-                shown, more = display.messages_after(
-                    db, session_id, messages_after, limit=messages_limit
-                )
-                earlier = display.any_before(
-                    db, session_id, shown[0].seq if shown else messages_after + 1
-                )
-            activity, events_more = events.events_page(
-                db, session_id, after=events_after, limit=events_limit
-            )
-            latest = runs.list_runs(db, session_id, limit=1)
+        await owned_async(session_id, owner)
+        page = await asyncio.to_thread(
+            client.session_page,
+            session_id,
+            messages_after=messages_after,
+            messages_limit=messages_limit,
+            events_after=events_after,
+            events_limit=events_limit,
+        )
         return SessionState(
-            messages=shown,
-            activity_events=activity,
-            run=RunView(phase=await client.phase(session_id), latest=latest[0] if latest else None),
-            input_queue=client.queue_items(session_id),
-            messages_cursor=shown[-1].seq if shown else messages_after or 0,
-            events_cursor=activity[-1].seq if activity else events_after or 0,
-            messages_more=more,
-            events_more=events_more,
-            messages_earlier=earlier,
+            messages=page.messages,
+            activity_events=page.events,
+            run=RunView(phase=await client.phase(session_id), latest=page.latest_run),
+            input_queue=page.input_queue,
+            messages_cursor=page.messages[-1].seq if page.messages else messages_after or 0,
+            events_cursor=page.events[-1].seq if page.events else events_after or 0,
+            messages_more=page.messages_more,
+            events_more=page.events_more,
+            messages_earlier=page.messages_earlier,
         )
 
     @app.get("/api/sessions/{session_id}/messages")
-    async def messages(
+    def messages(
         session_id: str,
         owner: User,
         before: Annotated[Cursor | None, Query()] = None,
@@ -201,26 +200,23 @@ def create_app(
         """The page of display messages just before `before` (the newest page without
         it), oldest first, bounded in count and to about 1 MB."""
         owned(session_id, owner)
-        with client.db.transaction() as db:
-            shown, earlier = display.messages_before(db, session_id, before, limit=limit)
+        shown, earlier = client.display_before(session_id, before, limit=limit)
         return MessagesPage(messages=shown, earlier=earlier)
 
     @app.post("/api/sessions/{session_id}/input-queue", status_code=201)
     async def add_input(session_id: str, body: QueueInput, owner: User) -> QueueItem:
-        owned(session_id, owner)
+        await owned_async(session_id, owner)
         if body.kind == "guidance":
             return await client.guide_text(session_id, body.text, intent=body.intent)
-        return client.next_turn(session_id, body.text)
+        return await asyncio.to_thread(client.next_turn, session_id, body.text)
 
     @app.get("/api/sessions/{session_id}/input-queue")
-    async def list_input(
-        session_id: str, owner: User, status: str | None = "pending"
-    ) -> list[QueueItem]:
+    def list_input(session_id: str, owner: User, status: str | None = "pending") -> list[QueueItem]:
         owned(session_id, owner)
         return client.queue_items(session_id, status=status)
 
     @app.get("/api/sessions/{session_id}/input-queue/{item_id}")
-    async def get_input(session_id: str, item_id: str, owner: User) -> QueueItem:
+    def get_input(session_id: str, item_id: str, owner: User) -> QueueItem:
         owned(session_id, owner)
         return client.queue_item(session_id, item_id)
 
@@ -228,22 +224,23 @@ def create_app(
     async def act_on_input(
         session_id: str, item_id: str, body: QueueAction, owner: User
     ) -> QueueActionResult:
-        owned(session_id, owner)
+        await owned_async(session_id, owner)
         if body.action == "edit":
-            text = client.edit_queue_item(session_id, item_id)
-            return QueueActionResult(item=client.queue_item(session_id, item_id), text=text)
+            text = await asyncio.to_thread(client.edit_queue_item, session_id, item_id)
+            item = await asyncio.to_thread(client.queue_item, session_id, item_id)
+            return QueueActionResult(item=item, text=text)
         item = await client.guide(session_id, item_id, intent=body.intent)
         return QueueActionResult(item=item)
 
     @app.delete("/api/sessions/{session_id}/input-queue/{item_id}", status_code=204)
-    async def delete_input(session_id: str, item_id: str, owner: User) -> Response:
+    def delete_input(session_id: str, item_id: str, owner: User) -> Response:
         owned(session_id, owner)
         client.delete_queue_item(session_id, item_id)
         return Response(status_code=204)
 
     @app.post("/api/sessions/{session_id}/stop")
     async def stop(session_id: str, owner: User) -> StopResult:
-        owned(session_id, owner)
+        await owned_async(session_id, owner)
         result = await client.abort(session_id)
         return StopResult(
             run_id=result.run_id,
@@ -254,7 +251,7 @@ def create_app(
         )
 
     @app.get("/api/sessions/{session_id}/events")
-    async def event_stream(
+    def event_stream(
         session_id: str,
         owner: User,
         after: Annotated[Cursor, Query()] = 0,
@@ -277,17 +274,13 @@ def create_app(
 
 async def _sse(client: DuragentClient, session_id: str, cursor: int) -> AsyncIterator[str]:
     idle = 0.0
-    while True:
-        with client.db.transaction() as db:
-            batch = events.read_events(db, session_id, after=cursor)
+    async for batch in client.event_batches(session_id, after=cursor, poll_s=SSE_POLL_S):
         for event in batch:
-            cursor = event.seq
             data = json.dumps(event.model_dump(mode="json"))
             yield f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n"
         if batch:
             idle = 0.0
             continue
-        await asyncio.sleep(SSE_POLL_S)
         idle += SSE_POLL_S
         if idle >= SSE_KEEPALIVE_S:
             idle = 0.0

@@ -3,6 +3,8 @@ which would tell that it exists)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import HTTPException
 
 from client.api import DuragentClient
@@ -19,3 +21,9 @@ def owned_session(client: DuragentClient, session_id: str, owner: str) -> Sessio
     if session is None or session.owner != owner:
         raise HTTPException(404, f"session {session_id!r} does not exist")
     return session
+
+
+async def owned_session_async(client: DuragentClient, session_id: str, owner: str) -> SessionRecord:
+    """`owned_session` for an `async` route: the store is read on a worker thread, so a
+    slow read never holds up the event loop (and every other request with it)."""
+    return await asyncio.to_thread(owned_session, client, session_id, owner)

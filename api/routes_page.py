@@ -5,14 +5,14 @@ entry, fork from it, label it). Each is a thin call of the Python client.
 
 # No `from __future__ import annotations`: FastAPI must see the local `User` dependency
 # in the route signatures as an object, not as a name to look up in this module.
+import asyncio
 from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Response
-from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from api.ownership import owned_session
+from api.ownership import owned_session, owned_session_async
 from api.tree_view import CompactionMark, TreeView, compaction_marks, tree_view
 from client.api import DuragentClient
 from client.errors import EntryNotInSession
@@ -94,14 +94,22 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
     def owned(session_id: str, owner: str) -> SessionRecord:
         return owned_session(client, session_id, owner)
 
+    async def owned_async(session_id: str, owner: str) -> SessionRecord:
+        return await owned_session_async(client, session_id, owner)
+
     def entry_of(session_id: str, entry_id: str) -> None:
         try:
             client.require_entry(session_id, entry_id)
         except EntryNotInSession as err:
             raise HTTPException(404, str(err)) from err
 
+    async def owned_entry(session_id: str, owner: str, entry_id: str) -> None:
+        """The session is the user's and the entry one of it (404 otherwise)."""
+        await owned_async(session_id, owner)
+        await asyncio.to_thread(entry_of, session_id, entry_id)
+
     @router.get("/session-summaries")
-    async def session_summaries(owner: User) -> list[SessionSummary]:
+    def session_summaries(owner: User) -> list[SessionSummary]:
         """The user's sessions, most recently active first, with their latest run."""
         return [
             SessionSummary(
@@ -115,13 +123,13 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
     @router.patch("/sessions/{session_id}")
     async def rename(session_id: str, body: Rename, owner: User) -> SessionRecord:
         """Rename the session: at once when idle, at the next save point of a run."""
-        owned(session_id, owner)
+        await owned_async(session_id, owner)
         await client.set_name(session_id, body.name)
-        return client.get_session(session_id)
+        return await asyncio.to_thread(client.get_session, session_id)
 
     @router.get("/sessions/{session_id}/status")
     async def status(session_id: str, owner: User) -> SessionStatusView:
-        session = owned(session_id, owner)
+        session = await owned_async(session_id, owner)
         found = await client.status(session_id)
         answering: bool | None = True if found.run is not None else None
         if found.run is None and found.phase != "idle":
@@ -137,44 +145,42 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
     @router.post("/sessions/{session_id}/steer")
     async def steer(session_id: str, body: QueueText, owner: User) -> Queued:
         """A message for the open run, after the current turn's tool calls (409 if idle)."""
-        owned(session_id, owner)
+        await owned_async(session_id, owner)
         return Queued(id=await client.steer(session_id, body.text))
 
     @router.post("/sessions/{session_id}/follow-up")
     async def follow_up(session_id: str, body: QueueText, owner: User) -> Queued:
         """A message for when the open run would otherwise stop (409 if idle)."""
-        owned(session_id, owner)
+        await owned_async(session_id, owner)
         return Queued(id=await client.follow_up(session_id, body.text))
 
     @router.post("/sessions/{session_id}/compact")
     async def compact(session_id: str, body: Compact, owner: User) -> CompactResult:
         """Compact an idle session now (409 while busy)."""
-        owned(session_id, owner)
+        await owned_async(session_id, owner)
         return await client.compact(session_id, instructions=body.instructions)
 
     @router.get("/sessions/{session_id}/tree")
-    async def tree(session_id: str, owner: User) -> TreeView:
+    def tree(session_id: str, owner: User) -> TreeView:
+        # Every entry of the session is read: a plain `def`, so it runs on a thread and
+        # other requests and event streams go on meanwhile.
         session = owned(session_id, owner)
-        # Every entry of the session is read: off the event loop, so other requests and
-        # event streams go on meanwhile.
-        entries = await run_in_threadpool(client.entries, session_id)
-        return await run_in_threadpool(tree_view, entries, session.leaf_id)
+        return tree_view(client.entries(session_id), session.leaf_id)
 
     @router.get("/sessions/{session_id}/compactions")
-    async def compactions(session_id: str, owner: User) -> list[CompactionMark]:
+    def compactions(session_id: str, owner: User) -> list[CompactionMark]:
         """Where the model's context was compacted, for markers in the display history."""
         owned(session_id, owner)
-        return await run_in_threadpool(lambda: compaction_marks(client.entries(session_id)))
+        return compaction_marks(client.entries(session_id))
 
     @router.post("/sessions/{session_id}/goto")
     async def goto(session_id: str, body: Goto, owner: User) -> NavigateResult:
         """Move the leaf to an entry; a user message's text comes back in `edit_text`."""
-        owned(session_id, owner)
-        entry_of(session_id, body.entry_id)
+        await owned_entry(session_id, owner, body.entry_id)
         return await client.navigate(session_id, body.entry_id, summarize=body.summarize)
 
     @router.post("/sessions/{session_id}/fork", status_code=201)
-    async def fork(session_id: str, body: Fork, owner: User) -> SessionRecord:
+    def fork(session_id: str, body: Fork, owner: User) -> SessionRecord:
         """A new session continuing from the entry (its path copied)."""
         owned(session_id, owner)
         entry_of(session_id, body.entry_id)
@@ -182,8 +188,7 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
 
     @router.put("/sessions/{session_id}/labels/{entry_id}", status_code=204)
     async def label(session_id: str, entry_id: str, body: Label, owner: User) -> Response:
-        owned(session_id, owner)
-        entry_of(session_id, entry_id)
+        await owned_entry(session_id, owner, entry_id)
         await client.set_label(session_id, entry_id, (body.label or "").strip() or None)
         return Response(status_code=204)
 

@@ -18,9 +18,9 @@ from domain.entries import (
     BranchSummaryEntry,
     CompactionEntry,
     CustomMessageEntry,
-    LabelEntry,
     MessageEntry,
     SessionEntry,
+    current_labels,
 )
 from domain.messages import AssistantMessage, CustomMessage, UserMessage, text_of
 
@@ -106,18 +106,6 @@ def _preview(entry: SessionEntry) -> str:
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
-def _labels(entries: Sequence[SessionEntry]) -> dict[str, str]:
-    """Each labelled entry's current label (the latest label entry for it wins)."""
-    found: dict[str, str] = {}
-    for entry in entries:
-        if isinstance(entry, LabelEntry):
-            if entry.label:
-                found[entry.target_id] = entry.label
-            else:
-                found.pop(entry.target_id, None)
-    return found
-
-
 _CONVERSATION = (MessageEntry, CustomMessageEntry, CompactionEntry, BranchSummaryEntry)
 """Entries of the conversation. Labels, config changes, leaf moves and the like are
 bookkeeping: the tree shows them as part of the conversation entry they follow."""
@@ -142,7 +130,7 @@ def _nearest(
 
 def tree_view(entries: Sequence[SessionEntry], leaf_id: str | None) -> TreeView:
     """The tree of `entries` (stored order) with the current leaf `leaf_id`."""
-    labels = _labels(entries)
+    labels = current_labels(entries)
     by_id = {e.id: e for e in entries}
     # Each conversation entry under its nearest conversation ancestor. Parents are stored
     # before their children, so one pass in stored order resolves every chain.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from client.api import DuragentClient
@@ -20,11 +21,12 @@ class SessionFacade:
         self._client = client
         self.session_id = session_id
 
-    def path(self) -> list[SessionEntry]:
-        return self._client.path(self.session_id)
+    # Hooks run on a worker's event loop: the store is read on a thread of its own.
+    async def path(self) -> list[SessionEntry]:
+        return await asyncio.to_thread(self._client.path, self.session_id)
 
-    def entries(self) -> list[SessionEntry]:
-        return self._client.entries(self.session_id)
+    async def entries(self) -> list[SessionEntry]:
+        return await asyncio.to_thread(self._client.entries, self.session_id)
 
     async def pending_writes(self) -> list[SessionEntry]:
         return await self._client.pending_writes(self.session_id)

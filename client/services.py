@@ -135,7 +135,9 @@ async def ensure_model(settings: Settings, announce: Announce) -> AsyncIterator[
 async def ensure_worker(settings: Settings, announce: Announce) -> AsyncIterator[None]:
     """A worker in this process (with the offline model when there is no API key), unless
     one polls the task queue already: then nothing is started, the model neither."""
-    from worker import build_worker
+    # Imported here, not at the top: the wiring loads the model SDK and every activity,
+    # which commands that start no worker do not need to wait for.
+    from client.workers import build_worker
 
     client = await connect_temporal(settings)
     if await has_live_worker(client, settings):

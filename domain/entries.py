@@ -7,6 +7,7 @@ those of docs/SPEC.md, sessions.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -136,3 +137,16 @@ entry_adapter: TypeAdapter[SessionEntry] = TypeAdapter(SessionEntry)
 
 def parse_entry(data: dict[str, Any]) -> SessionEntry:
     return entry_adapter.validate_python(data)
+
+
+def current_labels(entries: Iterable[SessionEntry]) -> dict[str, str]:
+    """Each labelled entry's current label, from entries in stored order (the latest
+    label entry for an entry wins; an empty one clears it)."""
+    found: dict[str, str] = {}
+    for entry in entries:
+        if isinstance(entry, LabelEntry):
+            if entry.label:
+                found[entry.target_id] = entry.label
+            else:
+                found.pop(entry.target_id, None)
+    return found

@@ -25,7 +25,7 @@ def worker(ctx: typer.Context) -> None:
     Ctrl-C or SIGTERM stop it with the tool processes it runs; their runs go on with the
     next worker.
     """
-    from worker import run_worker
+    from client.workers import run_worker
 
     settings: Settings = ctx.obj
 

@@ -1,0 +1,163 @@
+"""Input for a session: steering, follow-ups, the stored input queue and guidance."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from typing import Any
+
+from temporalio.service import RPCError, RPCStatusCode
+
+from client.bounds import bounded, one_message
+from client.errors import (
+    DuragentError,
+    InvalidPrompt,
+    QueueItemNotPending,
+    SessionBusy,
+    SessionIdle,
+)
+from client.run_control import RunControl, RunHandle
+from domain.guidance import GuidanceIntent, GuidanceItem, classify
+from domain.input import PromptInput
+from domain.queues import QueuedMessage
+from store import input_queue
+from store.records import QueueItem
+from workflows.session_run import SessionRun
+
+
+class Inputs(RunControl):
+    """What a user sends a session besides a prompt, and the queue it waits in."""
+
+    async def steer(
+        self, session_id: str, message: PromptInput, *, item_id: str | None = None
+    ) -> str:
+        """Queue a message for the open run: it reaches the model after the current turn's
+        tool calls have all finished. Returns the item id (resend with it: delivered once)."""
+        return await self._queue(session_id, message, item_id, SessionRun.steer, "steer")
+
+    async def follow_up(
+        self, session_id: str, message: PromptInput, *, item_id: str | None = None
+    ) -> str:
+        """Queue a message for when the open run's agent would otherwise stop."""
+        return await self._queue(session_id, message, item_id, SessionRun.follow_up, "follow up")
+
+    async def _queue(
+        self,
+        session_id: str,
+        message: PromptInput,
+        item_id: str | None,
+        signal: Any,
+        what: str,
+    ) -> str:
+        message_what = "steering message" if what == "steer" else f"{what} message"
+        item = QueuedMessage(
+            id=item_id or uuid.uuid4().hex, message=one_message(message, message_what)
+        )
+        handle = await self._open_run(session_id)
+        if handle is None:
+            raise SessionIdle(session_id, what)
+        try:
+            await handle.signal(signal, item)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise SessionIdle(session_id, what) from err
+            raise
+        return item.id
+
+    def next_turn(self, session_id: str, message: PromptInput) -> QueueItem:
+        """Queue a message for the session's next run, inserted before its prompt (seed
+        004's nextTurn). Stored, so it waits through restarts; allowed while busy."""
+        self.get_session(session_id)
+        with self.db.transaction() as db:
+            return input_queue.add_item(
+                db,
+                item_id=uuid.uuid4().hex,
+                session_id=session_id,
+                kind="next_turn",
+                message=one_message(message, "queued input"),
+            )
+
+    async def send_input(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        guidance: bool = False,
+        intent: GuidanceIntent | None = None,
+    ) -> RunHandle | QueueItem:
+        """What a chat box does: an idle session starts a run; a busy one queues the input
+        (as guidance for the run, if asked, with `intent` or else the one its wording
+        suggests) and never cancels or starts a run."""
+        if intent is not None and not guidance:
+            raise InvalidPrompt("an intent is for guidance: send it with guidance")
+        if not guidance:
+            with contextlib.suppress(SessionBusy):
+                return await self.prompt(session_id, text)
+        if guidance:
+            return await self.guide_text(session_id, text, intent=intent)
+        return await asyncio.to_thread(self.next_turn, session_id, text)
+
+    async def guide_text(
+        self, session_id: str, text: str, *, intent: GuidanceIntent | None = None
+    ) -> QueueItem:
+        """New text as guidance for the run in progress (queued, then guided). When the
+        run cannot take it (`SessionIdle`: none is open), nothing is kept: it was meant for
+        this run, not the next one."""
+        if await self._open_run(session_id) is None:
+            raise SessionIdle(session_id, "take guidance")  # nothing stored, not even cancelled
+        item = await asyncio.to_thread(self.next_turn, session_id, text)
+        try:
+            return await self.guide(session_id, item.id, intent=intent)
+        except DuragentError:
+            with contextlib.suppress(DuragentError):
+                await asyncio.to_thread(self.delete_queue_item, session_id, item.id)
+            raise
+
+    async def guide(
+        self, session_id: str, item_id: str, *, intent: GuidanceIntent | None = None
+    ) -> QueueItem:
+        """Turn a pending item into guidance for the session's run in progress; the run
+        takes it at its nearest safe point. Guiding the same item twice delivers it once."""
+        item = await asyncio.to_thread(self.queue_item, session_id, item_id)
+        bounded("guidance", item.text)  # items queued before the limit held may be larger
+        handle = await self._open_run(session_id)
+        run_id = await self._run_id(handle) if handle else None
+        if handle is None or run_id is None:
+            raise SessionIdle(session_id, "take guidance")
+        if not (item.kind == "guidance" and item.run_id == run_id and item.status == "pending"):
+            await asyncio.to_thread(self._mark_guidance, session_id, item_id, run_id)
+        guidance = GuidanceItem(id=item.id, text=item.text, intent=intent or classify(item.text))
+        try:
+            await handle.signal(SessionRun.guidance, guidance)
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            # The run ended meanwhile: keep the input.
+            await asyncio.to_thread(self._release_guidance, run_id)
+            raise SessionIdle(session_id, "take guidance") from err
+        return await asyncio.to_thread(self.queue_item, session_id, item_id)
+
+    def _mark_guidance(self, session_id: str, item_id: str, run_id: str) -> None:
+        """Mark a pending item as guidance for `run_id` (`QueueItemNotPending` if taken)."""
+        with self.db.transaction() as db:
+            if not input_queue.guide(db, item_id, run_id):
+                raise QueueItemNotPending(item_id, self.queue_item(session_id, item_id).status)
+
+    def _release_guidance(self, run_id: str) -> None:
+        with self.db.transaction() as db:
+            input_queue.release_guidance(db, run_id)
+
+    def edit_queue_item(self, session_id: str, item_id: str) -> str:
+        """Take an item back to edit it: it is cancelled and its text returned."""
+        self._cancel_item(session_id, item_id)
+        return self.queue_item(session_id, item_id).text
+
+    def delete_queue_item(self, session_id: str, item_id: str) -> None:
+        self._cancel_item(session_id, item_id)
+
+    def _cancel_item(self, session_id: str, item_id: str) -> None:
+        item = self.queue_item(session_id, item_id)
+        with self.db.transaction() as db:
+            if not input_queue.cancel(db, item_id):
+                raise QueueItemNotPending(item_id, item.status)

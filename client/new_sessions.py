@@ -1,0 +1,84 @@
+"""Sessions made from nothing or from another session's path (store-only writes: no
+workflow knows a session before it exists)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from client.bounds import bounded
+from client.errors import EntryNotInSession, InvalidWorkspace
+from client.session_reads import SessionReads
+from client.workspaces import WorkspacePolicy
+from domain.config import SessionConfig
+from store import sessions
+from store.errors import EntryNotFound as StoreEntryNotFound
+from store.fork import fork_session
+from store.records import SessionRecord
+
+
+class NewSessions(SessionReads):
+    """Create and fork sessions."""
+
+    def create_session(
+        self,
+        *,
+        workspace: Path | str | None = None,
+        name: str | None = None,
+        model: str | None = None,
+        system_prompt: str | None = None,
+        owner: str | None = None,
+        policy: WorkspacePolicy | None = None,
+    ) -> SessionRecord:
+        """A new idle session working in `workspace` (default: a fresh folder under the
+        state directory), created if missing.
+
+        With a `policy` (the HTTP API's) the workspace is what the policy allows `owner`
+        (`WorkspaceNotAllowed` otherwise); without one it is any folder (the local CLI).
+        Nothing is created or stored when an argument is refused.
+        """
+        for what, text in (
+            ("workspace", workspace),
+            ("session name", name),
+            ("model", model),
+            ("system prompt", system_prompt),
+        ):
+            if text is not None:
+                bounded(what, str(text))
+        session_id = uuid.uuid4().hex
+        config = SessionConfig(model=model or self.settings.model)
+        if system_prompt is not None:
+            config = config.model_copy(update={"system_prompt": system_prompt})
+        if policy is not None:
+            if owner is None:
+                raise ValueError("a workspace policy needs the session's owner")
+            folder = policy.resolve(
+                owner, None if workspace is None else str(workspace), session_id
+            )
+        else:
+            folder = Path(workspace) if workspace else self.settings.workspaces / session_id
+            folder = folder.expanduser().resolve()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise InvalidWorkspace(str(workspace or folder), f"cannot be created ({err})") from err
+        with self.db.transaction() as db:
+            return sessions.create_session(
+                db,
+                session_id=session_id,
+                workspace=str(folder),
+                config=config,
+                name=name,
+                owner=owner,
+            )
+
+    def fork(self, session_id: str, entry_id: str, *, name: str | None = None) -> SessionRecord:
+        """A new session continuing from `entry_id` of this one (its path copied)."""
+        if name is not None:
+            bounded("session name", name)
+        self.get_session(session_id)
+        with self.db.transaction() as db:
+            try:
+                return fork_session(db, session_id, entry_id, name=name)
+            except StoreEntryNotFound as err:
+                raise EntryNotInSession(session_id, entry_id) from err

@@ -1,0 +1,166 @@
+"""Runs: start one (prompt, skill, template), wait for it, abort it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import WorkflowHandle
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from client.bounds import bounded, first_line
+from client.errors import InvalidPrompt, ResourceNotFound, SessionIdle
+from client.session_workflows import SessionWorkflows
+from domain.input import PromptInput, normalize_prompt_input
+from domain.messages import AgentMessage
+from domain.resources import ResourceKind
+from domain.runs import Invocation, RunInput, RunKind, RunOptions, RunResult, session_workflow_id
+from store.clock import now_ms
+from workflows.session_run import SessionRun
+
+
+@dataclass(frozen=True)
+class RunHandle:
+    session_id: str
+    run_id: str
+    workflow: WorkflowHandle[SessionRun, RunResult]
+
+    async def result(self) -> RunResult:
+        return await self.workflow.result()
+
+
+class RunControl(SessionWorkflows):
+    """Start, wait for and abort a session's runs."""
+
+    async def prompt(
+        self,
+        session_id: str,
+        prompt: PromptInput,
+        *,
+        max_turns: int | None = None,
+        options: RunOptions | None = None,
+    ) -> RunHandle:
+        """Start a run of the session with this prompt; `SessionBusy` if one is open."""
+        await asyncio.to_thread(self.get_session, session_id)
+        try:
+            messages = normalize_prompt_input(prompt, now_ms())
+        except ValueError as err:
+            raise InvalidPrompt(str(err)) from err
+        bounded("prompt", prompt if isinstance(prompt, str) else messages)
+        return await self._start(session_id, messages, None, max_turns, options)
+
+    async def skill(
+        self, session_id: str, name: str, args: Sequence[str] = (), **kwargs: Any
+    ) -> RunHandle:
+        """Run the skill `name` (a markdown file in the session's skills) with `args`;
+        `ResourceNotFound` (listing the skills there are) before any run starts."""
+        return await self._invoke(
+            session_id, Invocation(kind="skill", name=name, args=list(args)), **kwargs
+        )
+
+    async def prompt_from_template(
+        self, session_id: str, name: str, args: Sequence[str] = (), **kwargs: Any
+    ) -> RunHandle:
+        """Run the prompt template `name` with positional `args` ($1, $2, $@);
+        `ResourceNotFound` (listing the templates there are) before any run starts."""
+        return await self._invoke(
+            session_id, Invocation(kind="template", name=name, args=list(args)), **kwargs
+        )
+
+    async def _invoke(self, session_id: str, invocation: Invocation, **kwargs: Any) -> RunHandle:
+        """Start a run of a skill or template, once its name is known to exist."""
+        bounded(f"{invocation.kind} invocation", invocation)
+        await asyncio.to_thread(
+            self._require_resource, session_id, invocation.kind, invocation.name
+        )
+        return await self._start(session_id, [], invocation, **kwargs)
+
+    def _require_resource(self, session_id: str, kind: ResourceKind, name: str) -> None:
+        """Refuse a name that does not exist before a run starts: a started run would
+        only fail, and stay in the session's history as a failed run of no turns."""
+        session = self.get_session(session_id)
+        if not Path(session.workspace).is_dir():
+            return  # a workspace on the workers' machines only: the run reports it
+        known = self.resources(session_id, kind)
+        if name not in known:
+            raise ResourceNotFound(session_id, kind, name, known)
+
+    async def _start(
+        self,
+        session_id: str,
+        messages: list[AgentMessage],
+        invocation: Invocation | None,
+        max_turns: int | None = None,
+        options: RunOptions | None = None,
+    ) -> RunHandle:
+        """prompt, skill and promptFromTemplate share this one flow (seed 004)."""
+        if max_turns is not None and max_turns < 1:
+            raise InvalidPrompt(f"max_turns must be at least 1 (got {max_turns})")
+        run_id = uuid.uuid4().hex
+        kind: RunKind = invocation.kind if invocation else "prompt"
+        run_input = RunInput(
+            session_id=session_id,
+            run_id=run_id,
+            prompt=messages,
+            kind=kind,
+            invocation=invocation,
+            max_turns=max_turns,
+            options=options or self.default_options(),
+        )
+        summary = f"{kind}: " + (invocation.name if invocation else first_line(messages))
+        try:
+            return await self._start_workflow(run_input, summary)
+        except WorkflowAlreadyStartedError as err:
+            # A run whose outcome is stored may still be closing: wait for it, once.
+            if await self._settled_open_run(session_id) is not None:
+                raise await self._busy(session_id) from err
+        try:
+            return await self._start_workflow(run_input, summary)
+        except WorkflowAlreadyStartedError as err:
+            raise await self._busy(session_id) from err
+
+    async def _start_workflow(self, run_input: RunInput, summary: str) -> RunHandle:
+        """Start the session's run workflow; `WorkflowAlreadyStartedError` if one is open."""
+        session_id, run_id = run_input.session_id, run_input.run_id
+        handle = await self._start_session_workflow(
+            SessionRun.run, run_input, session_id, "run", run_id=run_id, summary=summary
+        )
+        return RunHandle(session_id, run_id, handle)
+
+    def default_options(self) -> RunOptions:
+        timeout = self.settings.heartbeat_timeout_s
+        return RunOptions(model_heartbeat_timeout_s=timeout, tool_heartbeat_timeout_s=timeout)
+
+    async def wait(self, session_id: str, run_id: str | None = None) -> RunResult:
+        """Wait for the session's open run (or the given one) and return its result."""
+        handle = self.temporal.get_workflow_handle_for(
+            SessionRun.run, session_workflow_id(session_id)
+        )
+        result = await handle.result(follow_runs=True)
+        if run_id is not None and result.run_id != run_id:
+            record = await asyncio.to_thread(self.run_state, run_id)
+            if record is None:
+                raise LookupError(f"run {run_id!r} does not exist")
+            return RunResult(
+                session_id=session_id,
+                run_id=run_id,
+                status=record.status,
+                turns=record.turns,
+                usage=record.usage,
+                error=record.error,
+            )
+        return result
+
+    async def abort(self, session_id: str) -> RunResult:
+        """Abort (stop) the open run: running tools are killed, finished results kept,
+        queued steering and follow-ups dropped and returned in the result, and the
+        session's pending input-queue items cancelled."""
+        handle = await self._open_run(session_id)
+        if handle is None:
+            raise SessionIdle(session_id, "abort")
+        await handle.cancel()
+        return await handle.result()
