@@ -179,7 +179,7 @@ class ModelTurns:
                 )
             path = entries.load_context_path(db, leaf_id, self._entries)
             if data.commit is not None:
-                # Seed 004: every save point where the loop goes on takes a fresh snapshot.
+                # Every save point where the loop goes on takes a fresh snapshot.
                 session = sessions.require_session(db, data.session_id)
                 ref = self._taker.take(db, session, derive_path_state(path, session.config))
             snapshot = self._snapshots.get(ref.id)

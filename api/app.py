@@ -1,4 +1,4 @@
-"""The FastAPI application (seed 001's endpoints), over the Python client.
+"""The FastAPI application (docs/SPEC.md's endpoints), over the Python client.
 
 Every route is per session and per user: a bearer token names the user, and a session
 that does not exist or belongs to someone else is a 404 either way. A client names a

@@ -1,4 +1,4 @@
-"""Routes the web page needs beside seed 001's: the session list with run status, rename,
+"""Routes the web page needs beside /state and the queue: the session list with run status, rename,
 the run header's status, steer and follow-up, compaction, and the session tree (go to an
 entry, fork from it, label it). Each is a thin call of the Python client.
 """

@@ -1,4 +1,4 @@
-"""The session facade extensions get (seed 004): persisted reads, pending-safe writes."""
+"""The session facade extensions get (docs/SPEC.md): persisted reads, pending-safe writes."""
 
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ class RunControl(SessionWorkflows):
         max_turns: int | None = None,
         options: RunOptions | None = None,
     ) -> RunHandle:
-        """prompt, skill and promptFromTemplate share this one flow (seed 004)."""
+        """prompt, skill and promptFromTemplate share this one flow."""
         if max_turns is not None and max_turns < 1:
             raise InvalidPrompt(f"max_turns must be at least 1 (got {max_turns})")
         run_id = uuid.uuid4().hex

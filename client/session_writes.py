@@ -30,7 +30,7 @@ from workflows.session_changes import SessionChanges
 
 
 class SessionWrites(SessionWorkflows):
-    """Config setters and session writes (seed 004's allowed-during-turn operations)."""
+    """Config setters and session writes (allowed during a turn)."""
 
     async def change(self, session_id: str, change: SessionChange) -> None:
         """Apply a change: pending in the open run until its next save point, or applied

@@ -1,4 +1,4 @@
-"""Seed 001's seven acceptance points (验收点), in the browser, clicking what a person clicks."""
+"""The page's seven acceptance points (docs/SPEC.md) in the browser, clicking as a person does."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 001's acceptance points, through the HTTP API (real HTTP, real server, real store).
+"""The guidance acceptance points (docs/SPEC.md) over the HTTP API: real HTTP, server and store.
 
 Point 7 (compaction keeps the display history) lives with the compaction tests.
 """

@@ -1,4 +1,4 @@
-"""Hooks of seed 000: activity-side ones see the context; workflow-side ones are checked
+"""Hooks (docs/SPEC.md): activity-side ones see the context; workflow-side ones are checked
 for determinism by the sandbox."""
 
 from __future__ import annotations

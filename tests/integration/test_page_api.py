@@ -1,4 +1,4 @@
-"""The routes the web page uses beside seed 001's, over real HTTP: each names only the
+"""The routes the web page uses beside /state and the queue, over real HTTP: each names only the
 user's own sessions and entries, and bad input is a 422 naming the rule."""
 
 from __future__ import annotations
