@@ -1,0 +1,152 @@
+"""The script player: which step answers each request, the request log and the gates.
+
+Thread-safe: the server's event loop and the test that drives it share one player.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from offline_model.protocol import JsonObject
+from offline_model.script import TEMPLATE_KEY, Script, Step
+
+StepInput = Step | dict[str, Any]
+
+
+class RecordedRequest(BaseModel):
+    """One request the server received on a Messages API path.
+
+    `step_index` is the index of the step it consumed within its key's conversation (None for
+    invalid requests, token counts and requests past the end of the script). `status` is the
+    HTTP status it was answered with, None while it is still held (hang, wait_for, delay).
+    `deltas_sent_at` holds when each streamed delta event was handed to the connection.
+    """
+
+    path: str
+    key: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    received_at: float
+    step_index: int | None = None
+    status: int | None = None
+    deltas_sent_at: list[float] = []
+
+
+class ScriptPlayer:
+    """The script's playback state and the request log, safe to use from any thread.
+
+    The server thread consumes steps and records requests while test threads read the log and
+    queue steps, so every access goes through one lock.
+    """
+
+    def __init__(self, script: Script) -> None:
+        self._lock = threading.Lock()
+        self.when_exhausted = script.when_exhausted
+        self._template = list(script.conversations.get(TEMPLATE_KEY, []))
+        self._steps = {k: list(v) for k, v in script.conversations.items() if k != TEMPLATE_KEY}
+        self._played: dict[str, set[int]] = {}
+        self._log: list[RecordedRequest] = []
+        self._open_gates: set[str] = set()
+
+    def _conversation(self, key: str) -> list[Step]:
+        # A key seen for the first time starts its own copy of the template.
+        if key not in self._steps:
+            self._steps[key] = list(self._template)
+        return self._steps[key]
+
+    def take(self, key: str, body: JsonObject | None = None) -> tuple[int, Step] | None:
+        """Consume a step of `key`: (its index, the step), or None when none are left.
+
+        The first unplayed step whose `match` finds the request's last user text wins;
+        otherwise the first unplayed step without a `match`, in order.
+        """
+        text = _last_user_text(body or {})
+        with self._lock:
+            steps = self._conversation(key)
+            played = self._played.setdefault(key, set())
+            unplayed = [(i, s) for i, s in enumerate(steps) if i not in played]
+            chosen = next(
+                ((i, s) for i, s in unplayed if s.match and re.search(s.match, text)), None
+            ) or next(((i, s) for i, s in unplayed if not s.match), None)
+            if chosen is not None and not chosen[1].repeat:
+                played.add(chosen[0])
+            return chosen
+
+    def add_steps(self, key: str, steps: Sequence[StepInput], *, replace: bool = False) -> int:
+        """Queue `steps` for `key` and return how many of its steps are now unplayed.
+
+        Append adds them after the key's remaining steps; replace discards the remaining steps
+        first. Key "*" edits the template that keys not seen yet will copy.
+        """
+        new = [s if isinstance(s, Step) else Step.model_validate(s) for s in steps]
+        with self._lock:
+            if key == TEMPLATE_KEY:
+                self._template = new if replace else self._template + new
+                return len(self._template)
+            played = self._played.setdefault(key, set())
+            current = self._conversation(key)
+            kept = [s for i, s in enumerate(current) if i in played or not replace]
+            self._steps[key] = kept + new
+            self._played[key] = set(range(len(played))) if replace else played
+            return len(self._steps[key]) - len(self._played[key])
+
+    def remaining(self, key: str) -> int:
+        """How many of `key`'s steps have not been played yet."""
+        with self._lock:
+            return len(self._conversation(key)) - len(self._played.get(key, set()))
+
+    def record(self, path: str, key: str, body: JsonObject, headers: dict[str, str]) -> int:
+        """Log a received request and return its position in the log."""
+        entry = RecordedRequest(
+            path=path, key=key, body=body, headers=headers, received_at=time.time()
+        )
+        with self._lock:
+            self._log.append(entry)
+            return len(self._log) - 1
+
+    def annotate(self, position: int, **fields: int | None) -> None:
+        """Set `step_index` and/or `status` of the logged request at `position`."""
+        with self._lock:
+            self._log[position] = self._log[position].model_copy(update=fields)
+
+    def note_delta_sent(self, position: int) -> None:
+        """Record that the request at `position` was just sent one more streamed delta."""
+        with self._lock:
+            entry = self._log[position]
+            sent = [*entry.deltas_sent_at, time.time()]
+            self._log[position] = entry.model_copy(update={"deltas_sent_at": sent})
+
+    def requests(self, key: str | None = None) -> list[RecordedRequest]:
+        """A copy of the request log, optionally only the requests of `key`."""
+        with self._lock:
+            return [r for r in self._log if key is None or r.key == key]
+
+    def open_gate(self, gate: str) -> None:
+        """Mark `gate` released; it stays open for every later `wait_for` on it."""
+        with self._lock:
+            self._open_gates.add(gate)
+
+    def gate_open(self, gate: str) -> bool:
+        with self._lock:
+            return gate in self._open_gates
+
+
+def _last_user_text(body: JsonObject) -> str:
+    """The text of the request's last user message (what a step's `match` looks at)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return ""
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return ""
