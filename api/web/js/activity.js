@@ -1,4 +1,4 @@
-// The activity area (the page's activity area, docs/SPEC.md): run events as a readable timeline. Streamed
+// The activity area (docs/SPEC.md, the web page): run events as a readable timeline. Streamed
 // deltas and tool output are left to the conversation; every other event is one line,
 // named by its type, in seq order.
 
