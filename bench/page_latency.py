@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 from common import Bench, bench_stack, median, p95
 from long_horizon import script as long_script
+from processes import CHROMIUM, CHROMIUM_ARGS
 from stream_latency import API_ENV, TOKEN, api_ready, free_port, processes
 
 from domain.compaction import CompactionSettings
@@ -36,17 +37,6 @@ from offline_model.protocol import CHUNK_CHARS
 
 USER = API_ENV["DURAGENT_API_TOKENS"].split("=")[1]  # the user the bench's token names
 REPLY = " ".join(f"word{i:03d}" for i in range(100))  # 800 characters: 40 deltas
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 OBSERVE = """() => {
     window.__grew = [];
     const root = document.getElementById("conversation");
@@ -135,7 +125,7 @@ async def main() -> None:
     async with bench_stack({"conversations": {}}) as bench, async_playwright() as playwright:
         headers = {"Authorization": f"Bearer {TOKEN}"}
         browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
         )
         with processes(bench, port):
             async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as http:

@@ -1,4 +1,4 @@
-"""Child processes of a local stack (workers, the API), shared by the tests and bench/.
+"""Child processes of a local stack (workers, the API, Chromium), shared by the tests and bench/.
 
 A child gets the stack's settings through the environment, runs in a process group of
 its own, and is stopped with SIGKILL to the whole group, as a machine failure would.
@@ -15,6 +15,20 @@ from pathlib import Path
 from typing import IO
 
 from settings import Settings
+
+CHROMIUM = Path(os.environ.get("DURAGENT_CHROMIUM", "/usr/bin/chromium"))
+# Without the background-networking flags Chromium reaches out to other hosts on start,
+# which a closed network refuses (and a test must not depend on).
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -10,24 +10,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-CHROMIUM = Path(os.environ.get("DURAGENT_CHROMIUM", "/usr/bin/chromium"))
-# Without the background-networking flags Chromium reaches out to other hosts on start,
-# which a closed network refuses (and a test must not depend on).
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+from processes import CHROMIUM, CHROMIUM_ARGS
 
 
 @pytest.fixture(scope="module")
