@@ -25,10 +25,11 @@ from activities.save_point import save_point
 from activities.snapshots import SnapshotTaker
 from activities.store_retry import with_store_retries
 from activities.tools import ToolRegistry
+from domain.approvals import verdict
 from domain.config import SnapshotRef, TurnSnapshot
 from domain.context import context_messages, derive_path_state
 from domain.events import MessageEnd, MessageStart, MessageUpdate
-from domain.messages import AgentMessage, AssistantMessage, text_of
+from domain.messages import AgentMessage, AssistantMessage, ToolCall, text_of
 from domain.tools import ToolCallRef
 from domain.transcript import repair_pairing
 from domain.turns import (
@@ -144,21 +145,31 @@ class ModelTurns:
     def _result(
         self, data: ModelTurnInput, snapshot: TurnSnapshot, message: AssistantMessage
     ) -> ModelTurnResult:
+        calls = [self._call_ref(call, snapshot) for call in message.tool_calls]
+        asks = any(call.approval is not None for call in calls)
         return ModelTurnResult(
             snapshot=None if snapshot.id == data.snapshot.id else SnapshotRef.of(snapshot),
             stop_reason=message.stop_reason,
             usage=message.usage,
             text_preview=text_of(message.content)[:PREVIEW_CHARS],
-            tool_calls=[
-                ToolCallRef(
-                    id=call.id,
-                    name=call.name,
-                    args_preview=_preview(call.arguments),
-                    traits=self._tools.traits_of(call.name),
-                    refused=self._tools.refusal(call.name, snapshot.active_tools),
-                )
-                for call in message.tool_calls
-            ],
+            tool_calls=calls,
+            approval_policy=snapshot.approval_policy if asks else None,
+        )
+
+    def _call_ref(self, call: ToolCall, snapshot: TurnSnapshot) -> ToolCallRef:
+        """The call as the workflow sees it: refused if its tool is not active or the
+        approval policy denies it; marked if the policy asks for a decision first."""
+        refused = self._tools.refusal(call.name, snapshot.active_tools)
+        ask = None
+        if refused is None:
+            ask, refused = verdict(snapshot.approval_policy, call.name, call.arguments)
+        return ToolCallRef(
+            id=call.id,
+            name=call.name,
+            args_preview=_preview(call.arguments),
+            traits=self._tools.traits_of(call.name),
+            refused=refused,
+            approval=ask,
         )
 
     def _prepare(

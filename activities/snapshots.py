@@ -31,6 +31,7 @@ class SnapshotTaker:
             active_tools=state.active_tools,
             max_tokens=config.max_tokens,
             resources=load_resources(Path(session.workspace), self._shared),
+            approval_policy=state.approval_policy,
         )
         ref = SnapshotRef.of(snapshot)
         if ref.id not in self._stored:  # content-addressed: once stored, always stored

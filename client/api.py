@@ -4,11 +4,13 @@
 changing for one reason: store-only reads (`session_reads`), new sessions and forks
 (`new_sessions`), the session's workflow (`session_workflows`), runs (`run_control`),
 input and its queue (`inputs`), writes during a run (`session_writes`), compaction and
-navigation (`session_tree`), and run events (`event_stream`).
+navigation (`session_tree`), run events (`event_stream`), and approval of tool calls
+(`approvals`).
 """
 
 from __future__ import annotations
 
+from client.approvals import Approvals
 from client.bounds import bounded
 from client.event_stream import EventStream
 from client.inputs import Inputs
@@ -16,11 +18,10 @@ from client.new_sessions import NewSessions
 from client.run_control import RunHandle
 from client.session_tree import SessionTree
 from client.session_workflows import SessionStatus
-from client.session_writes import SessionWrites
 
 __all__ = ["DuragentClient", "RunHandle", "SessionStatus", "bounded"]
 
 
-class DuragentClient(Inputs, SessionWrites, SessionTree, NewSessions, EventStream):
+class DuragentClient(Inputs, Approvals, SessionTree, NewSessions, EventStream):
     """A client of sessions: `DuragentClient(temporal, db, settings)`, or
     `await DuragentClient.connect(settings)`."""

@@ -107,3 +107,19 @@ class ResourceNotFound(DuragentError, LookupError):
         )
         self.name = name
         self.known = known
+
+
+class ApprovalRefused(DuragentError):
+    """A decision the run did not take: no such call waits, or it was decided already."""
+
+
+class ApprovalNotRecorded(DuragentError):
+    """No worker answers for the session's run, so a decision cannot be taken now."""
+
+    def __init__(self, session_id: str, detail: str) -> None:
+        super().__init__(
+            f"the decision was not recorded: {detail} for session {session_id}'s run; "
+            "start one (duragent worker) and decide again (duragent approvals "
+            f"{session_id} lists what waits)"
+        )
+        self.session_id = session_id

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from domain.approvals import ApprovalPolicy
 from domain.config import QueueMode, SessionConfig, ThinkingLevel
 from domain.entries import (
     ActiveToolsChangeEntry,
+    ApprovalPolicyChangeEntry,
     CustomEntry,
     CustomMessageEntry,
     LabelEntry,
@@ -25,8 +27,8 @@ FacadeEntry = CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry
 
 
 class ConfigChange(BaseModel):
-    """Setters, all optional. Model, thinking level and active tools are branch-scoped
-    (stored as entries on the path); the rest is session-wide."""
+    """Setters, all optional. Model, thinking level, active tools and the approval policy
+    are branch-scoped (stored as entries on the path); the rest is session-wide."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -37,6 +39,7 @@ class ConfigChange(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     steering_mode: QueueMode | None = None
     follow_up_mode: QueueMode | None = None
+    approval_policy: ApprovalPolicy | None = None
 
     def entries(self, change_id: str, timestamp: int) -> list[SessionEntry]:
         """The branch-scoped part as entries, with ids derived from the change's."""
@@ -63,6 +66,15 @@ class ConfigChange(BaseModel):
                     parent_id=None,
                     timestamp=timestamp,
                     active_tools=self.active_tools,
+                )
+            )
+        if self.approval_policy is not None:
+            made.append(
+                ApprovalPolicyChangeEntry(
+                    id=f"{change_id}.approvals",
+                    parent_id=None,
+                    timestamp=timestamp,
+                    policy=self.approval_policy,
                 )
             )
         return made

@@ -14,6 +14,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
+from domain.approvals import ApprovalPolicy
 from domain.resources import Resource, ResourceKind
 
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high"]
@@ -61,6 +62,8 @@ class SessionConfig(BaseModel):
     max_tokens: int = 8192
     steering_mode: QueueMode = "one-at-a-time"
     follow_up_mode: QueueMode = "one-at-a-time"
+    approval_policy: ApprovalPolicy | None = None
+    """Which tool calls wait for a person (domain.approvals); None: every call runs."""
 
 
 class TurnSnapshot(BaseModel):
@@ -76,13 +79,17 @@ class TurnSnapshot(BaseModel):
     max_tokens: int
     resources: tuple[Resource, ...] = ()
     """Skills and prompt templates visible to this turn."""
+    approval_policy: ApprovalPolicy | None = None
 
     def resource(self, kind: ResourceKind, name: str) -> Resource | None:
         return next((r for r in self.resources if r.kind == kind and r.name == name), None)
 
     @property
     def id(self) -> str:
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        dumped = self.model_dump(mode="json")
+        if dumped["approval_policy"] is None:  # snapshots taken before policies keep their ids
+            del dumped["approval_policy"]
+        canonical = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
         return "snap_" + hashlib.sha256(canonical.encode()).hexdigest()[:24]
 
 

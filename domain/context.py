@@ -4,7 +4,8 @@
 2. The latest compaction on the path replaces everything before its first kept entry
    with its summary.
 3. Entries become context messages (messages, custom messages, summaries).
-4. Model, thinking level and active tools come from the config entries on the path.
+4. Model, thinking level, active tools and the approval policy come from the config
+   entries on the path.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from domain.approvals import ApprovalPolicy
 from domain.config import SessionConfig, ThinkingLevel, TurnSnapshot
 from domain.entries import (
     ActiveToolsChangeEntry,
+    ApprovalPolicyChangeEntry,
     BranchSummaryEntry,
     CompactionEntry,
     CustomMessageEntry,
@@ -38,6 +41,7 @@ class PathState(BaseModel):
     model: str
     thinking_level: ThinkingLevel
     active_tools: list[str] | None
+    approval_policy: ApprovalPolicy | None = None
 
 
 class SessionContext(PathState):
@@ -49,6 +53,7 @@ def derive_path_state(path: Sequence[SessionEntry], defaults: SessionConfig) -> 
         model=defaults.model,
         thinking_level=defaults.thinking_level,
         active_tools=defaults.active_tools,
+        approval_policy=defaults.approval_policy,
     )
     return fold_path_state(start, path)
 
@@ -56,6 +61,7 @@ def derive_path_state(path: Sequence[SessionEntry], defaults: SessionConfig) -> 
 def fold_path_state(state: PathState | TurnSnapshot, entries: Sequence[SessionEntry]) -> PathState:
     """Apply the config entries among `entries` to a state (or to a snapshot's state)."""
     model, thinking, tools = state.model, state.thinking_level, state.active_tools
+    policy = state.approval_policy
     for entry in entries:
         if isinstance(entry, ModelChangeEntry):
             model = entry.model
@@ -63,7 +69,11 @@ def fold_path_state(state: PathState | TurnSnapshot, entries: Sequence[SessionEn
             thinking = entry.thinking_level
         elif isinstance(entry, ActiveToolsChangeEntry):
             tools = list(entry.active_tools)
-    return PathState(model=model, thinking_level=thinking, active_tools=tools)
+        elif isinstance(entry, ApprovalPolicyChangeEntry):
+            policy = entry.policy
+    return PathState(
+        model=model, thinking_level=thinking, active_tools=tools, approval_policy=policy
+    )
 
 
 def take_snapshot(path_state: PathState, config: SessionConfig) -> TurnSnapshot:
@@ -73,6 +83,7 @@ def take_snapshot(path_state: PathState, config: SessionConfig) -> TurnSnapshot:
         system_prompt=config.system_prompt,
         active_tools=path_state.active_tools,
         max_tokens=config.max_tokens,
+        approval_policy=path_state.approval_policy,
     )
 
 

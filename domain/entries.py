@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from domain.approvals import ApprovalPolicy
 from domain.config import ThinkingLevel
 from domain.messages import AgentMessage, UserContent
 
@@ -43,6 +44,13 @@ class ThinkingLevelChangeEntry(_Entry):
 class ActiveToolsChangeEntry(_Entry):
     type: Literal["active_tools_change"] = "active_tools_change"
     active_tools: list[str]
+
+
+class ApprovalPolicyChangeEntry(_Entry):
+    """The path's approval policy from here on (domain.approvals)."""
+
+    type: Literal["approval_policy_change"] = "approval_policy_change"
+    policy: ApprovalPolicy
 
 
 class CompactionEntry(_Entry):
@@ -111,12 +119,18 @@ SessionEntry = Annotated[
     | CustomMessageEntry
     | LabelEntry
     | LeafEntry
-    | SessionInfoEntry,
+    | SessionInfoEntry
+    | ApprovalPolicyChangeEntry,
     Field(discriminator="type"),
 ]
 
-CONFIG_ENTRIES = (ModelChangeEntry, ThinkingLevelChangeEntry, ActiveToolsChangeEntry)
-"""The entries a path's model, thinking level and active tools come from."""
+CONFIG_ENTRIES = (
+    ModelChangeEntry,
+    ThinkingLevelChangeEntry,
+    ActiveToolsChangeEntry,
+    ApprovalPolicyChangeEntry,
+)
+"""The entries a path's model, thinking level, active tools and approval policy come from."""
 
 ENTRY_TYPES = (
     "message",
@@ -130,6 +144,7 @@ ENTRY_TYPES = (
     "label",
     "leaf",
     "session_info",
+    "approval_policy_change",
 )
 
 entry_adapter: TypeAdapter[SessionEntry] = TypeAdapter(SessionEntry)

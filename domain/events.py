@@ -192,6 +192,32 @@ class ContinuedAsNew(_Event):
     history_bytes: int
 
 
+class ApprovalRequested(_Event):
+    """A tool call waits for a person's decision (docs/SPEC.md, tool approval)."""
+
+    type: Literal["approval_requested"] = "approval_requested"
+    call_id: str
+    tool_name: str
+    args_preview: str
+    """The call's arguments, shortened; the full ones are in the staged assistant message."""
+    turn: int
+    assistant_entry_id: str
+    rule: str
+    """What asked for the approval: a rule of the policy, or its default."""
+    timeout_s: float | None = None
+
+
+class ApprovalDecided(_Event):
+    """A waiting call was decided: approved (once or always), denied, timed out, or
+    withdrawn (the run was aborted or guidance interrupted the batch while it waited)."""
+
+    type: Literal["approval_decided"] = "approval_decided"
+    call_id: str
+    decision: Literal["approve", "always", "deny", "timeout", "withdrawn"]
+    reason: str | None = None
+    by: str | None = None
+
+
 class PhaseChanged(_Event):
     type: Literal["phase_changed"] = "phase_changed"
     phase: str
@@ -222,7 +248,9 @@ HarnessEvent = Annotated[
     | CompactionStarted
     | CompactionEnded
     | BranchSummarized
-    | ContinuedAsNew,
+    | ContinuedAsNew
+    | ApprovalRequested
+    | ApprovalDecided,
     Field(discriminator="type"),
 ]
 
@@ -247,7 +275,9 @@ RunEventPayload = Annotated[
     | CompactionStarted
     | CompactionEnded
     | BranchSummarized
-    | ContinuedAsNew,
+    | ContinuedAsNew
+    | ApprovalRequested
+    | ApprovalDecided,
     Field(discriminator="type"),
 ]
 

@@ -15,7 +15,7 @@ from domain.messages import AgentMessage, Usage
 from domain.queues import QueuedMessage
 
 RunStatus = Literal["running", "completed", "error", "aborted"]
-Phase = Literal["idle", "turn", "compaction", "branch_summary", "retry"]
+Phase = Literal["idle", "turn", "compaction", "branch_summary", "retry", "awaiting_approval"]
 RunKind = Literal["prompt", "skill", "template"]
 
 

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from domain.approvals import ApprovalAsk
 from domain.messages import TextContent, ToolResultContent, ToolResultMessage
 
 ExecutionMode = Literal["parallel", "sequential"]
@@ -69,3 +70,6 @@ class ToolCallRef(BaseModel):
     """Why the call must not run, or None: its tool was not active in the turn's snapshot
     (the model called a tool it was not offered). The tool activity answers a refused call
     with this text as an error and runs nothing."""
+    approval: ApprovalAsk | None = None
+    """Set when the session's approval policy asks for a decision before the call runs
+    (a policy's deny sets `refused` instead); None: the call may run."""

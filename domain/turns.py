@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from domain.approvals import ApprovalPolicy
 from domain.changes import SessionChange
 from domain.config import SessionConfig, SnapshotRef
 from domain.entries import SessionEntry
@@ -159,6 +160,9 @@ class ModelTurnResult(_Contract):
     tool_calls: list[ToolCallRef] = Field(default_factory=list)
     snapshot: SnapshotRef | None = None
     """Set when the call ran with a newer snapshot than the input's (config changed)."""
+    approval_policy: ApprovalPolicy | None = None
+    """The turn's approval policy, set only when a call waits for approval: what an
+    "always" decision adds its rule to."""
 
 
 class ToolCallInput(_Contract):

@@ -24,9 +24,10 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from domain.approvals import ApprovalDecision, ApprovalOutcome, PendingApproval
     from domain.changes import SessionChange
     from domain.compaction import CHARS_PER_TOKEN, context_window_of
-    from domain.events import RetryScheduled
+    from domain.events import RetryScheduled, RunEventPayload
     from domain.fallbacks import ToolRun, TurnInProgress, error_reply
     from domain.guidance import GuidanceItem, InjectionPoint
     from domain.hooks import ToolOutcomeSummary, TurnSummary
@@ -39,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         ModelTurnInput,
         ModelTurnResult,
         ProviderFailure,
+        RecordEventsInput,
         TakeGuidanceInput,
         ToolCallInput,
         ToolCallOutcome,
@@ -46,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 from workflows import steps
+from workflows.approvals import PATCH, ApprovalGate
 from workflows.hook_runner import HookError
 from workflows.run_base import RunBase
 from workflows.tool_batch import BatchResult, run_tool_calls
@@ -66,6 +69,10 @@ class TurnEnd:
 
 @workflow.defn(name="SessionRun")
 class SessionRun(RunBase):
+    def __init__(self) -> None:
+        super().__init__()
+        self._approvals = ApprovalGate()
+
     @workflow.signal
     def steer(self, item: QueuedMessage) -> None:
         """Delivered after the current turn's tool calls, before the next model call."""
@@ -85,6 +92,25 @@ class SessionRun(RunBase):
     def change(self, change: SessionChange) -> None:
         """Config setters and session writes: pending until the next save point."""
         self._inbox.change(change)
+
+    @workflow.update
+    def decide_approval(self, decision: ApprovalDecision) -> ApprovalOutcome:
+        """Approve or deny a waiting tool call (docs/SPEC.md, tool approval)."""
+        outcome, change = self._approvals.decide(
+            decision, self._inbox.pending_writes, self._new_id(), self._now_ms()
+        )
+        if change is not None:  # "always": saved with the turn, like any config change
+            self._inbox.change(change)
+        return outcome
+
+    @decide_approval.validator
+    def _check_approval(self, decision: ApprovalDecision) -> None:
+        self._approvals.check(decision)
+
+    @workflow.query
+    def approvals(self) -> list[PendingApproval]:
+        """The tool calls waiting for a decision."""
+        return self._approvals.pending()
 
     @workflow.query
     def phase(self) -> Phase:
@@ -173,6 +199,7 @@ class SessionRun(RunBase):
         self._usage = self._usage.plus(reply.usage)
         self._last_assistant = assistant_id
         self._snapshot = reply.snapshot or self._snapshot
+        self._approvals.policy = reply.approval_policy or self._approvals.policy
         calls = reply.tool_calls
         turn = self._current = TurnInProgress(assistant_id, calls, [self._new_id() for _ in calls])
         if calls and self._inbox.guidance:
@@ -337,6 +364,8 @@ class SessionRun(RunBase):
             attempt += 1
 
     async def _run_tool(self, turn: TurnInProgress, call: ToolCallRef) -> ToolCallOutcome:
+        if call.approval is not None and workflow.patched(PATCH):
+            call = await self._approvals.wait(call, self._pending(turn, call), self._approval_event)
         return await steps.run_tool(
             ToolCallInput(
                 session_id=self._run.session_id,
@@ -347,6 +376,34 @@ class SessionRun(RunBase):
                 call=call,
             ),
             self._run.options,
+        )
+
+    def _pending(self, turn: TurnInProgress, call: ToolCallRef) -> PendingApproval:
+        assert call.approval is not None
+        return PendingApproval(
+            call_id=call.id,
+            tool_name=call.name,
+            args_preview=call.args_preview,
+            turn=self._turn,
+            assistant_entry_id=turn.assistant_id,
+            requested_at=self._now_ms(),
+            rule=call.approval.rule,
+            timeout_s=call.approval.timeout_s,
+        )
+
+    async def _approval_event(self, waiting: bool, event: RunEventPayload) -> None:
+        """An approval event; the phase is `awaiting_approval` while any call waits."""
+        phase: Phase = "awaiting_approval" if waiting else "turn"
+        if phase != self._phase:
+            await self._set_phase(phase, event)
+            return
+        await steps.record_events(
+            RecordEventsInput(
+                session_id=self._run.session_id,
+                run_id=self._run.run_id,
+                key=f"{self._run.run_id}/approval/{self._new_id()}",
+                events=[event],
+            )
         )
 
     def _summary(

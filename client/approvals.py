@@ -1,0 +1,121 @@
+"""Approval of tool calls: the session's policy, the calls that wait, the decisions.
+
+A decision is the `decide_approval` update of the session's run: the caller learns at
+once whether the run took it. An update needs a worker; when none answers for the run,
+the decision is refused with `ApprovalNotRecorded` (nothing was sent, so nothing is
+taken later by surprise), and the update's wait for a worker is bounded as well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from pydantic import ValidationError
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.service import RPCError
+
+from client.bounds import bounded, one_line
+from client.errors import ApprovalNotRecorded, ApprovalRefused, InvalidChange, SessionIdle
+from client.session_writes import SessionWrites
+from domain.approvals import (
+    ApprovalDecision,
+    ApprovalOutcome,
+    ApprovalPolicy,
+    DecisionKind,
+    PendingApproval,
+)
+from domain.fallbacks import root_message
+from domain.messages import AssistantMessage
+from store import staging
+from workflows.session_run import SessionRun
+
+DECIDE_TIMEOUT = timedelta(seconds=10)
+"""How long a decision waits for the run's worker to take it."""
+
+
+class Approvals(SessionWrites):
+    """The approval policy of a session and decisions on its waiting tool calls."""
+
+    async def set_approval_policy(
+        self, session_id: str, policy: ApprovalPolicy | dict[str, Any]
+    ) -> None:
+        """Set the policy the next turns use (branch-scoped, like the model)."""
+        try:
+            checked = ApprovalPolicy.model_validate(policy)
+        except ValidationError as err:
+            raise InvalidChange(f"approval policy: {one_line(err)}") from err
+        await self.configure(session_id, approval_policy=checked)
+
+    async def approvals(self, session_id: str) -> list[PendingApproval]:
+        """The tool calls of the session's run that wait for a decision, with their full
+        arguments (read from the staged assistant message); empty when none waits."""
+        handle = await self._open_run(session_id)
+        if handle is None:
+            return []
+        try:
+            pending = await asyncio.wait_for(
+                handle.query(SessionRun.approvals, rpc_timeout=DECIDE_TIMEOUT),
+                timeout=DECIDE_TIMEOUT.total_seconds(),
+            )
+        except (RPCError, TimeoutError) as err:
+            raise ApprovalNotRecorded(session_id, "no worker answers") from err
+        return await asyncio.to_thread(self._with_arguments, pending)
+
+    async def approve(
+        self, session_id: str, call_id: str, *, always: bool = False, by: str | None = None
+    ) -> ApprovalOutcome:
+        """Let a waiting call run; `always` also allows this tool (and this exact bash
+        command) for the rest of the session's branch."""
+        return await self._decide(session_id, call_id, "always" if always else "approve", None, by)
+
+    async def deny(
+        self, session_id: str, call_id: str, reason: str | None = None, *, by: str | None = None
+    ) -> ApprovalOutcome:
+        """Answer a waiting call with an error the model reads (with `reason`, if given)."""
+        return await self._decide(session_id, call_id, "deny", reason, by)
+
+    async def _decide(
+        self,
+        session_id: str,
+        call_id: str,
+        kind: DecisionKind,
+        reason: str | None,
+        by: str | None,
+    ) -> ApprovalOutcome:
+        if reason is not None:
+            bounded("deny reason", reason)
+        try:
+            decision = ApprovalDecision(call_id=call_id, decision=kind, reason=reason, by=by)
+        except ValidationError as err:
+            raise ApprovalRefused(one_line(err)) from err
+        handle = await self._open_run(session_id)
+        if handle is None:
+            raise SessionIdle(session_id, f"{kind} tool call {call_id!r}")
+        if not await self.worker_answering(session_id):
+            raise ApprovalNotRecorded(session_id, "no worker answers")
+        try:
+            return await asyncio.wait_for(
+                handle.execute_update(
+                    SessionRun.decide_approval, decision, rpc_timeout=DECIDE_TIMEOUT
+                ),
+                timeout=DECIDE_TIMEOUT.total_seconds(),
+            )
+        except WorkflowUpdateFailedError as err:
+            raise ApprovalRefused(root_message(err)) from err
+        except (RPCError, TimeoutError) as err:
+            detail = f"no worker took it within {DECIDE_TIMEOUT.total_seconds():g} s"
+            raise ApprovalNotRecorded(session_id, detail) from err
+
+    def _with_arguments(self, pending: list[PendingApproval]) -> list[PendingApproval]:
+        ids = sorted({p.assistant_entry_id for p in pending})
+        with self.db.transaction() as db:
+            messages = staging.staged_messages(db, ids)
+        filled = []
+        for item in pending:
+            message = messages.get(item.assistant_entry_id)
+            calls = message.tool_calls if isinstance(message, AssistantMessage) else []
+            arguments = next((c.arguments for c in calls if c.id == item.call_id), None)
+            filled.append(item.model_copy(update={"arguments": arguments}))
+        return filled
