@@ -34,10 +34,13 @@ from api.models import (
     StopResult,
 )
 from api.ownership import owned_session, owned_session_async
+from api.routes_approvals import approval_routes
 from api.routes_page import page_routes
 from api.web import mount_web
 from client.api import DuragentClient, RunHandle
 from client.errors import (
+    ApprovalNotRecorded,
+    ApprovalRefused,
     DuragentError,
     InputTooLarge,
     InvalidChange,
@@ -84,6 +87,8 @@ _STATUS = {
     InvalidWorkspace: 422,
     InvalidPrompt: 422,
     InvalidChange: 422,
+    ApprovalRefused: 409,
+    ApprovalNotRecorded: 503,
 }
 
 
@@ -268,6 +273,7 @@ def create_app(
         )
 
     app.include_router(page_routes(client, current_user))
+    app.include_router(approval_routes(client, current_user))
     mount_web(app)  # the web page, at /
     return app
 

@@ -165,6 +165,7 @@ class EventPrinter:
         self._streaming = False
         self._started: set[str] = set()
         self._tools = ToolOutput(console, session_id)
+        self._session = session_id or "SESSION"
 
     def _end_stream(self) -> None:
         if self._streaming:
@@ -219,6 +220,20 @@ class EventPrinter:
             line = escape(_first_line(_text(result["content"])))
             took = f"{payload['duration_ms']} ms"
             self.console.print(f"  {mark} {payload['tool_name']} ({took}) [dim]{line}[/]")
+        elif kind == "approval_requested":
+            call = payload["call_id"]
+            self.console.print(
+                f"  [bold yellow]? {payload['tool_name']} waits for approval[/]"
+                f" {escape(payload['args_preview'])}\n"
+                f"    approve: duragent approve {self._session} {call}  "
+                f"(--always; or: duragent deny {self._session} {call} --reason TEXT)"
+            )
+        elif kind == "approval_decided":
+            reason = f": {escape(payload['reason'])}" if payload.get("reason") else ""
+            by = f" by {escape(payload['by'])}" if payload.get("by") else ""
+            self.console.print(
+                f"  [dim]{payload['decision']}{by} for {payload['call_id']}{reason}[/]"
+            )
         elif kind == "retry_scheduled":
             self._started.clear()  # the call starts again, and this line says why
             self.console.print(

@@ -7,7 +7,7 @@ registered here in the order `duragent --help` lists them.
 from __future__ import annotations
 
 from client import lifecycle
-from client.cli import config, inputs, runs, servers, sessions, tree
+from client.cli import approvals, config, inputs, runs, servers, sessions, tree
 from client.cli.app import app
 
 COMMANDS = (
@@ -21,6 +21,10 @@ COMMANDS = (
     inputs.guide,
     inputs.queue,
     config.configure,
+    approvals.policy,
+    approvals.approvals,
+    approvals.approve,
+    approvals.deny,
     sessions.status,
     runs.abort,
     servers.worker,

@@ -1,0 +1,64 @@
+"""What the approval tests share: policies, scripts, and waiting for a call to wait."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from support import Stack, event_seen, eventually
+
+from domain.approvals import ApprovalPolicy, ApprovalRule
+from domain.entries import MessageEntry
+from domain.messages import ToolResultMessage
+
+ASK_BASH = ApprovalPolicy(
+    rules=(ApprovalRule(tool="bash", command="ls *", action="allow"),), default="ask"
+)
+"""`ls ...` runs; every other call waits for a decision."""
+
+
+def bash_call(command: str, call_id: str) -> dict[str, Any]:
+    return {"tool_use": {"id": call_id, "name": "bash", "input": {"command": command}}}
+
+
+def calls_then_text(calls: list[dict[str, Any]], *texts: str) -> dict[str, Any]:
+    """A script: one reply with these tool calls, then one reply per text."""
+    replies = [{"reply": calls}, *({"reply": [{"text": t}]} for t in texts)]
+    return {"conversations": {"*": replies}}
+
+
+async def waiting_calls(stack: Stack, session_id: str, count: int = 1) -> list[str]:
+    """The ids of the calls the run waits on, once `count` of them wait."""
+    await eventually(lambda: event_seen(stack, session_id, "approval_requested"))
+
+    async def enough() -> bool:
+        return len(await stack.client.approvals(session_id)) >= count
+
+    await eventually(enough)
+    return [p.call_id for p in await stack.client.approvals(session_id)]
+
+
+def tool_results_sent(stack: Stack, session_id: str) -> list[dict[str, Any]]:
+    """The tool_result blocks of the last request the model received, as sent."""
+    body = stack.model.requests_for(session_id)[-1].body
+    return [
+        block
+        for message in body["messages"]
+        if message["role"] == "user"
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]
+
+
+def result_text(block: dict[str, Any]) -> str:
+    content = block["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content)
+
+
+def stored_result(stack: Stack, session_id: str, call_id: str) -> ToolResultMessage:
+    for entry in stack.client.path(session_id):
+        message = entry.message if isinstance(entry, MessageEntry) else None
+        if isinstance(message, ToolResultMessage) and message.tool_call_id == call_id:
+            return message
+    raise AssertionError(f"no result for {call_id}")

@@ -1,0 +1,280 @@
+"""Approval of tool calls: a call the session's policy asks about waits for a decision,
+which comes as a Temporal update; what the model then reads is checked at the wire."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from approval_support import (
+    ASK_BASH,
+    bash_call,
+    calls_then_text,
+    result_text,
+    stored_result,
+    tool_results_sent,
+    waiting_calls,
+)
+from support import ApiServer, Stack, assert_valid_pairing, event_seen, eventually
+
+from client.errors import ApprovalNotRecorded, ApprovalRefused
+from domain.approvals import ApprovalPolicy, ApprovalRule
+from domain.fallbacks import ABORTED_TOOL_TEXT
+from domain.messages import text_of
+from store import events as stored_events
+
+WRITE = calls_then_text([bash_call("echo ran > out.txt", "call_write")], "All done.")
+
+
+def events_of(stack: Stack, session_id: str, kind: str) -> list[dict[str, object]]:
+    with stack.db.transaction() as db:
+        found = stored_events.read_events(db, session_id, after=0, limit=10_000)
+    return [e.payload for e in found if e.type == kind]
+
+
+@pytest.mark.script(WRITE)
+async def test_ask_then_approve(stack: Stack) -> None:
+    session = stack.client.create_session()
+    await stack.client.set_approval_policy(session.id, ASK_BASH)
+    async with stack.worker():
+        run = await stack.client.prompt(session.id, "write it")
+        assert await waiting_calls(stack, session.id) == ["call_write"]
+        assert (await stack.client.status(session.id)).phase == "awaiting_approval"
+        [pending] = await stack.client.approvals(session.id)
+        assert pending.tool_name == "bash" and pending.rule == "the default (ask)"
+        assert pending.arguments == {"command": "echo ran > out.txt"}
+        [requested] = events_of(stack, session.id, "approval_requested")
+        assert requested["call_id"] == "call_write" and requested["tool_name"] == "bash"
+        assert "echo ran > out.txt" in str(requested["args_preview"])
+        assert events_of(stack, session.id, "tool_execution_start") == []  # nothing ran
+        outcome = await stack.client.approve(session.id, "call_write")
+        assert outcome.decision == "approve"
+        result = await run.result()
+    assert result.status == "completed", result.error
+    assert result.final_text == "All done."
+    assert (Path(session.workspace) / "out.txt").read_text() == "ran\n"
+    [decided] = events_of(stack, session.id, "approval_decided")
+    assert decided["decision"] == "approve"
+    phases = [e["phase"] for e in events_of(stack, session.id, "phase_changed")]
+    assert phases[:2] == ["awaiting_approval", "turn"]
+    assert_valid_pairing(stack.client.path(session.id))
+
+
+@pytest.mark.script(WRITE)
+async def test_deny_with_a_reason_the_model_reads(stack: Stack) -> None:
+    session = stack.client.create_session()
+    await stack.client.set_approval_policy(session.id, ASK_BASH)
+    async with stack.worker():
+        run = await stack.client.prompt(session.id, "write it")
+        await waiting_calls(stack, session.id)
+        await stack.client.deny(session.id, "call_write", "not on a Friday")
+        result = await run.result()
+    assert result.status == "completed", result.error
+    assert not (Path(session.workspace) / "out.txt").exists()
+    [sent] = tool_results_sent(stack, session.id)
+    assert sent["tool_use_id"] == "call_write" and sent["is_error"] is True
+    assert result_text(sent) == (
+        "The user denied this tool call, so it was not run. Reason: not on a Friday"
+    )
+
+
+@pytest.mark.script(WRITE)
+async def test_two_approvers_race_and_one_wins(stack: Stack) -> None:
+    session = stack.client.create_session()
+    await stack.client.set_approval_policy(session.id, ASK_BASH)
+    async with stack.worker():
+        run = await stack.client.prompt(session.id, "write it")
+        await waiting_calls(stack, session.id)
+        with pytest.raises(ApprovalRefused, match="no tool call 'nope' is waiting"):
+            await stack.client.approve(session.id, "nope")
+        outcomes = await asyncio.gather(
+            stack.client.approve(session.id, "call_write"),
+            stack.client.deny(session.id, "call_write", "no"),
+            return_exceptions=True,
+        )
+        won = [o for o in outcomes if not isinstance(o, BaseException)]
+        lost = [o for o in outcomes if isinstance(o, BaseException)]
+        assert len(won) == 1 and len(lost) == 1, outcomes
+        assert isinstance(lost[0], ApprovalRefused)
+        assert "was already decided" in str(lost[0])
+        result = await run.result()
+    assert result.status == "completed", result.error
+    ran = (Path(session.workspace) / "out.txt").exists()
+    assert ran == (won[0].decision == "approve")  # the winner's decision, and only it
+    assert len(events_of(stack, session.id, "approval_decided")) == 1
+
+
+@pytest.mark.script(WRITE)
+async def test_abort_while_waiting(stack: Stack) -> None:
+    session = stack.client.create_session()
+    await stack.client.set_approval_policy(session.id, ASK_BASH)
+    async with stack.worker():
+        await stack.client.prompt(session.id, "write it")
+        await waiting_calls(stack, session.id)
+        result = await stack.client.abort(session.id)
+        assert result.status == "aborted"
+        assert await stack.client.approvals(session.id) == []
+    assert events_of(stack, session.id, "tool_execution_start") == []
+    aborted = stored_result(stack, session.id, "call_write")
+    assert aborted.is_error and text_of(aborted.content) == ABORTED_TOOL_TEXT
+    assert_valid_pairing(stack.client.path(session.id))
+
+
+BATCH = calls_then_text(
+    [
+        bash_call("echo risky > risky.txt", "call_ask"),
+        bash_call("ls -la", "call_free"),
+    ],
+    "Both done.",
+)
+
+
+@pytest.mark.script(BATCH)
+async def test_calls_that_need_no_approval_run_meanwhile(stack: Stack) -> None:
+    session = stack.client.create_session()
+    await stack.client.set_approval_policy(session.id, ASK_BASH)
+    async with stack.worker():
+        run = await stack.client.prompt(session.id, "both")
+        assert await waiting_calls(stack, session.id) == ["call_ask"]
+        await eventually(
+            lambda: event_seen(stack, session.id, "tool_execution_end", tool_call_id="call_free")
+        )
+        assert not (Path(session.workspace) / "risky.txt").exists()
+        await stack.client.approve(session.id, "call_ask")
+        result = await run.result()
+    assert result.status == "completed", result.error
+    assert (Path(session.workspace) / "risky.txt").exists()
+    assert [b["tool_use_id"] for b in tool_results_sent(stack, session.id)] == [
+        "call_ask",
+        "call_free",
+    ]
+
+
+@pytest.mark.script(WRITE)
+async def test_a_timeout_denies_the_call(stack: Stack) -> None:
+    session = stack.client.create_session()
+    policy = ASK_BASH.model_copy(update={"timeout_s": 1.0})
+    await stack.client.set_approval_policy(session.id, policy)
+    async with stack.worker():
+        run = await stack.client.prompt(session.id, "write it")
+        await waiting_calls(stack, session.id)
+        result = await run.result()
+        with pytest.raises(ApprovalRefused):  # the run is over: nothing waits any more
+            await stack.client.approve(session.id, "call_write")
+    assert result.status == "completed", result.error
+    assert not (Path(session.workspace) / "out.txt").exists()
+    [sent] = tool_results_sent(stack, session.id)
+    assert sent["is_error"] is True
+    assert "no one approved this call within 1 s" in result_text(sent)
+    assert [e["decision"] for e in events_of(stack, session.id, "approval_decided")] == ["timeout"]
+
+
+SAME_TWICE = {
+    "conversations": {
+        "*": [
+            {"reply": [bash_call("echo a >> log.txt", "call_1")]},
+            {"reply": [bash_call("echo a >> log.txt", "call_2")]},
+            {"reply": [bash_call("echo b >> log.txt", "call_3")]},
+            {"reply": [{"text": "Logged."}]},
+        ]
+    }
+}
+
+
+@pytest.mark.script(SAME_TWICE)
+async def test_approve_always_allows_the_exact_command_from_then_on(stack: Stack) -> None:
+    session = stack.client.create_session()
+    await stack.client.set_approval_policy(session.id, ASK_BASH)
+    async with stack.worker():
+        run = await stack.client.prompt(session.id, "log")
+        await waiting_calls(stack, session.id)
+        outcome = await stack.client.approve(session.id, "call_1", always=True)
+        assert outcome.decision == "always"
+        # The same command runs without asking; another one asks.
+        assert await waiting_calls(stack, session.id) == ["call_3"]
+        await stack.client.approve(session.id, "call_3")
+        result = await run.result()
+    assert result.status == "completed", result.error
+    assert (Path(session.workspace) / "log.txt").read_text() == "a\na\nb\n"
+    requested = [e["call_id"] for e in events_of(stack, session.id, "approval_requested")]
+    assert requested == ["call_1", "call_3"]
+    policy = (await stack.client.status(session.id)).config.approval_policy
+    assert policy is not None
+    assert policy.rules[0] == ApprovalRule(tool="bash", command="echo a >> log.txt", action="allow")
+    assert policy.rules[1:] == ASK_BASH.rules
+
+
+@pytest.mark.script(WRITE)
+async def test_a_denying_policy_refuses_without_asking(stack: Stack) -> None:
+    session = stack.client.create_session()
+    deny_echo = ApprovalPolicy(rules=(ApprovalRule(tool="bash", command="echo *", action="deny"),))
+    await stack.client.set_approval_policy(session.id, deny_echo)
+    async with stack.worker():
+        result = await (await stack.client.prompt(session.id, "write it")).result()
+    assert result.status == "completed", result.error
+    [sent] = tool_results_sent(stack, session.id)
+    assert sent["is_error"] is True
+    assert "rule bash 'echo *' -> deny" in result_text(sent)
+    assert events_of(stack, session.id, "approval_requested") == []
+
+
+@pytest.mark.script(WRITE)
+async def test_approve_while_the_worker_is_down_is_refused(stack: Stack) -> None:
+    """Decided: with no worker answering, a decision is refused with an error saying it
+    was not recorded and how to go on; once a worker is back, approving works."""
+    session = stack.client.create_session()
+    await stack.client.set_approval_policy(session.id, ASK_BASH)
+    worker = stack.spawn_worker()
+    run = await stack.client.prompt(session.id, "write it")
+    await waiting_calls(stack, session.id)
+    stack.kill(worker)
+    with pytest.raises(ApprovalNotRecorded) as refused:
+        await stack.client.approve(session.id, "call_write")
+    assert "the decision was not recorded: no worker answers" in str(refused.value)
+    assert "duragent worker" in str(refused.value)
+    stack.spawn_worker()
+    await stack.client.approve(session.id, "call_write")
+    result = await asyncio.wait_for(run.result(), timeout=60)
+    assert result.status == "completed", result.error
+    assert (Path(session.workspace) / "out.txt").read_text() == "ran\n"
+
+
+@pytest.mark.script(WRITE)
+async def test_api_approvals_and_their_owner(stack: Stack, api: ApiServer) -> None:
+    async with api.client() as alice, api.client(ApiServer.OTHER_TOKEN) as bob:
+        created = await alice.post("/api/sessions", json={})
+        session_id = created.json()["id"]
+        put = await alice.put(
+            f"/api/sessions/{session_id}/approval-policy",
+            json={"policy": {"rules": [{"tool": "bash", "action": "maybe"}]}},
+        )
+        assert put.status_code == 422 and "action" in put.text
+        put = await alice.put(
+            f"/api/sessions/{session_id}/approval-policy",
+            json={"policy": ASK_BASH.model_dump(mode="json")},
+        )
+        assert put.status_code == 200, put.text
+        assert put.json()["policy"]["default"] == "ask"
+        async with stack.worker():
+            sent = await alice.post(f"/api/sessions/{session_id}/input", json={"text": "go"})
+            assert sent.status_code in (200, 201, 202), sent.text
+            await waiting_calls(stack, session_id)
+            listed = await alice.get(f"/api/sessions/{session_id}/approvals")
+            assert [p["call_id"] for p in listed.json()] == ["call_write"]
+            assert listed.json()[0]["arguments"] == {"command": "echo ran > out.txt"}
+            other = await bob.get(f"/api/sessions/{session_id}/approvals")
+            assert other.status_code == 404
+            other = await bob.post(f"/api/sessions/{session_id}/approvals/call_write/approve")
+            assert other.status_code == 404
+            unknown = await alice.post(f"/api/sessions/{session_id}/approvals/nope/deny")
+            assert unknown.status_code == 409 and "nope" in unknown.json()["detail"]
+            done = await alice.post(
+                f"/api/sessions/{session_id}/approvals/call_write/deny", json={"reason": "no"}
+            )
+            assert done.status_code == 200 and done.json()["decision"] == "deny"
+            again = await alice.post(f"/api/sessions/{session_id}/approvals/call_write/approve")
+            assert again.status_code == 409 and "already decided" in again.json()["detail"]
+            await eventually(lambda: event_seen(stack, session_id, "agent_end"))
+    [decided] = events_of(stack, session_id, "approval_decided")
+    assert decided["by"] == "alice"
