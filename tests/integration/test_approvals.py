@@ -18,7 +18,7 @@ from approval_support import (
 )
 from support import ApiServer, Stack, assert_valid_pairing, event_seen, eventually
 
-from client.errors import ApprovalNotRecorded, ApprovalRefused
+from client.errors import ApprovalNotRecorded, ApprovalRefused, SessionIdle
 from domain.approvals import ApprovalPolicy, ApprovalRule
 from domain.fallbacks import ABORTED_TOOL_TEXT
 from domain.messages import text_of
@@ -36,8 +36,8 @@ def events_of(stack: Stack, session_id: str, kind: str) -> list[dict[str, object
 @pytest.mark.script(WRITE)
 async def test_ask_then_approve(stack: Stack) -> None:
     session = stack.client.create_session()
-    await stack.client.set_approval_policy(session.id, ASK_BASH)
     async with stack.worker():
+        await stack.client.set_approval_policy(session.id, ASK_BASH)
         run = await stack.client.prompt(session.id, "write it")
         assert await waiting_calls(stack, session.id) == ["call_write"]
         assert (await stack.client.status(session.id)).phase == "awaiting_approval"
@@ -50,7 +50,7 @@ async def test_ask_then_approve(stack: Stack) -> None:
         assert events_of(stack, session.id, "tool_execution_start") == []  # nothing ran
         outcome = await stack.client.approve(session.id, "call_write")
         assert outcome.decision == "approve"
-        result = await run.result()
+        result = await asyncio.wait_for(run.result(), timeout=60)
     assert result.status == "completed", result.error
     assert result.final_text == "All done."
     assert (Path(session.workspace) / "out.txt").read_text() == "ran\n"
@@ -64,12 +64,12 @@ async def test_ask_then_approve(stack: Stack) -> None:
 @pytest.mark.script(WRITE)
 async def test_deny_with_a_reason_the_model_reads(stack: Stack) -> None:
     session = stack.client.create_session()
-    await stack.client.set_approval_policy(session.id, ASK_BASH)
     async with stack.worker():
+        await stack.client.set_approval_policy(session.id, ASK_BASH)
         run = await stack.client.prompt(session.id, "write it")
         await waiting_calls(stack, session.id)
         await stack.client.deny(session.id, "call_write", "not on a Friday")
-        result = await run.result()
+        result = await asyncio.wait_for(run.result(), timeout=60)
     assert result.status == "completed", result.error
     assert not (Path(session.workspace) / "out.txt").exists()
     [sent] = tool_results_sent(stack, session.id)
@@ -82,8 +82,8 @@ async def test_deny_with_a_reason_the_model_reads(stack: Stack) -> None:
 @pytest.mark.script(WRITE)
 async def test_two_approvers_race_and_one_wins(stack: Stack) -> None:
     session = stack.client.create_session()
-    await stack.client.set_approval_policy(session.id, ASK_BASH)
     async with stack.worker():
+        await stack.client.set_approval_policy(session.id, ASK_BASH)
         run = await stack.client.prompt(session.id, "write it")
         await waiting_calls(stack, session.id)
         with pytest.raises(ApprovalRefused, match="no tool call 'nope' is waiting"):
@@ -98,7 +98,7 @@ async def test_two_approvers_race_and_one_wins(stack: Stack) -> None:
         assert len(won) == 1 and len(lost) == 1, outcomes
         assert isinstance(lost[0], ApprovalRefused)
         assert "was already decided" in str(lost[0])
-        result = await run.result()
+        result = await asyncio.wait_for(run.result(), timeout=60)
     assert result.status == "completed", result.error
     ran = (Path(session.workspace) / "out.txt").exists()
     assert ran == (won[0].decision == "approve")  # the winner's decision, and only it
@@ -108,8 +108,8 @@ async def test_two_approvers_race_and_one_wins(stack: Stack) -> None:
 @pytest.mark.script(WRITE)
 async def test_abort_while_waiting(stack: Stack) -> None:
     session = stack.client.create_session()
-    await stack.client.set_approval_policy(session.id, ASK_BASH)
     async with stack.worker():
+        await stack.client.set_approval_policy(session.id, ASK_BASH)
         await stack.client.prompt(session.id, "write it")
         await waiting_calls(stack, session.id)
         result = await stack.client.abort(session.id)
@@ -133,8 +133,8 @@ BATCH = calls_then_text(
 @pytest.mark.script(BATCH)
 async def test_calls_that_need_no_approval_run_meanwhile(stack: Stack) -> None:
     session = stack.client.create_session()
-    await stack.client.set_approval_policy(session.id, ASK_BASH)
     async with stack.worker():
+        await stack.client.set_approval_policy(session.id, ASK_BASH)
         run = await stack.client.prompt(session.id, "both")
         assert await waiting_calls(stack, session.id) == ["call_ask"]
         await eventually(
@@ -142,7 +142,7 @@ async def test_calls_that_need_no_approval_run_meanwhile(stack: Stack) -> None:
         )
         assert not (Path(session.workspace) / "risky.txt").exists()
         await stack.client.approve(session.id, "call_ask")
-        result = await run.result()
+        result = await asyncio.wait_for(run.result(), timeout=60)
     assert result.status == "completed", result.error
     assert (Path(session.workspace) / "risky.txt").exists()
     assert [b["tool_use_id"] for b in tool_results_sent(stack, session.id)] == [
@@ -155,13 +155,13 @@ async def test_calls_that_need_no_approval_run_meanwhile(stack: Stack) -> None:
 async def test_a_timeout_denies_the_call(stack: Stack) -> None:
     session = stack.client.create_session()
     policy = ASK_BASH.model_copy(update={"timeout_s": 1.0})
-    await stack.client.set_approval_policy(session.id, policy)
     async with stack.worker():
+        await stack.client.set_approval_policy(session.id, policy)
         run = await stack.client.prompt(session.id, "write it")
         await waiting_calls(stack, session.id)
-        result = await run.result()
-        with pytest.raises(ApprovalRefused):  # the run is over: nothing waits any more
-            await stack.client.approve(session.id, "call_write")
+        result = await asyncio.wait_for(run.result(), timeout=60)
+        with pytest.raises(SessionIdle, match="cannot approve tool call 'call_write'"):
+            await stack.client.approve(session.id, "call_write")  # the run is over
     assert result.status == "completed", result.error
     assert not (Path(session.workspace) / "out.txt").exists()
     [sent] = tool_results_sent(stack, session.id)
@@ -185,8 +185,8 @@ SAME_TWICE = {
 @pytest.mark.script(SAME_TWICE)
 async def test_approve_always_allows_the_exact_command_from_then_on(stack: Stack) -> None:
     session = stack.client.create_session()
-    await stack.client.set_approval_policy(session.id, ASK_BASH)
     async with stack.worker():
+        await stack.client.set_approval_policy(session.id, ASK_BASH)
         run = await stack.client.prompt(session.id, "log")
         await waiting_calls(stack, session.id)
         outcome = await stack.client.approve(session.id, "call_1", always=True)
@@ -194,7 +194,7 @@ async def test_approve_always_allows_the_exact_command_from_then_on(stack: Stack
         # The same command runs without asking; another one asks.
         assert await waiting_calls(stack, session.id) == ["call_3"]
         await stack.client.approve(session.id, "call_3")
-        result = await run.result()
+        result = await asyncio.wait_for(run.result(), timeout=60)
     assert result.status == "completed", result.error
     assert (Path(session.workspace) / "log.txt").read_text() == "a\na\nb\n"
     requested = [e["call_id"] for e in events_of(stack, session.id, "approval_requested")]
@@ -209,8 +209,8 @@ async def test_approve_always_allows_the_exact_command_from_then_on(stack: Stack
 async def test_a_denying_policy_refuses_without_asking(stack: Stack) -> None:
     session = stack.client.create_session()
     deny_echo = ApprovalPolicy(rules=(ApprovalRule(tool="bash", command="echo *", action="deny"),))
-    await stack.client.set_approval_policy(session.id, deny_echo)
     async with stack.worker():
+        await stack.client.set_approval_policy(session.id, deny_echo)
         result = await (await stack.client.prompt(session.id, "write it")).result()
     assert result.status == "completed", result.error
     [sent] = tool_results_sent(stack, session.id)
@@ -224,8 +224,8 @@ async def test_approve_while_the_worker_is_down_is_refused(stack: Stack) -> None
     """Decided: with no worker answering, a decision is refused with an error saying it
     was not recorded and how to go on; once a worker is back, approving works."""
     session = stack.client.create_session()
-    await stack.client.set_approval_policy(session.id, ASK_BASH)
     worker = stack.spawn_worker()
+    await stack.client.set_approval_policy(session.id, ASK_BASH)
     run = await stack.client.prompt(session.id, "write it")
     await waiting_calls(stack, session.id)
     stack.kill(worker)
@@ -242,7 +242,7 @@ async def test_approve_while_the_worker_is_down_is_refused(stack: Stack) -> None
 
 @pytest.mark.script(WRITE)
 async def test_api_approvals_and_their_owner(stack: Stack, api: ApiServer) -> None:
-    async with api.client() as alice, api.client(ApiServer.OTHER_TOKEN) as bob:
+    async with stack.worker(), api.client() as alice, api.client(ApiServer.OTHER_TOKEN) as bob:
         created = await alice.post("/api/sessions", json={})
         session_id = created.json()["id"]
         put = await alice.put(
@@ -256,25 +256,24 @@ async def test_api_approvals_and_their_owner(stack: Stack, api: ApiServer) -> No
         )
         assert put.status_code == 200, put.text
         assert put.json()["policy"]["default"] == "ask"
-        async with stack.worker():
-            sent = await alice.post(f"/api/sessions/{session_id}/input", json={"text": "go"})
-            assert sent.status_code in (200, 201, 202), sent.text
-            await waiting_calls(stack, session_id)
-            listed = await alice.get(f"/api/sessions/{session_id}/approvals")
-            assert [p["call_id"] for p in listed.json()] == ["call_write"]
-            assert listed.json()[0]["arguments"] == {"command": "echo ran > out.txt"}
-            other = await bob.get(f"/api/sessions/{session_id}/approvals")
-            assert other.status_code == 404
-            other = await bob.post(f"/api/sessions/{session_id}/approvals/call_write/approve")
-            assert other.status_code == 404
-            unknown = await alice.post(f"/api/sessions/{session_id}/approvals/nope/deny")
-            assert unknown.status_code == 409 and "nope" in unknown.json()["detail"]
-            done = await alice.post(
-                f"/api/sessions/{session_id}/approvals/call_write/deny", json={"reason": "no"}
-            )
-            assert done.status_code == 200 and done.json()["decision"] == "deny"
-            again = await alice.post(f"/api/sessions/{session_id}/approvals/call_write/approve")
-            assert again.status_code == 409 and "already decided" in again.json()["detail"]
-            await eventually(lambda: event_seen(stack, session_id, "agent_end"))
+        sent = await alice.post(f"/api/sessions/{session_id}/input", json={"text": "go"})
+        assert sent.status_code in (200, 201, 202), sent.text
+        await waiting_calls(stack, session_id)
+        listed = await alice.get(f"/api/sessions/{session_id}/approvals")
+        assert [p["call_id"] for p in listed.json()] == ["call_write"]
+        assert listed.json()[0]["arguments"] == {"command": "echo ran > out.txt"}
+        other = await bob.get(f"/api/sessions/{session_id}/approvals")
+        assert other.status_code == 404
+        other = await bob.post(f"/api/sessions/{session_id}/approvals/call_write/approve")
+        assert other.status_code == 404
+        unknown = await alice.post(f"/api/sessions/{session_id}/approvals/nope/deny")
+        assert unknown.status_code == 409 and "nope" in unknown.json()["detail"]
+        done = await alice.post(
+            f"/api/sessions/{session_id}/approvals/call_write/deny", json={"reason": "no"}
+        )
+        assert done.status_code == 200 and done.json()["decision"] == "deny"
+        again = await alice.post(f"/api/sessions/{session_id}/approvals/call_write/approve")
+        assert again.status_code == 409 and "already decided" in again.json()["detail"]
+        await eventually(lambda: event_seen(stack, session_id, "agent_end"))
     [decided] = events_of(stack, session_id, "approval_decided")
     assert decided["by"] == "alice"
