@@ -92,6 +92,24 @@ async def manual_compaction(stack: Stack, session_id: str) -> None:
     await stack.client.compact(session_id, settings=CompactionSettings(keep_recent_tokens=500))
 
 
+async def approve_and_deny(stack: Stack, session_id: str) -> None:
+    from domain.approvals import ApprovalPolicy, ApprovalRule
+
+    allow_ls = ApprovalRule(tool="bash", command="ls *", action="allow")
+    policy = ApprovalPolicy(rules=(allow_ls,), default="ask")
+    await stack.client.set_approval_policy(session_id, policy)
+    run = await stack.client.prompt(session_id, "Write a and b, and look.")
+    while len(await stack.client.approvals(session_id)) < 2:
+        await asyncio.sleep(0.02)
+    await stack.client.approve(session_id, "call_a", always=True)
+    await stack.client.deny(session_id, "call_b", "not b")
+    await run.result()
+
+
+def bash(command: str, call_id: str) -> dict[str, Any]:
+    return {"tool_use": {"id": call_id, "name": "bash", "input": {"command": command}}}
+
+
 READ_PART = {"reply": [{"tool_use": {"name": "read", "input": {"path": "part.txt"}}}]}
 SUMMARIES = [
     {"match": "You are compacting", "repeat": True, "reply": [{"text": "## Goal\nRead."}]},
@@ -179,6 +197,25 @@ SCENARIOS = [
         "compaction",
         {"conversations": {"*": [*SUMMARIES, READ_PART, READ_PART, {"reply": [{"text": "ok"}]}]}},
         manual_compaction,
+    ),
+    Scenario(
+        "approval",
+        {
+            "conversations": {
+                "*": [
+                    {
+                        "reply": [
+                            bash("echo a >> a.txt", "call_a"),
+                            bash("echo b >> b.txt", "call_b"),
+                            bash("ls -la", "call_ls"),
+                        ]
+                    },
+                    {"reply": [bash("echo a >> a.txt", "call_a_again")]},
+                    {"reply": [{"text": "Done."}]},
+                ]
+            }
+        },
+        approve_and_deny,
     ),
 ]
 

@@ -41,8 +41,9 @@ function argumentSummary(args) {
 }
 
 export class Conversation {
-  constructor(root, { onLoadEarlier }) {
+  constructor(root, { onLoadEarlier, approvals = null }) {
     this.root = root;
+    this.approvals = approvals; // approvals.js: the cards of calls that wait for a person
     this.list = el("div", { class: "messages" });
     this.earlierButton = el("button", { class: "earlier", hidden: true, onclick: () => onLoadEarlier() }, "Load earlier messages");
     this.retryNotice = el("div", { class: "retry-notice", hidden: true, role: "status" });
@@ -165,6 +166,7 @@ export class Conversation {
         break;
       default:
     }
+    if (this.approvals) for (const callId of this.approvals.onEvent(event)) this.updateCard(callId);
   }
 
   markAborted(runId) {
@@ -371,6 +373,9 @@ export class Conversation {
       el("span", { class: `tool-state ${state}` }, STATE_LABELS[state]),
       el("span", { class: "tool-time", dataset: ticking ? { ticking: "" } : {} }, time));
     const parts = [head];
+    const approval = this.approvals && this.approvals.card(call.id, call.arguments, () => this.fillCard(card));
+    card.dataset.approval = approval ? "waiting" : "";
+    if (approval) parts.push(approval);
     if (call.arguments && Object.keys(call.arguments).length) {
       parts.push(el("details", { class: "tool-args" }, el("summary", {}, "arguments"),
         el("pre", {}, JSON.stringify(call.arguments, null, 2))));

@@ -4,6 +4,7 @@
 // reaches another session, whatever the person opens meanwhile.
 
 import { Activity } from "./activity.js";
+import { Approvals } from "./approvals.js";
 import { Composer } from "./composer.js";
 import { Conversation } from "./conversation.js";
 import { api, EventStream } from "./http.js";
@@ -32,7 +33,10 @@ export class SessionView {
     this.applied = 0;
     this.messagesCursor = 0;
     this.phase = "idle";
-    this.conversation = new Conversation(parts.conversation, { onLoadEarlier: () => this.loadEarlier() });
+    const approvals = new Approvals({
+      decide: (callId, action, body) => this.call(`/approvals/${encodeURIComponent(callId)}/${action}`, { method: "POST", body }),
+    });
+    this.conversation = new Conversation(parts.conversation, { onLoadEarlier: () => this.loadEarlier(), approvals });
     this.activity = new Activity(parts.activity);
     this.composer = new Composer(parts.composer, {
       send: (mode, text) => this.send(mode, text),
