@@ -51,6 +51,7 @@ from client.errors import (
     SessionBusy,
     SessionIdle,
     SessionNotFound,
+    WorkerNotAnswering,
     WorkspaceNotAllowed,
 )
 from client.workspaces import WorkspacePolicy
@@ -89,6 +90,7 @@ _STATUS = {
     InvalidChange: 422,
     ApprovalRefused: 409,
     ApprovalNotRecorded: 503,
+    WorkerNotAnswering: 503,
 }
 
 

@@ -17,7 +17,13 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from client.bounds import bounded, one_line
-from client.errors import ApprovalNotRecorded, ApprovalRefused, InvalidChange, SessionIdle
+from client.errors import (
+    ApprovalNotRecorded,
+    ApprovalRefused,
+    InvalidChange,
+    SessionIdle,
+    WorkerNotAnswering,
+)
 from client.session_writes import SessionWrites
 from domain.approvals import (
     ApprovalDecision,
@@ -60,7 +66,7 @@ class Approvals(SessionWrites):
                 timeout=DECIDE_TIMEOUT.total_seconds(),
             )
         except (RPCError, TimeoutError) as err:
-            raise ApprovalNotRecorded(session_id, "no worker answers") from err
+            raise WorkerNotAnswering(session_id, "its waiting tool calls cannot be listed") from err
         return await asyncio.to_thread(self._with_arguments, pending)
 
     async def approve(

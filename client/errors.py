@@ -113,8 +113,19 @@ class ApprovalRefused(DuragentError):
     """A decision the run did not take: no such call waits, or it was decided already."""
 
 
+class WorkerNotAnswering(DuragentError):
+    """No worker answers for the session's run: what needs one cannot be done now."""
+
+    def __init__(self, session_id: str, what: str) -> None:
+        super().__init__(
+            f"no worker answers for session {session_id}'s run, so {what}; "
+            "start one (duragent worker) and try again"
+        )
+        self.session_id = session_id
+
+
 class ApprovalNotRecorded(DuragentError):
-    """No worker answers for the session's run, so a decision cannot be taken now."""
+    """No worker took a decision on a waiting tool call: nothing was recorded."""
 
     def __init__(self, session_id: str, detail: str) -> None:
         super().__init__(
