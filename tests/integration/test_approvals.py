@@ -238,6 +238,11 @@ async def test_approve_while_the_worker_is_down_is_refused(stack: Stack) -> None
     with pytest.raises(WorkerNotAnswering, match="its waiting tool calls cannot be listed"):
         await stack.client.approvals(session.id)
     stack.spawn_worker()
+
+    async def answering() -> bool:
+        return bool(await stack.client.worker_answering(session.id))
+
+    await eventually(answering, timeout=60)
     await stack.client.approve(session.id, "call_write")
     result = await asyncio.wait_for(run.result(), timeout=60)
     assert result.status == "completed", result.error
