@@ -117,10 +117,7 @@ class ApprovalGate:
         return outcome, change
 
     async def wait(
-        self,
-        call: ToolCallRef,
-        pending: PendingApproval,
-        record: Record,
+        self, call: ToolCallRef, turn: int, assistant_id: str, now_ms: int, record: Record
     ) -> ToolCallRef:
         """The call as it may run once decided: as it is if approved, refused with the
         decision's reason if denied or timed out. Cancellation (abort, interrupting
@@ -129,6 +126,16 @@ class ApprovalGate:
         assert ask is not None
         if (call.name, ask.command) in self._always:
             return call
+        pending = PendingApproval(
+            call_id=call.id,
+            tool_name=call.name,
+            args_preview=call.args_preview,
+            turn=turn,
+            assistant_entry_id=assistant_id,
+            requested_at=now_ms,
+            rule=ask.rule,
+            timeout_s=ask.timeout_s,
+        )
         self._waiting[call.id] = (pending, ask)
         await record(
             True,

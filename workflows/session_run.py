@@ -365,7 +365,8 @@ class SessionRun(RunBase):
 
     async def _run_tool(self, turn: TurnInProgress, call: ToolCallRef) -> ToolCallOutcome:
         if call.approval is not None and workflow.patched(PATCH):
-            call = await self._approvals.wait(call, self._pending(turn, call), self._approval_event)
+            where = (self._turn, turn.assistant_id, self._now_ms())
+            call = await self._approvals.wait(call, *where, self._approval_event)
         return await steps.run_tool(
             ToolCallInput(
                 session_id=self._run.session_id,
@@ -376,19 +377,6 @@ class SessionRun(RunBase):
                 call=call,
             ),
             self._run.options,
-        )
-
-    def _pending(self, turn: TurnInProgress, call: ToolCallRef) -> PendingApproval:
-        assert call.approval is not None
-        return PendingApproval(
-            call_id=call.id,
-            tool_name=call.name,
-            args_preview=call.args_preview,
-            turn=self._turn,
-            assistant_entry_id=turn.assistant_id,
-            requested_at=self._now_ms(),
-            rule=call.approval.rule,
-            timeout_s=call.approval.timeout_s,
         )
 
     async def _approval_event(self, waiting: bool, event: RunEventPayload) -> None:
