@@ -186,7 +186,8 @@ class SessionWorkflows(SessionReads):
             config_path = entries.load_config_path(db, session.leaf_id)
             running = runs.running_runs(db, session_id)
         state = derive_path_state(config_path, session.config)
-        return session.config.model_copy(update=state.model_dump()), waiting, running
+        # dict(state), not model_dump(): nested models (the approval policy) stay models.
+        return session.config.model_copy(update=dict(state)), waiting, running
 
     async def worker_answering(self, session_id: str) -> bool | None:
         """Whether a worker answers for the session's open run (None when no run is open).

@@ -205,12 +205,12 @@ SCENARIOS = [
                 "*": [
                     {
                         "reply": [
-                            bash("echo a >> a.txt", "call_a"),
-                            bash("echo b >> b.txt", "call_b"),
+                            bash("touch a.txt", "call_a"),
+                            bash("echo b > b.txt", "call_b"),
                             bash("ls -la", "call_ls"),
                         ]
                     },
-                    {"reply": [bash("echo a >> a.txt", "call_a_again")]},
+                    {"reply": [bash("touch a.txt", "call_a_again")]},
                     {"reply": [{"text": "Done."}]},
                 ]
             }
