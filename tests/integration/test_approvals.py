@@ -22,7 +22,7 @@ from support import REPO, ApiServer, Stack, assert_valid_pairing, event_seen, ev
 
 from client.errors import ApprovalNotRecorded, ApprovalRefused, SessionIdle, WorkerNotAnswering
 from domain.approvals import ApprovalPolicy, ApprovalRule
-from domain.fallbacks import ABORTED_TOOL_TEXT
+from domain.fallbacks import ABORTED_TOOL_TEXT, STOPPED_TEXT
 from domain.messages import text_of
 from store import events as stored_events
 
@@ -332,3 +332,24 @@ async def test_the_command_line(stack: Stack) -> None:
         assert code == 0 and out.strip() == "approved: call_write", err
         result = await asyncio.wait_for(run.result(), timeout=60)
     assert result.status == "completed", result.error
+
+
+@pytest.mark.script(WRITE)
+async def test_interrupting_guidance_withdraws_a_waiting_call(stack: Stack) -> None:
+    """Decided: guidance that interrupts the batch cancels the wait as it stops a running
+    call; the call never runs, and the model reads the guidance after its result."""
+    session = stack.client.create_session()
+    async with stack.worker():
+        await stack.client.set_approval_policy(session.id, ASK_BASH)
+        run = await stack.client.prompt(session.id, "write it")
+        await waiting_calls(stack, session.id)
+        await stack.client.guide_text(session.id, "Stop: do not write files.", intent="interrupt")
+        result = await asyncio.wait_for(run.result(), timeout=60)
+    assert result.status == "completed", result.error
+    assert not (Path(session.workspace) / "out.txt").exists()
+    assert [e["decision"] for e in events_of(stack, session.id, "approval_decided")] == [
+        "withdrawn"
+    ]
+    [sent] = tool_results_sent(stack, session.id)
+    assert sent["is_error"] is True and result_text(sent) == STOPPED_TEXT
+    assert "Stop: do not write files." in str(stack.model.requests_for(session.id)[-1].body)
