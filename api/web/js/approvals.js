@@ -63,7 +63,7 @@ export class Approvals {
     reason.addEventListener("keydown", (e) => { if (e.key === "Enter") deny.click(); });
     const error = this.errors.get(callId);
     return el("div", { class: "approval", role: "group", "aria-label": "Approval" },
-      el("div", { class: "approval-head" }, "Waits for your approval ", el("span", { class: "approval-rule" }, `(${waiting.rule})`)),
+      el("div", { class: "approval-head" }, "Waits for your approval ", el("span", { class: "approval-rule" }, `asked by ${waiting.rule}`)),
       el("pre", { class: "approval-args" }, shown),
       el("div", { class: "approval-actions" },
         el("button", { class: "approval-approve", onclick: () => send("approve", { always: false }) }, "Approve"),

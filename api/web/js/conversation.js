@@ -375,7 +375,10 @@ export class Conversation {
     const parts = [head];
     const approval = this.approvals && this.approvals.card(call.id, call.arguments, () => this.fillCard(card));
     card.dataset.approval = approval ? "waiting" : "";
-    if (approval) parts.push(approval);
+    if (approval) {
+      head.querySelector(".tool-state").textContent = "awaiting approval";
+      parts.push(approval);
+    }
     if (call.arguments && Object.keys(call.arguments).length) {
       parts.push(el("details", { class: "tool-args" }, el("summary", {}, "arguments"),
         el("pre", {}, JSON.stringify(call.arguments, null, 2))));
