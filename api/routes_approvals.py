@@ -63,12 +63,12 @@ def approval_routes(client: DuragentClient, current_user: Callable[..., str]) ->
     @router.get("/sessions/{session_id}/approval-policy")
     async def get_policy(session_id: str, owner: User) -> PolicyView:
         await owned_session_async(client, session_id, owner)
-        return PolicyView(policy=(await client.status(session_id)).config.approval_policy)
+        return PolicyView(policy=await client.approval_policy(session_id))
 
     @router.put("/sessions/{session_id}/approval-policy")
     async def set_policy(session_id: str, body: PolicyView, owner: User) -> PolicyView:
         await owned_session_async(client, session_id, owner)
         await client.set_approval_policy(session_id, body.policy or ApprovalPolicy())
-        return PolicyView(policy=(await client.status(session_id)).config.approval_policy)
+        return PolicyView(policy=await client.approval_policy(session_id))
 
     return router

@@ -32,6 +32,7 @@ from domain.approvals import (
     DecisionKind,
     PendingApproval,
 )
+from domain.entries import ApprovalPolicyChangeEntry
 from domain.fallbacks import root_message
 from domain.messages import AssistantMessage
 from store import staging
@@ -53,6 +54,17 @@ class Approvals(SessionWrites):
         except ValidationError as err:
             raise InvalidChange(f"approval policy: {one_line(err)}") from err
         await self.configure(session_id, approval_policy=checked)
+
+    async def approval_policy(self, session_id: str) -> ApprovalPolicy | None:
+        """The policy the session's next turn uses: one set during the open run (still a
+        pending write), else the one on the session's path (None: every call runs)."""
+        status = await self.status(session_id)
+        pending = status.run.pending_writes if status.run else []
+        for entry in reversed(pending):
+            if isinstance(entry, ApprovalPolicyChangeEntry):
+                return entry.policy
+        stored, _, _ = await asyncio.to_thread(self._stored_status, session_id)
+        return stored.approval_policy
 
     async def approvals(self, session_id: str) -> list[PendingApproval]:
         """The tool calls of the session's run that wait for a decision, with their full

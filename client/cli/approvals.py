@@ -78,7 +78,7 @@ def policy(
             client = await DuragentClient.connect(ready)
             if new is not None:
                 await client.set_approval_policy(session, new)
-            shown = (await client.status(session)).config.approval_policy
+            shown = await client.approval_policy(session)
             for line in policy_lines(shown):
                 say(Text(line))
 

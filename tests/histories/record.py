@@ -244,6 +244,8 @@ async def record(names: list[str]) -> None:
                         )
                     ]
                     executions.sort(key=lambda listed: listed.start_time)
+                    # Changes applied to the idle session before the run are not the run.
+                    executions = [e for e in executions if e.workflow_type != "SessionChanges"]
                     for number, listed in enumerate(executions, start=1):
                         handle = temporal.get_workflow_handle(listed.id, run_id=listed.run_id)
                         history = await handle.fetch_history()

@@ -43,6 +43,7 @@ async def test_ask_then_approve(stack: Stack) -> None:
         run = await stack.client.prompt(session.id, "write it")
         assert await waiting_calls(stack, session.id) == ["call_write"]
         assert (await stack.client.status(session.id)).phase == "awaiting_approval"
+        assert await stack.client.approval_policy(session.id) == ASK_BASH  # read during a run
         [pending] = await stack.client.approvals(session.id)
         assert pending.tool_name == "bash" and pending.rule == "the default (ask)"
         assert pending.arguments == {"command": "echo ran > out.txt"}
@@ -195,6 +196,9 @@ async def test_approve_always_allows_the_exact_command_from_then_on(stack: Stack
         await waiting_calls(stack, session.id)
         outcome = await stack.client.approve(session.id, "call_1", always=True)
         assert outcome.decision == "always"
+        always = ApprovalRule(tool="bash", command="touch a.txt", action="allow")
+        during = await stack.client.approval_policy(session.id)  # a pending write so far
+        assert during is not None and during.rules == (always, *ASK_BASH.rules)
         # The same command runs without asking; another one asks.
         assert await waiting_calls(stack, session.id) == ["call_3"]
         await stack.client.approve(session.id, "call_3")

@@ -28,7 +28,7 @@ def test_histories_are_recorded() -> None:
         "guidance",
         "continue_as_new-1",
         "compaction-1",
-        "approval-2",
+        "approval",
     }
 
 
