@@ -162,7 +162,7 @@ class Bookkeeping:
             flushed = append_below(db, data.session_id, leaf_id, data.entries, run_id=data.run_id)
             leaf_id = flushed.leaf_id or leaf_id
             if data.session_config is not None:
-                sessions.set_config(db, data.session_id, data.session_config)
+                sessions.set_session_wide_config(db, data.session_id, data.session_config)
             for item in data.leftover:
                 input_queue.add_item(
                     db,
@@ -214,10 +214,10 @@ class Bookkeeping:
             for change in data.changes:
                 new += change.all_entries()
                 if change.config is not None and change.config.session_wide():
-                    config = change.config.apply(config).model_copy(update={"model": config.model})
+                    config = change.config.apply(config)
             append_below(db, data.session_id, session.leaf_id, new, run_id=None)
             if config != session.config:
-                sessions.set_config(db, data.session_id, config)
+                sessions.set_session_wide_config(db, data.session_id, config)
 
     @activity.defn(name=TAKE_GUIDANCE)
     def take_guidance(self, data: TakeGuidanceInput) -> TakeGuidanceResult:

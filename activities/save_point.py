@@ -70,7 +70,7 @@ def save_point(
     staging.drop_staged(db, slot_ids)
     leaf_id = appended.leaf_id or parent_id
     if data.session_config is not None:
-        sessions.set_config(db, session_id, data.session_config)
+        sessions.set_session_wide_config(db, session_id, data.session_config)
     runs.update_run(db, run_id, turns=data.turn, usage=data.usage, phase="turn")
 
     queued = committed[len(turn_entries) :]

@@ -49,6 +49,11 @@ def check_tool_names(names: Iterable[str], known: Collection[str]) -> None:
         )
 
 
+BRANCH_SCOPED = ("model", "thinking_level", "active_tools", "approval_policy")
+"""Config that lives as entries on a session's path, so each branch has its own. The
+session's stored values of these are the defaults every path starts from."""
+
+
 class SessionConfig(BaseModel):
     """The latest harness config of one session (what setters change)."""
 
@@ -64,6 +69,12 @@ class SessionConfig(BaseModel):
     follow_up_mode: QueueMode = "one-at-a-time"
     approval_policy: ApprovalPolicy | None = None
     """Which tool calls wait for a person (domain.approvals); None: every call runs."""
+
+    def with_session_wide_of(self, newer: SessionConfig) -> SessionConfig:
+        """`newer`'s session-wide settings over this config's branch-scoped defaults: what
+        a session stores when a change (which may carry branch-scoped fields too, as a
+        run's getter config does) sets session-wide ones."""
+        return newer.model_copy(update={name: getattr(self, name) for name in BRANCH_SCOPED})
 
 
 class TurnSnapshot(BaseModel):

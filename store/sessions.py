@@ -71,11 +71,14 @@ def set_leaf(db: Session, session_id: str, leaf_id: str | None) -> None:
     )
 
 
-def set_config(db: Session, session_id: str, config: SessionConfig) -> None:
+def set_session_wide_config(db: Session, session_id: str, config: SessionConfig) -> None:
+    """Store `config`'s session-wide settings; the branch-scoped ones stay as they were
+    (they change as entries on a path: `domain.config.BRANCH_SCOPED`)."""
+    stored = require_session(db, session_id).config.with_session_wide_of(config)
     db.execute(
         update(SessionRow)
         .where(SessionRow.id == session_id)
-        .values(config=config.model_dump(), updated_at=now_ms())
+        .values(config=stored.model_dump(), updated_at=now_ms())
     )
 
 

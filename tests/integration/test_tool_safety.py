@@ -65,6 +65,28 @@ async def test_a_tool_that_is_not_active_is_refused_and_never_runs(stack: Stack)
     assert not (Path(session.workspace) / "ran.txt").exists()
 
 
+async def test_active_tools_set_with_a_session_wide_setting_stay_on_their_branch(
+    stack: Stack,
+) -> None:
+    """Active tools are branch-scoped even when one change also sets a session-wide field:
+    a branch that never had the change keeps every tool."""
+    session = stack.client.create_session()
+    async with stack.worker():
+        await (await stack.client.prompt(session.id, "first")).result()
+        before_change = stack.client.path(session.id)[-1]
+        await stack.client.configure(session.id, system_prompt="Be brief.", active_tools=["read"])
+        await (await stack.client.prompt(session.id, "second")).result()
+        await stack.client.navigate(session.id, before_change.id)
+        await (await stack.client.prompt(session.id, "third, on the old branch")).result()
+
+    everything = ["read", "write", "edit", "bash", "ls", "grep", "find"]
+    assert offered_tools(stack, session.id, 0) == everything
+    assert offered_tools(stack, session.id, 1) == ["read"]
+    assert offered_tools(stack, session.id, 2) == everything
+    requests = [r for r in stack.model.requests_for(session.id) if r.path == "/v1/messages"]
+    assert "Be brief." in str(requests[2].body["system"])  # session-wide: on every branch
+
+
 SECRETS = {
     "ANTHROPIC_API_KEY": "sk-ant-secret-key",
     "DURAGENT_API_TOKENS": "secret-token=alice",
