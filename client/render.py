@@ -224,10 +224,14 @@ class EventPrinter:
             call = payload["call_id"]
             self.console.print(
                 f"  [bold yellow]? {payload['tool_name']} waits for approval[/]"
-                f" {escape(payload['args_preview'])}\n"
-                f"    approve: duragent approve {self._session} {call}  "
-                f"(--always; or: duragent deny {self._session} {call} --reason TEXT)"
+                f" {escape(payload['args_preview'])}"
             )
+            # Commands to copy: never wrapped inside, whatever the terminal's width.
+            for hint in (
+                f"approve: duragent approve {self._session} {call}  (--always to keep allowing it)",
+                f"deny:    duragent deny {self._session} {call} --reason TEXT",
+            ):
+                self.console.print(f"    {hint}", soft_wrap=True, highlight=False, markup=False)
         elif kind == "approval_decided":
             reason = f": {escape(payload['reason'])}" if payload.get("reason") else ""
             by = f" by {escape(payload['by'])}" if payload.get("by") else ""
