@@ -26,7 +26,7 @@ FacadeEntry = CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry
 
 class ConfigChange(BaseModel):
     """Setters, all optional. Model, thinking level and active tools are branch-scoped
-    (stored as entries on the path); the rest is session-wide."""
+    (stored as entries on the path); the rest is session-wide (`mcp_servers` too)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -37,6 +37,7 @@ class ConfigChange(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     steering_mode: QueueMode | None = None
     follow_up_mode: QueueMode | None = None
+    mcp_servers: list[str] | None = None
 
     def entries(self, change_id: str, timestamp: int) -> list[SessionEntry]:
         """The branch-scoped part as entries, with ids derived from the change's."""
@@ -79,6 +80,7 @@ class ConfigChange(BaseModel):
                 self.max_tokens,
                 self.steering_mode,
                 self.follow_up_mode,
+                self.mcp_servers,
             )
         )
 

@@ -61,6 +61,10 @@ class SessionConfig(BaseModel):
     max_tokens: int = 8192
     steering_mode: QueueMode = "one-at-a-time"
     follow_up_mode: QueueMode = "one-at-a-time"
+    mcp_servers: list[str] | None = None
+    """Which of the workers' MCP servers the session uses (their tools are offered and
+    run); None: all. A session can only choose among the servers the workers' config
+    file lists: it never defines one (that would start processes on a worker)."""
 
 
 class TurnSnapshot(BaseModel):
