@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 
 SEPARATOR = "__"
 MAX_NAME = 64
@@ -41,3 +41,40 @@ def model_names(server: str, tools: Iterable[str]) -> dict[str, str]:
             name = f"{name[: MAX_NAME - len(digest) - 1]}_{digest}"
         mapped[name] = tool
     return mapped
+
+
+class KnownToolNames(Collection[str]):
+    """The names a session's active tools may hold: the built-in tools', and for each MCP
+    server any `<server>__<tool>` within the rule (a server's tools are listed only at run
+    time, by the workers). Listed, the servers read as `<server>__*`."""
+
+    def __init__(self, names: Iterable[str], servers: Iterable[str]) -> None:
+        self._names = list(names)
+        self._servers = list(servers)
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        if name in self._names:
+            return True
+        parts = split_name(name)
+        return parts is not None and parts[0] in self._servers and bool(TOOL_NAME.fullmatch(name))
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._names
+        yield from (f"{server}{SEPARATOR}*" for server in self._servers)
+
+    def __len__(self) -> int:
+        return len(self._names) + len(self._servers)
+
+
+def check_server_names(names: Iterable[str], known: Collection[str]) -> None:
+    """Refuse MCP server names the config file does not list; `ValueError` naming them and
+    the servers there are (a session chooses among the workers' servers, never adds one)."""
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        listed = ", ".join(repr(name) for name in unknown)
+        there = ", ".join(known) or "none (no MCP config file is set: DURAGENT_MCP_CONFIG)"
+        raise ValueError(
+            f"unknown MCP server{'s' if len(unknown) > 1 else ''} {listed}; the servers are {there}"
+        )
