@@ -9,9 +9,11 @@ flight with what happened. The next request opens a new connection.
 
 Opening is lazy (the first request, or the tool listing of the first turn that uses the
 server), one at a time. After a failed attempt the server gets a pause before the next
-one (0.5 s, doubling to 30 s), in which requests fail at once with the last error: a batch
-of calls to a server that is down makes one attempt, not one each. A connection that
-worked and then broke is reopened by the next request without a pause.
+one (0.5 s, doubling to 30 s): a listing in the pause fails at once with the last error
+(a turn is not held up by a server that is down), a call waits for the next attempt, and
+requests that waited while an attempt was made share its outcome (a batch of calls to a
+server that is down makes one attempt, not one each). A connection that worked and then
+broke is reopened by the next request without a pause.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class ServerConnection:
         self._lock = asyncio.Lock()
         self._failures = 0
         self._retry_at = 0.0
+        self._failed_at = -1.0
         self._last_error = ""
         self._secrets = _secrets(config)
 
@@ -92,7 +95,9 @@ class ServerConnection:
                     break
             return tools
 
-        return await self._request(listing, self.config.connect_timeout_s, "listing its tools")
+        return await self._request(
+            listing, self.config.connect_timeout_s, "listing its tools", patient=False
+        )
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> mcp.types.CallToolResult:
         """Call `tool`; cancelling the caller cancels the request on the server too."""
@@ -101,7 +106,7 @@ class ServerConnection:
         async def call(client: Client) -> mcp.types.CallToolResult:
             return await client.call_tool(tool, arguments, read_timeout_seconds=timeout)
 
-        return await self._request(call, timeout, f"calling `{tool}`")
+        return await self._request(call, timeout, f"calling `{tool}`", patient=True)
 
     async def close(self) -> None:
         """End the connection (stopping a stdio server's process). A later request would
@@ -119,9 +124,14 @@ class ServerConnection:
     # --- requests ----------------------------------------------------------------------
 
     async def _request(
-        self, operation: Callable[[Client], Awaitable[T]], timeout: float | None, what: str
+        self,
+        operation: Callable[[Client], Awaitable[T]],
+        timeout: float | None,
+        what: str,
+        *,
+        patient: bool,
     ) -> T:
-        opened = await self._connected()
+        opened = await self._connected(patient=patient)
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[T] = loop.create_future()
         scopes: list[anyio.CancelScope] = []
@@ -178,17 +188,26 @@ class ServerConnection:
 
     # --- the connection ----------------------------------------------------------------
 
-    async def _connected(self) -> _Open:
+    async def _connected(self, *, patient: bool) -> _Open:
+        """The open connection, or a new one. In the pause after a failed attempt a
+        `patient` request (a call) waits for the next attempt; others (a listing, which
+        must not hold up a turn) fail at once. Requests that arrived while an attempt was
+        made share its outcome."""
+        loop = asyncio.get_running_loop()
+        arrived = loop.time()
         async with self._lock:
             opened = self._open
             if opened is not None and not opened.done.is_set():
                 return opened
-            loop = asyncio.get_running_loop()
+            if self._failed_at >= arrived:
+                raise self._unavailable(self._last_error)
             wait = self._retry_at - loop.time()
-            if wait > 0:
+            if wait > 0 and not patient:
                 raise self._unavailable(
                     f"unavailable ({self._last_error}); the next try is in {wait:.1f} s"
                 )
+            if wait > 0:
+                await asyncio.sleep(wait)
             ready: asyncio.Future[_Open] = loop.create_future()
             holder = asyncio.create_task(self._hold(ready), name=f"MCP server {self.name}")
             timeout = self.config.connect_timeout_s
@@ -205,7 +224,8 @@ class ServerConnection:
                     error = self._describe(exc)
                 self._failures += 1
                 pause = min(FIRST_PAUSE_S * 2 ** (self._failures - 1), MAX_PAUSE_S)
-                self._retry_at = loop.time() + pause
+                self._failed_at = loop.time()
+                self._retry_at = self._failed_at + pause
                 self._last_error = f"could not connect: {error}"
                 logger.warning("MCP server %s: %s", self.name, self._redact(self._last_error))
                 raise self._unavailable(self._last_error) from None

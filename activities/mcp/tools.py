@@ -34,6 +34,8 @@ class McpServerTools(ToolProvider):
         self._traits = ToolTraits(retry_safe=config.retry_safe)
         self._tools: dict[str, mcp.types.Tool] = {}
         """By the model's name, in the server's order."""
+        self._unavailable: str | None = None
+        """Why the last listing failed, if it did."""
 
     def owns(self, name: str) -> bool:
         parts = split_name(name)
@@ -54,7 +56,9 @@ class McpServerTools(ToolProvider):
             listed = await self.connection.list_tools()
         except ServerUnavailable as exc:
             logger.warning("%s", exc)
+            self._unavailable = str(exc)
             return
+        self._unavailable = None
         by_name = {tool.name: tool for tool in listed}
         mapped = model_names(self.name, by_name)
         self._tools = {model: by_name[tool] for model, tool in mapped.items()}
@@ -75,6 +79,8 @@ class McpServerTools(ToolProvider):
         if tool is None:  # listed on another worker, not yet on this one
             await self.refresh()
             tool = self._tools.get(name)
+        if tool is None and self._unavailable is not None:
+            return ToolResult.error(self._unavailable, mcp_server=self.name, unavailable=True)
         if tool is None:
             offered = ", ".join(self._tools) or "none"
             return ToolResult.error(

@@ -43,7 +43,7 @@ def configure(
         typer.Option(
             help="MCP servers the session uses, comma-separated (empty: none), among those "
             "in the workers' config file [env DURAGENT_MCP_CONFIG]; their tools are "
-            "<server>__<tool>."
+            "`SERVER__TOOL`."
         ),
     ] = None,
 ) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 
 HANDSHAKES = ("initialize", "server/discover")
+"""The first request of a connection: the handshake, or discovery (stateless protocol)."""
 
 
 class Log:
@@ -28,19 +29,6 @@ class Log:
             out.write(line + "\n")
 
 
-def read_log(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
-
-
-def handshakes(path: Path) -> int:
-    """How many connections clients opened to the server(s) logging to `path`."""
-    return sum(1 for line in read_log(path) if line.startswith("handshake "))
-
-
-def processes(path: Path) -> list[int]:
-    return [int(line.split()[1]) for line in read_log(path) if line.startswith("process ")]
-
-
 def build(name: str, log: Log) -> MCPServer:
     log.write(f"process {os.getpid()}")
 
@@ -51,7 +39,7 @@ def build(name: str, log: Log) -> MCPServer:
             log.write(f"call {(ctx.params or {}).get('name')}")
         return await call_next(ctx)
 
-    server = MCPServer(name, middleware=[record])
+    server = MCPServer(name, middleware=[record], log_level="WARNING")
 
     @server.tool(description="Return the text, prefixed with the server's name.")
     def echo(text: str) -> str:
