@@ -30,6 +30,14 @@ from domain.entries import MessageEntry
 from domain.messages import ToolResultMessage, text_of
 
 
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def call(name: str, **args: Any) -> dict[str, Any]:
     return {"tool_use": {"name": name, "input": args}}
 
@@ -119,6 +127,8 @@ async def test_one_connection_per_server_across_calls_and_turns(
             assert calls(one_log, "echo") == 3 and calls(web_log, "echo") == 2
             assert handshakes(one_log) == 1 and len(processes(one_log)) == 1
             assert handshakes(web_log) == 1
+            # The worker stopped its stdio server when it stopped.
+            assert not process_alive(processes(one_log)[0])
 
 
 async def test_stdio_server_killed_mid_call_gives_an_error_result_and_the_next_call_reconnects(
