@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -209,7 +210,11 @@ class ServerConnection:
             if wait > 0:
                 await asyncio.sleep(wait)
             ready: asyncio.Future[_Open] = loop.create_future()
-            holder = asyncio.create_task(self._hold(ready), name=f"MCP server {self.name}")
+            # A context of its own: the holder outlives the activity that opened it, and
+            # must not carry that activity's context (its info, its log fields) along.
+            holder = asyncio.create_task(
+                self._hold(ready), name=f"MCP server {self.name}", context=contextvars.Context()
+            )
             timeout = self.config.connect_timeout_s
             try:
                 opened = await asyncio.wait_for(asyncio.shield(ready), timeout)
@@ -260,9 +265,11 @@ class ServerConnection:
                 if self._open is opened:
                     self._open = None
                 why = opened.ending or "the connection ended"
+                lost = f"{why.rstrip('.')} while a request was in flight"
+                lost += ", so whether it finished is unknown"
                 for answer in opened.pending:
                     if not answer.done():
-                        answer.set_exception(self._unavailable(f"{why} during the request"))
+                        answer.set_exception(self._unavailable(lost))
 
     def _transport(self) -> Transport:
         config = self.config

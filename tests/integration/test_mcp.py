@@ -153,6 +153,7 @@ async def test_stdio_server_killed_mid_call_gives_an_error_result_and_the_next_c
         assert killed.is_error
         assert "MCP server 'one'" in text_of(killed.content)
         assert "connection closed while calling `wait`" in text_of(killed.content)
+        assert "whether it finished is unknown" in text_of(killed.content)
         assert text_of(again.content) == "one says: again" and not again.is_error
         assert len(processes(log)) == 2  # the next call started the server again
         # The model saw the error, then the answer of the new connection.
@@ -185,6 +186,7 @@ async def test_http_server_killed_mid_call_and_restarted(
             assert result.status == "completed", result.error
             killed, back = stored_results(stack, session.id)
             assert killed.is_error and "MCP server 'web'" in text_of(killed.content)
+            assert "whether it finished is unknown" in text_of(killed.content)
             assert HTTP_TOKEN not in text_of(killed.content)
             assert text_of(back.content) == "web says: back" and not back.is_error
 
