@@ -170,6 +170,11 @@ class Settings(BaseSettings):
         return self.home / "tool-processes"
 
     @property
+    def mcp_logs(self) -> Path:
+        """Where stdio MCP servers' stderr goes, a file per server (`<server>.log`)."""
+        return self.home / "mcp-logs"
+
+    @property
     def dev_server_db(self) -> Path:
         return self.home / "temporal.db"
 

@@ -72,7 +72,7 @@ def tool_registry(settings: Settings) -> ToolRegistry:
     providers = []
     if settings.mcp_config is not None:
         try:
-            providers = mcp_providers(load_config(settings.mcp_config))
+            providers = mcp_providers(load_config(settings.mcp_config), settings.mcp_logs)
         except McpConfigError as exc:
             raise DuragentError(str(exc)) from None
     return ToolRegistry(default_tools(bash=bash), providers)

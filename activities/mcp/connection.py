@@ -24,6 +24,7 @@ import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
@@ -68,9 +69,11 @@ class _Open:
 class ServerConnection:
     """The connection to the server `name`, opened on first use and reopened after a failure."""
 
-    def __init__(self, name: str, config: ServerConfig) -> None:
+    def __init__(self, name: str, config: ServerConfig, log: Path | None = None) -> None:
         self.name = name
         self.config = config
+        self.log = log
+        """Where a stdio server's stderr goes (appended); None: the worker's stderr."""
         self.opened_count = 0
         """Connections opened so far (a test and the benchmark read it)."""
         self._open: _Open | None = None
@@ -280,7 +283,7 @@ class ServerConnection:
                 env={k: v.get_secret_value() for k, v in config.env.items()} or None,
                 cwd=config.cwd,
             )
-            return stdio_client(params)
+            return _stdio_transport(params, self.log)
         return _http_transport(config)
 
     def _describe(self, exc: BaseException) -> str:
@@ -292,6 +295,18 @@ class ServerConnection:
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return text
+
+
+@contextlib.asynccontextmanager
+async def _stdio_transport(params: StdioServerParameters, log: Path | None) -> AsyncIterator[Any]:
+    if log is None:
+        async with stdio_client(params) as streams:
+            yield streams
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as errlog:
+        async with stdio_client(params, errlog=errlog) as streams:
+            yield streams
 
 
 @contextlib.asynccontextmanager

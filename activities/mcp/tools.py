@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import mcp.types
@@ -28,9 +29,9 @@ class McpServerTools(ToolProvider):
 
     kind = "MCP server"
 
-    def __init__(self, name: str, config: ServerConfig) -> None:
+    def __init__(self, name: str, config: ServerConfig, log: Path | None = None) -> None:
         self.name = name
-        self.connection = ServerConnection(name, config)
+        self.connection = ServerConnection(name, config, log)
         self._traits = ToolTraits(retry_safe=config.retry_safe)
         self._tools: dict[str, mcp.types.Tool] = {}
         """By the model's name, in the server's order."""
@@ -96,8 +97,12 @@ class McpServerTools(ToolProvider):
         await self.connection.close()
 
 
-def mcp_providers(config: McpConfig) -> list[McpServerTools]:
-    return [McpServerTools(name, server) for name, server in config.servers.items()]
+def mcp_providers(config: McpConfig, logs: Path | None = None) -> list[McpServerTools]:
+    """A provider per server; a stdio server's stderr goes to `logs/<server>.log`, if given."""
+    return [
+        McpServerTools(name, server, logs / f"{name}.log" if logs else None)
+        for name, server in config.servers.items()
+    ]
 
 
 def tool_result(server: str, tool: str, result: mcp.types.CallToolResult) -> ToolResult:

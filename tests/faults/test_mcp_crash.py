@@ -49,6 +49,8 @@ async def test_worker_killed_during_an_mcp_call(
         stack.kill(second)
 
         assert result.status == "completed", result.error
+        # The workers' stdio server wrote its stderr under the state directory.
+        assert (stack.settings.home / "mcp-logs" / "one.log").exists()
         answer = tool_results(assert_session_sound(stack, session.id))["one__wait"]
         text = text_of(answer.content)
         if retry_safe:
