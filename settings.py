@@ -20,6 +20,7 @@
 | `DURAGENT_TEMPORAL_UI_PORT` | Temporal's port + 1000: the web UI a started dev server serves |
 | `DURAGENT_TOOL_ENV` | tools get PATH, HOME, LANG, LC_*, TZ...; add `NAME`, `P*`, `NAME=value` |
 | `DURAGENT_TOOL_SANDBOX` | `none`; `bwrap`: tool commands run in a bubblewrap sandbox |
+| `DURAGENT_MCP_CONFIG` | none: the MCP servers file (YAML or JSON) whose tools workers offer |
 """
 
 from __future__ import annotations
@@ -88,6 +89,9 @@ class Settings(BaseSettings):
     `NAME=value`); see `activities.tools.environment`."""
     tool_sandbox: ToolSandbox = "none"
     """Where tool commands run: on the host (`none`) or in a bubblewrap sandbox."""
+    mcp_config: Path | None = None
+    """The MCP servers a worker connects to (`activities.mcp.config`); clients read it
+    too, to know which `<server>__<tool>` names a session's active tools may hold."""
 
     @field_validator("home")
     @classmethod
@@ -164,6 +168,11 @@ class Settings(BaseSettings):
     def tool_processes(self) -> Path:
         """Where running tool processes are recorded, for the next attempt on this machine."""
         return self.home / "tool-processes"
+
+    @property
+    def mcp_logs(self) -> Path:
+        """Where stdio MCP servers' stderr goes, a file per server (`<server>.log`)."""
+        return self.home / "mcp-logs"
 
     @property
     def dev_server_db(self) -> Path:

@@ -73,16 +73,22 @@ class ModelTurns:
             prepared = await with_store_retries(
                 lambda: self._prepare(data), what="saving the turn and reading the context"
             )
-            snapshot, context, earlier = prepared
+            snapshot, context, earlier, servers = prepared
             if earlier is not None:  # an earlier attempt got the whole reply: keep it
-                return self._result(data, snapshot, earlier)
+                return self._result(data, snapshot, earlier, servers)
             if data.override is not None:
                 snapshot = snapshot.model_copy(update=data.override.model_dump(exclude_none=True))
-            message = await self._reply(data, snapshot, context)
-        return self._result(data, snapshot, message)
+            # Tools listed at run time (MCP servers') are listed anew once per turn.
+            await self._tools.refresh(servers)
+            message = await self._reply(data, snapshot, context, servers)
+        return self._result(data, snapshot, message, servers)
 
     async def _reply(
-        self, data: ModelTurnInput, snapshot: TurnSnapshot, context: list[AgentMessage]
+        self,
+        data: ModelTurnInput,
+        snapshot: TurnSnapshot,
+        context: list[AgentMessage],
+        servers: list[str] | None,
     ) -> AssistantMessage:
         """Ask the model, streaming deltas to run events; the reply is staged."""
         turn = TurnContext(
@@ -96,7 +102,7 @@ class ModelTurns:
         params = request_params(
             snapshot,
             repair_pairing(self._extensions.convert_to_llm(context)),
-            self._tools.api_specs(snapshot.active_tools),
+            self._tools.api_specs(snapshot.active_tools, servers),
             session_id=data.session_id,
         )
         sink = EventSink(self._db, data.session_id, data.run_id)
@@ -143,9 +149,13 @@ class ModelTurns:
         return message
 
     def _result(
-        self, data: ModelTurnInput, snapshot: TurnSnapshot, message: AssistantMessage
+        self,
+        data: ModelTurnInput,
+        snapshot: TurnSnapshot,
+        message: AssistantMessage,
+        servers: list[str] | None,
     ) -> ModelTurnResult:
-        calls = [self._call_ref(call, snapshot) for call in message.tool_calls]
+        calls = [self._call_ref(call, snapshot, servers) for call in message.tool_calls]
         asks = any(call.approval is not None for call in calls)
         return ModelTurnResult(
             snapshot=None if snapshot.id == data.snapshot.id else SnapshotRef.of(snapshot),
@@ -156,10 +166,13 @@ class ModelTurns:
             approval_policy=snapshot.approval_policy if asks else None,
         )
 
-    def _call_ref(self, call: ToolCall, snapshot: TurnSnapshot) -> ToolCallRef:
-        """The call as the workflow sees it: refused if its tool is not active or the
-        approval policy denies it; marked if the policy asks for a decision first."""
-        refused = self._tools.refusal(call.name, snapshot.active_tools)
+    def _call_ref(
+        self, call: ToolCall, snapshot: TurnSnapshot, servers: list[str] | None
+    ) -> ToolCallRef:
+        """The call as the workflow sees it: refused if its tool is not active (or its MCP
+        server not one the session uses) or the approval policy denies it; marked if the
+        policy asks for a decision first."""
+        refused = self._tools.refusal(call.name, snapshot.active_tools, servers)
         ask = None
         if refused is None:
             ask, refused = verdict(snapshot.approval_policy, call.name, call.arguments)
@@ -174,9 +187,10 @@ class ModelTurns:
 
     def _prepare(
         self, data: ModelTurnInput
-    ) -> tuple[TurnSnapshot, list[AgentMessage], AssistantMessage | None]:
+    ) -> tuple[TurnSnapshot, list[AgentMessage], AssistantMessage | None, list[str] | None]:
         """Save the previous turn, take this turn's snapshot, read the context; and the
-        reply an earlier attempt of this turn finished and staged, if any."""
+        reply an earlier attempt of this turn finished and staged, if any, and the MCP
+        servers the session uses (session-wide config, as of this save point)."""
         with self._db.transaction() as db:
             leaf_id, ref = data.leaf_id, data.snapshot
             if data.commit is not None:
@@ -189,9 +203,9 @@ class ModelTurns:
                     cache=self._entries,
                 )
             path = entries.load_context_path(db, leaf_id, self._entries)
+            session = sessions.require_session(db, data.session_id)
             if data.commit is not None:
                 # Every save point where the loop goes on takes a fresh snapshot.
-                session = sessions.require_session(db, data.session_id)
                 ref = self._taker.take(db, session, derive_path_state(path, session.config))
             snapshot = self._snapshots.get(ref.id)
             if snapshot is None:
@@ -203,7 +217,7 @@ class ModelTurns:
             and earlier.stop_reason not in ("aborted", "error")
             else None
         )
-        return snapshot, context_messages(path), finished
+        return snapshot, context_messages(path), finished, session.config.mcp_servers
 
 
 def _provider_error(failure: ProviderFailure) -> ApplicationError:

@@ -7,6 +7,8 @@ from typing import Self
 
 from temporalio.client import Client
 
+from activities.mcp.config import load_config
+from activities.mcp.names import KnownToolNames
 from activities.tools import default_tool_names
 from client.connection import connect_temporal, open_store
 from client.errors import TemporalUnreachable
@@ -30,7 +32,20 @@ class ClientCore:
         self.settings = settings
         self.tool_names = list(tool_names) if tool_names is not None else default_tool_names()
         """The tools a session's active tools may name: the workers' built-in ones, unless
-        the workers register others (`build_worker(tools=...)`): then pass those."""
+        the workers register others (`build_worker(tools=...)`): then pass those. The MCP
+        servers' tools come on top (`known_tools`)."""
+
+    def mcp_servers(self) -> list[str]:
+        """The MCP servers in the config file `settings.mcp_config` names (the workers'
+        file: give clients the same). Raises `McpConfigError` for a bad file."""
+        if self.settings.mcp_config is None:
+            return []
+        return list(load_config(self.settings.mcp_config).servers)
+
+    def known_tools(self) -> KnownToolNames:
+        """What a session's active tools may name: `tool_names`, and `<server>__<tool>`
+        for each MCP server (their tools are listed at run time, by the workers)."""
+        return KnownToolNames(self.tool_names, self.mcp_servers())
 
     @classmethod
     async def connect(cls, settings: Settings) -> Self:

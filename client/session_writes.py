@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 
+from activities.mcp.names import check_server_names
 from client.bounds import bounded, one_line
 from client.errors import InvalidChange
 from client.session_workflows import KIND_ATTR, SESSION_ID_ATTR, SessionWorkflows
@@ -60,7 +61,8 @@ class SessionWrites(SessionWorkflows):
 
     async def configure(self, session_id: str, **fields: Any) -> None:
         """Set config: model, thinking_level, active_tools, system_prompt, max_tokens,
-        steering_mode, follow_up_mode. Getters see it at once; turns from the next one."""
+        steering_mode, follow_up_mode, mcp_servers. Getters see it at once; turns from the
+        next one."""
         for field, value in fields.items():
             if value is not None:
                 bounded(field.replace("_", " "), value)
@@ -70,9 +72,14 @@ class SessionWrites(SessionWorkflows):
             raise InvalidChange(one_line(err)) from err
         if config.active_tools is not None:
             try:
-                check_tool_names(config.active_tools, self.tool_names)
-            except ValueError as err:
+                check_tool_names(config.active_tools, self.known_tools())
+            except ValueError as err:  # McpConfigError is one too
                 raise InvalidChange(f"active_tools: {err}") from err
+        if config.mcp_servers is not None:
+            try:
+                check_server_names(config.mcp_servers, self.mcp_servers())
+            except ValueError as err:
+                raise InvalidChange(f"mcp_servers: {err}") from err
         await self.change(session_id, self._change(config=config))
 
     async def set_model(self, session_id: str, model: str) -> None:
@@ -83,6 +90,10 @@ class SessionWrites(SessionWorkflows):
 
     async def set_active_tools(self, session_id: str, tools: Sequence[str]) -> None:
         await self.configure(session_id, active_tools=list(tools))
+
+    async def set_mcp_servers(self, session_id: str, servers: Sequence[str]) -> None:
+        """Use only these of the workers' MCP servers (empty: none)."""
+        await self.configure(session_id, mcp_servers=list(servers))
 
     async def set_system_prompt(self, session_id: str, prompt: str) -> None:
         await self.configure(session_id, system_prompt=prompt)

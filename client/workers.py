@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import anthropic
 from sqlalchemy.engine import make_url
@@ -22,6 +23,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from activities.bookkeeping import Bookkeeping
 from activities.extensions import Extension, Extensions
+from activities.mcp.config import McpConfigError, load_config
+from activities.mcp.tools import mcp_providers
 from activities.model_turn import ModelTurns
 from activities.orphans import ProcessRecords
 from activities.snapshots import SnapshotTaker
@@ -56,7 +59,9 @@ def model_client(settings: Settings) -> anthropic.AsyncAnthropic:
 
 def tool_registry(settings: Settings) -> ToolRegistry:
     """The built-in tools, their commands with the environment and sandbox `settings` ask
-    for. Raises `DuragentError` when the sandbox is asked for and cannot run here."""
+    for, and the tools of the MCP servers in `settings.mcp_config` (connected on first use).
+    Raises `DuragentError` when the sandbox is asked for and cannot run here, or the MCP
+    config is bad."""
     sandbox = None
     if settings.tool_sandbox == "bwrap":
         try:
@@ -64,7 +69,13 @@ def tool_registry(settings: Settings) -> ToolRegistry:
         except SandboxUnavailable as exc:
             raise DuragentError(str(exc)) from None
     bash = BashTool(env=tool_environment(settings.tool_env), sandbox=sandbox)
-    return ToolRegistry(default_tools(bash=bash))
+    providers = []
+    if settings.mcp_config is not None:
+        try:
+            providers = mcp_providers(load_config(settings.mcp_config), settings.mcp_logs)
+        except McpConfigError as exc:
+            raise DuragentError(str(exc)) from None
+    return ToolRegistry(default_tools(bash=bash), providers)
 
 
 def private_paths(settings: Settings) -> list[Path]:
@@ -92,7 +103,8 @@ def build_worker(
     extensions: Sequence[Extension] = (),
 ) -> Worker:
     """A worker for `settings.task_queue`: the session workflows and their activities,
-    with the built-in tools (or `tools`) and the given extensions' hooks."""
+    with the built-in and MCP tools (or `tools`) and the given extensions' hooks. When it
+    stops, it closes the tools' MCP connections."""
     registry = tools or tool_registry(settings)
     bash = registry.get("bash")
     if settings.tool_sandbox != "none" and isinstance(bash, BashTool) and bash.sandbox is None:
@@ -109,7 +121,8 @@ def build_worker(
     cache = EntryCache()
     models = ModelTurns(db, anthropic_client, registry, hooks, taker, cache)
     tree = TreeOps(db, anthropic_client, cache)
-    return Worker(
+    return SessionWorker(
+        registry,
         client,
         task_queue=settings.task_queue,
         workflows=[SessionRun, SessionChanges, SessionCompaction, SessionNavigation],
@@ -138,6 +151,21 @@ def build_worker(
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
         workflow_runner=workflow_runner(),
     )
+
+
+class SessionWorker(Worker):
+    """A Temporal worker that closes its tools' connections (MCP servers, their
+    processes) once it has stopped, and with them nothing runs any more."""
+
+    def __init__(self, tools: ToolRegistry, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._tool_registry = tools
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        finally:
+            await self._tool_registry.aclose()
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:

@@ -28,7 +28,8 @@ FacadeEntry = CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry
 
 class ConfigChange(BaseModel):
     """Setters, all optional. Model, thinking level, active tools and the approval policy
-    are branch-scoped (stored as entries on the path); the rest is session-wide."""
+    are branch-scoped (stored as entries on the path); the rest is session-wide
+    (`mcp_servers` too)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -40,6 +41,7 @@ class ConfigChange(BaseModel):
     steering_mode: QueueMode | None = None
     follow_up_mode: QueueMode | None = None
     approval_policy: ApprovalPolicy | None = None
+    mcp_servers: list[str] | None = None
 
     def entries(self, change_id: str, timestamp: int) -> list[SessionEntry]:
         """The branch-scoped part as entries, with ids derived from the change's."""
@@ -91,6 +93,7 @@ class ConfigChange(BaseModel):
                 self.max_tokens,
                 self.steering_mode,
                 self.follow_up_mode,
+                self.mcp_servers,
             )
         )
 

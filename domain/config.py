@@ -69,6 +69,10 @@ class SessionConfig(BaseModel):
     follow_up_mode: QueueMode = "one-at-a-time"
     approval_policy: ApprovalPolicy | None = None
     """Which tool calls wait for a person (domain.approvals); None: every call runs."""
+    mcp_servers: list[str] | None = None
+    """Which of the workers' MCP servers the session uses (their tools are offered and
+    run); None: all. A session can only choose among the servers the workers' config
+    file lists: it never defines one (that would start processes on a worker)."""
 
     def with_session_wide_of(self, newer: SessionConfig) -> SessionConfig:
         """`newer`'s session-wide settings over this config's branch-scoped defaults: what

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.tools.base import Tool, ToolContext, ToolInputError, ToolRegistry
+from activities.tools.base import Tool, ToolContext, ToolInputError, ToolProvider, ToolRegistry
 from activities.tools.bash import BashTool, process_group_alive, running_process_groups
 from activities.tools.edit import EditTool
 from activities.tools.find import FindTool
@@ -27,6 +27,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolInputError",
+    "ToolProvider",
     "ToolRegistry",
     "WriteTool",
     "default_tool_names",

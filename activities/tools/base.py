@@ -6,6 +6,7 @@ caller decides where they run and turns a `ToolResult` into a message.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from abc import ABC, abstractmethod
@@ -103,54 +104,135 @@ class Tool(ABC, Generic[ArgsT]):
         """Run the tool. Must let `asyncio.CancelledError` propagate after cleaning up."""
 
 
-class ToolRegistry:
-    """The tools available to a session, by name, in registration order."""
+class ToolProvider(ABC):
+    """Tools a worker learns of at run time (an MCP server's): listed anew by `refresh`
+    once per turn, cached in between, called by name. `name` is what a session's
+    `providers` choice names; the provider owns the tool names it says it `owns`."""
 
-    def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
+    name: str
+    kind: ClassVar[str] = "tool provider"
+    """What the provider is, for messages ("MCP server")."""
+
+    @abstractmethod
+    def owns(self, name: str) -> bool:
+        """Whether `name` is (or would be) one of this provider's tools."""
+
+    @abstractmethod
+    def names(self) -> list[str]:
+        """The tools of the last listing."""
+
+    @abstractmethod
+    def traits(self, name: str) -> ToolTraits: ...
+
+    @abstractmethod
+    async def refresh(self) -> None:
+        """List the tools anew. Never raises: a failed listing keeps the last one."""
+
+    @abstractmethod
+    def api_specs(self) -> list[ToolParam]: ...
+
+    @abstractmethod
+    async def run(self, name: str, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Call the tool; failures are error results. Lets cancellation propagate."""
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Release what the provider holds open (connections, processes)."""
+
+
+class ToolRegistry:
+    """The tools available to a session, by name, in registration order: the tools
+    registered here, then each provider's.
+
+    Where a method takes `providers`, it names the providers a session uses (None: all);
+    a provider's tools are neither offered nor run for a session that does not use it.
+    """
+
+    def __init__(
+        self, tools: Iterable[Tool[Any]] = (), providers: Iterable[ToolProvider] = ()
+    ) -> None:
         self._tools: dict[str, Tool[Any]] = {}
+        self._providers: dict[str, ToolProvider] = {}
         for tool in tools:
             self.register(tool)
+        for provider in providers:
+            self.add_provider(provider)
 
     def register(self, tool: Tool[Any]) -> None:
-        if tool.name in self._tools:
+        if tool.name in self._tools or self._provider_of(tool.name) is not None:
             raise ValueError(f"tool {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+
+    def add_provider(self, provider: ToolProvider) -> None:
+        if provider.name in self._providers:
+            raise ValueError(f"tool provider {provider.name!r} is already registered")
+        taken = [name for name in self._tools if provider.owns(name)]
+        if taken:
+            raise ValueError(f"tool provider {provider.name!r} would own tools {taken}")
+        self._providers[provider.name] = provider
+
+    @property
+    def providers(self) -> list[ToolProvider]:
+        return list(self._providers.values())
 
     def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 
-    def names(self) -> list[str]:
-        return list(self._tools)
+    def names(self, providers: Sequence[str] | None = None) -> list[str]:
+        return [
+            *self._tools,
+            *(name for provider in self._chosen(providers) for name in provider.names()),
+        ]
 
     def traits_of(self, name: str) -> ToolTraits:
         """The tool's traits, or `ToolTraits(known=False)` for a name that is not registered."""
         tool = self._tools.get(name)
-        return tool.traits if tool is not None else ToolTraits(known=False)
+        if tool is not None:
+            return tool.traits
+        provider = self._provider_of(name)
+        return provider.traits(name) if provider is not None else ToolTraits(known=False)
 
-    def refusal(self, name: str, active: Sequence[str] | None) -> str | None:
+    async def refresh(self, providers: Sequence[str] | None = None) -> None:
+        """List the chosen providers' tools anew, all at once (a turn does this once)."""
+        await asyncio.gather(*(provider.refresh() for provider in self._chosen(providers)))
+
+    def refusal(
+        self, name: str, active: Sequence[str] | None, providers: Sequence[str] | None = None
+    ) -> str | None:
         """Why a call to `name` must not run in a turn whose active tools are `active`
         (None: every tool), or None if it may. Hiding a tool from the model is not enough:
         a model may still call it (from an earlier turn, a prompt, a guess)."""
+        provider = self._provider_of(name)
+        if provider is not None and providers is not None and provider.name not in providers:
+            used = ", ".join(providers) or "none"
+            return (
+                f"Tool '{name}' is from {provider.kind} '{provider.name}', which this session "
+                f"does not use, so the call was not run. It uses: {used}."
+            )
         if active is None or name in active:
             return None
-        offered = ", ".join(t for t in self._tools if t in active) or "none"
+        offered = ", ".join(t for t in self.names(providers) if t in active) or "none"
         return (
             f"Tool '{name}' is not active in this session, so the call was not run. "
             f"Active tools: {offered}."
         )
 
-    def api_specs(self, active: Sequence[str] | None = None) -> list[ToolParam]:
+    def api_specs(
+        self, active: Sequence[str] | None = None, providers: Sequence[str] | None = None
+    ) -> list[ToolParam]:
         """`{"name", "description", "input_schema"}` for each active tool, in registry order.
 
         `None` means every tool. Active names that are not registered are ignored, so a
         session configured with a tool this worker lacks still gets the others.
         """
         wanted = None if active is None else set(active)
-        return [
+        specs: list[ToolParam] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
             for t in self._tools.values()
-            if wanted is None or t.name in wanted
         ]
+        for provider in self._chosen(providers):
+            specs.extend(provider.api_specs())
+        return [spec for spec in specs if wanted is None or spec["name"] in wanted]
 
     async def run(self, name: str, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Parse the arguments and execute the tool, turning model mistakes into error results.
@@ -159,8 +241,15 @@ class ToolRegistry:
         `asyncio.CancelledError` (a `BaseException`) propagates once the tool has cleaned up.
         """
         tool = self._tools.get(name)
+        provider = self._provider_of(name) if tool is None else None
+        if provider is not None:
+            try:
+                return await provider.run(name, raw_args, ctx)
+            except Exception as exc:
+                logger.exception("tool %s raised", name)
+                return ToolResult.error(f"Tool '{name}' failed: {type(exc).__name__}: {exc}")
         if tool is None:
-            available = ", ".join(self._tools) or "(none)"
+            available = ", ".join(self.names()) or "(none)"
             return ToolResult.error(f"Tool '{name}' not found. Available tools: {available}")
         try:
             args = tool.parse_args(raw_args)
@@ -174,6 +263,16 @@ class ToolRegistry:
             # run can continue, and the traceback goes to the logs.
             logger.exception("tool %s raised", name)
             return ToolResult.error(f"Tool '{name}' failed: {type(exc).__name__}: {exc}")
+
+    async def aclose(self) -> None:
+        """Close every provider (the worker is stopping)."""
+        await asyncio.gather(*(provider.aclose() for provider in self._providers.values()))
+
+    def _chosen(self, providers: Sequence[str] | None) -> list[ToolProvider]:
+        return [p for p in self._providers.values() if providers is None or p.name in providers]
+
+    def _provider_of(self, name: str) -> ToolProvider | None:
+        return next((p for p in self._providers.values() if p.owns(name)), None)
 
 
 # --- schemas and validation messages -------------------------------------------------

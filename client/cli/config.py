@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from activities.mcp.names import check_server_names
 from activities.tools import default_tool_names
 from client.api import DuragentClient
 from client.cli import command
@@ -26,7 +27,8 @@ def configure(
     tools: Annotated[
         str | None,
         typer.Option(
-            help=f"Active tools, comma-separated (empty: none): {', '.join(default_tool_names())}."
+            help=f"Active tools, comma-separated (empty: none): {', '.join(default_tool_names())}, "
+            "and MCP tools (`SERVER__TOOL`)."
         ),
     ] = None,
     system_prompt: Annotated[str | None, typer.Option(help="System prompt.")] = None,
@@ -36,10 +38,19 @@ def configure(
     follow_up_mode: Annotated[
         str | None, typer.Option(help="Follow-up queue mode: all or one-at-a-time.")
     ] = None,
+    mcp_servers: Annotated[
+        str | None,
+        typer.Option(
+            help="MCP servers the session uses, comma-separated (empty: none), among those "
+            "in the workers' config file [env DURAGENT_MCP_CONFIG]; their tools are "
+            "`SERVER__TOOL`."
+        ),
+    ] = None,
 ) -> None:
     """Change a session's config. A running run uses it from its next turn."""
     settings: Settings = ctx.obj
-    active_tools = None if tools is None else [t.strip() for t in tools.split(",") if t.strip()]
+    active_tools = _names(tools)
+    servers = _names(mcp_servers)
     # Bad values are refused here, before any service starts.
     _choose("--thinking", thinking, THINKING_LEVELS)
     _choose("--steering-mode", steering_mode, QUEUE_MODES)
@@ -47,9 +58,14 @@ def configure(
     store = store_client(settings)
     if active_tools is not None:
         try:
-            check_tool_names(active_tools, store.tool_names)
+            check_tool_names(active_tools, store.known_tools())
         except ValueError as error:
             fail(f"--tools: {error}")
+    if servers is not None:
+        try:
+            check_server_names(servers, store.mcp_servers())
+        except ValueError as error:
+            fail(f"--mcp-servers: {error}")
     fields = {
         "model": model,
         "thinking_level": thinking,
@@ -57,6 +73,7 @@ def configure(
         "system_prompt": system_prompt,
         "steering_mode": steering_mode,
         "follow_up_mode": follow_up_mode,
+        "mcp_servers": servers,
     }
     require_session(store, session)
 
@@ -67,6 +84,10 @@ def configure(
             console.print(config_line((await client.status(session)).config))
 
     command.run(main())
+
+
+def _names(listed: str | None) -> list[str] | None:
+    return None if listed is None else [n.strip() for n in listed.split(",") if n.strip()]
 
 
 def _choose(option: str, value: str | None, allowed: tuple[str, ...]) -> None:

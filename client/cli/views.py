@@ -143,10 +143,13 @@ def one_line(entry: SessionEntry) -> str:
 
 def config_line(config: SessionConfig) -> str:
     tools = "all" if config.active_tools is None else ",".join(config.active_tools) or "none"
-    return (
+    line = (
         f"model {config.model}, thinking {config.thinking_level}, tools {tools}, "
         f"steering {config.steering_mode}, follow-ups {config.follow_up_mode}"
     )
+    if config.mcp_servers is not None:
+        line += f", MCP servers {','.join(config.mcp_servers) or 'none'}"
+    return line
 
 
 def when(ms: int) -> str:

@@ -203,6 +203,10 @@ BAD_INPUT = [
         ["configure", S, "--tools", "read,bogus"],
         "--tools: unknown tool 'bogus'; the tools are read, write, edit, bash, ls, grep, find",
     ),
+    (
+        ["configure", S, "--mcp-servers", "docs"],
+        "--mcp-servers: unknown MCP server 'docs'; the servers are none (no MCP config file",
+    ),
     (["configure", S, "--steering-mode", "fast"], "--steering-mode must be one of all, one-at"),
     (["configure", S, "--follow-up-mode", "x"], "--follow-up-mode must be one of all, one-at"),
     (["guide", S, "i", "--intent", "now"], "--intent must be one of interrupt, supplement"),
