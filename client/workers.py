@@ -25,6 +25,7 @@ from activities.extensions import Extension, Extensions
 from activities.model_turn import ModelTurns
 from activities.orphans import ProcessRecords
 from activities.snapshots import SnapshotTaker
+from activities.subagents import Subagents
 from activities.tool_call import ToolCalls
 from activities.tools import BashTool, ToolRegistry, default_tools
 from activities.tools.environment import tool_environment
@@ -109,6 +110,7 @@ def build_worker(
     cache = EntryCache()
     models = ModelTurns(db, anthropic_client, registry, hooks, taker, cache)
     tree = TreeOps(db, anthropic_client, cache)
+    subagents = Subagents(db, registry)
     return Worker(
         client,
         task_queue=settings.task_queue,
@@ -127,6 +129,8 @@ def build_worker(
             tree.commit_navigation,
             tree.save_turn,
             ToolCalls(db, registry, hooks, ProcessRecords(settings.tool_processes)).run_tool,
+            subagents.start_subagent,
+            subagents.finish_subagent,
         ],
         activity_executor=ThreadPoolExecutor(max_workers=32),
         # Cancellation reaches an activity in the reply to a heartbeat, so the throttle

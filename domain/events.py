@@ -197,6 +197,16 @@ class PhaseChanged(_Event):
     phase: str
 
 
+class SubagentStarted(_Event):
+    """A `delegate` call's sub-agent session exists and its run is starting: a client can
+    open it (its own events, steering and abort go by `session_id`)."""
+
+    type: Literal["subagent_started"] = "subagent_started"
+    tool_call_id: str
+    session_id: str
+    name: str
+
+
 AgentEvent = Annotated[
     AgentStart
     | AgentEnd
@@ -222,7 +232,8 @@ HarnessEvent = Annotated[
     | CompactionStarted
     | CompactionEnded
     | BranchSummarized
-    | ContinuedAsNew,
+    | ContinuedAsNew
+    | SubagentStarted,
     Field(discriminator="type"),
 ]
 
@@ -247,7 +258,8 @@ RunEventPayload = Annotated[
     | CompactionStarted
     | CompactionEnded
     | BranchSummarized
-    | ContinuedAsNew,
+    | ContinuedAsNew
+    | SubagentStarted,
     Field(discriminator="type"),
 ]
 

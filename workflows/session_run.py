@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
 from workflows import steps
 from workflows.hook_runner import HookError
 from workflows.run_base import RunBase
+from workflows.subagents import run_subagent
 from workflows.tool_batch import BatchResult, run_tool_calls
 
 
@@ -337,6 +338,8 @@ class SessionRun(RunBase):
             attempt += 1
 
     async def _run_tool(self, turn: TurnInProgress, call: ToolCallRef) -> ToolCallOutcome:
+        if call.traits.child_session and call.refused is None:  # delegate: a sub-agent
+            return await run_subagent(self, turn, call)
         return await steps.run_tool(
             ToolCallInput(
                 session_id=self._run.session_id,
