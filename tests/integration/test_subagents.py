@@ -299,3 +299,63 @@ async def test_a_sub_agent_asked_for_tools_its_parent_lacks_is_refused(stack: St
     assert refusal.get("is_error")
     assert "cannot have 'bash'" in result_text(refusal)
     assert "read, delegate" in result_text(refusal)
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {
+                    "match": "^Child",
+                    "reply": [bash("echo $$ > child.pid; echo go >> runs.txt; sleep 60")],
+                },
+                {"reply": [{"text": "child recovered"}]},
+            ]
+        }
+    }
+)
+async def test_a_worker_killed_during_a_sub_agents_tool_call(stack: Stack) -> None:
+    """SIGKILL of the only worker while a sub-agent's bash runs: a new worker finishes the
+    sub-agent and then the parent, nothing run twice, nothing lost."""
+    parent = stack.client.create_session()
+    plays(
+        stack,
+        parent.id,
+        [{"reply": [delegate("Child: append and wait")]}, {"reply": [{"text": "Parent done."}]}],
+    )
+    workspace = Path(parent.workspace)
+    first = stack.spawn_worker()
+    run = await stack.client.prompt(parent.id, "go")
+    await eventually(lambda: (workspace / "child.pid").exists(), timeout=40)
+    await eventually(lambda: (workspace / "child.pid").read_text().strip() != "")
+    pgid = int((workspace / "child.pid").read_text())
+    stack.kill(first)
+    assert first.returncode is not None
+    second = stack.spawn_worker()
+    result = await asyncio.wait_for(run.result(), timeout=90)
+    stack.kill(second)
+
+    assert result.status == "completed", result.error
+    assert result.final_text == "Parent done."
+    (child,) = children_of(stack, parent.id)
+    # The command ran once; what the first worker left running was stopped.
+    assert (workspace / "runs.txt").read_text() == "go\n"
+    assert not process_group_alive(pgid)
+    child_path = stack.client.path(child.id)
+    assert transcript_roles(child_path) == ["user", "assistant", "toolResult", "assistant"]
+    interrupted = child_path[2]
+    assert isinstance(interrupted, MessageEntry) and isinstance(
+        interrupted.message, ToolResultMessage
+    )
+    assert interrupted.message.details and interrupted.message.details["interrupted"]
+    (answer,) = delegate_results(stack, parent.id)
+    assert not answer.is_error and text_of(answer.content) == "child recovered"
+    # Each model call was made once, each run ended once.
+    assert len(stack.model.requests_for(parent.id)) == 2
+    assert len(stack.model.requests_for(child.id)) == 2
+    for session_id in (parent.id, child.id):
+        ends = [
+            e async for e in stack.client.events(session_id, follow=False) if e.type == "agent_end"
+        ]
+        assert len(ends) == 1 and ends[0].payload["status"] == "completed"
+        assert_valid_pairing(stack.client.path(session_id))
