@@ -67,9 +67,9 @@ def list_sessions(
     return [SessionRecord.model_validate(row) for row in db.scalars(query)]
 
 
-def children(db: Session, session_id: str) -> list[SessionRecord]:
-    """The sub-agent sessions the session's runs started, oldest first (forks are not
-    children: they answer no tool call)."""
+def children(db: Session, session_id: str, *, limit: int = 500) -> list[SessionRecord]:
+    """The sub-agent sessions the session's runs started, oldest first, at most `limit`
+    (forks are not children: they answer no tool call)."""
     rows = db.scalars(
         select(SessionRow)
         .where(
@@ -77,6 +77,7 @@ def children(db: Session, session_id: str) -> list[SessionRecord]:
             SessionRow.parent_tool_call_id.is_not(None),
         )
         .order_by(SessionRow.created_at, SessionRow.id)
+        .limit(limit)
     )
     return [SessionRecord.model_validate(row) for row in rows]
 
