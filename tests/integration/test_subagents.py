@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 from support import (
     UNTIL_GO,
+    ApiServer,
     Stack,
     assert_valid_pairing,
     event_seen,
     eventually,
     let_go,
+    run_finished,
     transcript_roles,
     user_texts,
 )
@@ -359,3 +361,44 @@ async def test_a_worker_killed_during_a_sub_agents_tool_call(stack: Stack) -> No
         ]
         assert len(ends) == 1 and ends[0].payload["status"] == "completed"
         assert_valid_pairing(stack.client.path(session_id))
+
+
+@pytest.mark.script(
+    {"conversations": {"*": [{"match": "^Child", "reply": [{"text": "child answer"}]}]}}
+)
+async def test_the_api_links_parent_and_sub_agent_for_their_owner_only(
+    stack: Stack, api: ApiServer
+) -> None:
+    async with stack.worker(), api.client() as alice, api.client(ApiServer.OTHER_TOKEN) as bob:
+        created = await alice.post("/api/sessions", json={"name": "lead"})
+        parent = created.json()["session"]["id"]
+        plays(
+            stack,
+            parent,
+            [{"reply": [delegate("Child: answer", name="helper")]}, {"reply": [{"text": "ok"}]}],
+        )
+        sent = await alice.post(f"/api/sessions/{parent}/input", json={"text": "go"})
+        assert sent.status_code == 200, sent.text
+        await eventually(lambda: run_finished(stack, parent))
+        (child,) = children_of(stack, parent)
+        assert child.owner == "alice"
+
+        links = (await alice.get(f"/api/sessions/{parent}/state")).json()["links"]
+        assert links["parent"] is None
+        assert links["children"] == [
+            {
+                "session_id": child.id,
+                "name": "helper",
+                "run_id": child.parent_run_id,
+                "tool_call_id": child.parent_tool_call_id,
+            }
+        ]
+        back = (await alice.get(f"/api/sessions/{child.id}/state")).json()["links"]
+        assert back["parent"]["session_id"] == parent and back["children"] == []
+        listed = (await alice.get("/api/session-summaries")).json()
+        (summary,) = [s for s in listed if s["session"]["id"] == child.id]
+        assert summary["session"]["parent_session_id"] == parent
+        assert summary["session"]["parent_tool_call_id"] == child.parent_tool_call_id
+        # Another user sees neither.
+        assert (await bob.get(f"/api/sessions/{child.id}/state")).status_code == 404
+        assert child.id not in str((await bob.get("/api/session-summaries")).json())
