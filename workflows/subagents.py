@@ -83,7 +83,14 @@ async def run_subagent(run: RunBase, turn: TurnInProgress, call: ToolCallRef) ->
             id=session_workflow_id(child_id),
             result_type=RunResult,
             parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
-            memo={"kind": "prompt", "run_id": child_run_id},
+            # What `duragent history` reads to link the call to the sub-agent's session.
+            memo={
+                "kind": "prompt",
+                "run_id": child_run_id,
+                "parent_session_id": parent.session_id,
+                "tool_call_id": call.id,
+                "name": start.name,
+            },
             search_attributes=TypedSearchAttributes(
                 [
                     SearchAttributePair(_SESSION_ID, child_id),

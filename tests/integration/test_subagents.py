@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from support import (
     UNTIL_GO,
     ApiServer,
@@ -26,6 +27,7 @@ from support import (
 )
 
 from activities.tools import process_group_alive
+from client.history import RunTimeline, render, session_timelines
 from domain.entries import MessageEntry
 from domain.messages import ToolResultMessage, Usage, text_of
 from domain.subagents import DELEGATE_TOOL
@@ -402,3 +404,48 @@ async def test_the_api_links_parent_and_sub_agent_for_their_owner_only(
         # Another user sees neither.
         assert (await bob.get(f"/api/sessions/{child.id}/state")).status_code == 404
         assert child.id not in str((await bob.get("/api/session-summaries")).json())
+
+
+@pytest.mark.script(
+    {"conversations": {"*": [{"match": "^Child", "reply": [{"text": "child answer"}]}]}}
+)
+async def test_history_shows_the_sub_agent_run_below_the_call_that_started_it(
+    stack: Stack,
+) -> None:
+    parent = stack.client.create_session()
+    plays(
+        stack,
+        parent.id,
+        [{"reply": [delegate("Child: answer", name="helper")]}, {"reply": [{"text": "ok"}]}],
+    )
+    async with stack.worker():
+        run = await stack.client.prompt(parent.id, "go")
+        assert (await run.result()).status == "completed"
+    (child,) = children_of(stack, parent.id)
+    (child_run,) = stack.client.runs(child.id)
+    found: list[RunTimeline] = []
+
+    async def both_listed() -> bool:
+        nonlocal found
+        found = await session_timelines(stack.temporal, parent.id)
+        return len(found) == 2
+
+    await eventually(both_listed, timeout=15)
+    parent_timeline, child_timeline = found
+    assert parent_timeline.run_id == run.run_id and parent_timeline.parent_session_id is None
+    (item,) = [i for i in parent_timeline.items if i.kind == "subagent"]
+    assert item.details["child_session_id"] == child.id
+    assert item.details["child_run_id"] == child_run.run_id
+    assert item.details["tool_call_id"] == child.parent_tool_call_id
+    assert item.details["status"] == "completed" and item.details["final_text"] == "child answer"
+    assert item.turn == 1 and item.duration_ms is not None
+    assert child_timeline.run_id == child_run.run_id
+    assert child_timeline.workflow_id == f"session-{child.id}"
+    assert child_timeline.parent_session_id == parent.id
+    assert child_timeline.parent_tool_call_id == child.parent_tool_call_id
+
+    console = Console(record=True, width=200)
+    render(found, console)
+    text = console.export_text()
+    assert f"sub-agent 'helper' for {child.parent_tool_call_id} in session {child.id}" in text
+    assert f"sub-agent of session {parent.id}, call {child.parent_tool_call_id}" in text
