@@ -401,6 +401,11 @@ async def test_the_api_links_parent_and_sub_agent_for_their_owner_only(
         (summary,) = [s for s in listed if s["session"]["id"] == child.id]
         assert summary["session"]["parent_session_id"] == parent
         assert summary["session"]["parent_tool_call_id"] == child.parent_tool_call_id
+        # The tree shows the call's result as a node that opens the sub-agent.
+        tree = (await alice.get(f"/api/sessions/{parent}/tree")).json()
+        (node,) = [n for n in tree["nodes"] if n["child_session_id"]]
+        assert node["child_session_id"] == child.id and node["kind"] == "tool"
+        assert node["preview"] == f"sub-agent {child.id[:8]}: child answer"
         # Another user sees neither.
         assert (await bob.get(f"/api/sessions/{child.id}/state")).status_code == 404
         assert child.id not in str((await bob.get("/api/session-summaries")).json())
