@@ -28,6 +28,8 @@ def test_histories_are_recorded() -> None:
         "guidance",
         "continue_as_new-1",
         "compaction-1",
+        "subagent",
+        "subagent-child",
     }
 
 
