@@ -454,3 +454,61 @@ async def test_history_shows_the_sub_agent_run_below_the_call_that_started_it(
     text = console.export_text()
     assert f"sub-agent 'helper' for {child.parent_tool_call_id} in session {child.id}" in text
     assert f"sub-agent of session {parent.id}, call {child.parent_tool_call_id}" in text
+
+
+WAITING_CHILD = {
+    "conversations": {
+        "*": [
+            {"match": "^Child", "reply": [bash(UNTIL_GO)]},
+            {"reply": [{"text": "child used the cache"}]},
+        ]
+    }
+}
+
+
+@pytest.mark.script(WAITING_CHILD)
+async def test_guidance_reaches_a_sub_agent_by_its_session_id(stack: Stack) -> None:
+    parent = stack.client.create_session()
+    plays(
+        stack,
+        parent.id,
+        [{"reply": [delegate("Child: build it")]}, {"reply": [{"text": "Parent done."}]}],
+    )
+    async with stack.worker():
+        run = await stack.client.prompt(parent.id, "go")
+        (child,) = await child_made(stack, parent.id)
+        await eventually(lambda: event_seen(stack, child.id, "tool_execution_start"))
+        await stack.client.send_input(
+            child.id, "Stop, use the cached build.", guidance=True, intent="interrupt"
+        )
+        result = await asyncio.wait_for(run.result(), timeout=60)
+
+    assert result.status == "completed", result.error
+    guided = stack.model.requests_for(child.id)[1].body
+    assert any("Stop, use the cached build." in text for text in user_texts(guided))
+    (answer,) = delegate_results(stack, parent.id)
+    assert text_of(answer.content) == "child used the cache"
+
+
+@pytest.mark.script(WAITING_CHILD)
+async def test_aborting_a_sub_agent_answers_the_parent_with_an_error_and_it_goes_on(
+    stack: Stack,
+) -> None:
+    parent = stack.client.create_session()
+    plays(
+        stack,
+        parent.id,
+        [{"reply": [delegate("Child: build it", name="builder")]}, {"reply": [{"text": "I see."}]}],
+    )
+    async with stack.worker():
+        run = await stack.client.prompt(parent.id, "go")
+        (child,) = await child_made(stack, parent.id)
+        await eventually(lambda: event_seen(stack, child.id, "tool_execution_start"))
+        stopped = await stack.client.abort(child.id)
+        assert stopped.status == "aborted"
+        result = await asyncio.wait_for(run.result(), timeout=60)
+
+    assert result.status == "completed" and result.final_text == "I see."
+    (refusal,) = tool_results(stack.model.requests_for(parent.id)[-1].body)
+    assert refusal.get("is_error")
+    assert f"The sub-agent 'builder' (session {child.id}) was stopped" in result_text(refusal)
