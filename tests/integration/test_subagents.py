@@ -8,6 +8,8 @@ session (its id is made by the run) plays its own copy of the script's "*" steps
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -512,3 +514,34 @@ async def test_aborting_a_sub_agent_answers_the_parent_with_an_error_and_it_goes
     (refusal,) = tool_results(stack.model.requests_for(parent.id)[-1].body)
     assert refusal.get("is_error")
     assert f"The sub-agent 'builder' (session {child.id}) was stopped" in result_text(refusal)
+
+
+@pytest.mark.script(
+    {"conversations": {"*": [{"match": "^Child", "reply": [{"text": "child answer"}]}]}}
+)
+async def test_duragent_show_names_sub_agents_and_their_parent(stack: Stack) -> None:
+    parent = stack.client.create_session()
+    plays(
+        stack,
+        parent.id,
+        [{"reply": [delegate("Child: answer", name="helper")]}, {"reply": [{"text": "ok"}]}],
+    )
+    async with stack.worker():
+        await (await stack.client.prompt(parent.id, "go")).result()
+    (child,) = children_of(stack, parent.id)
+
+    def show(session_id: str) -> str:
+        shown = subprocess.run(
+            [sys.executable, "-m", "client.cli", "show", session_id],
+            env=stack.env(),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return " ".join(shown.stdout.split())
+
+    assert f"sub-agent {child.id} helper for call {child.parent_tool_call_id}" in show(parent.id)
+    assert (
+        f"sub-agent of session {parent.id} (its call {child.parent_tool_call_id},"
+        f" run {child.parent_run_id})" in show(child.id)
+    )
