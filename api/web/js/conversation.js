@@ -37,7 +37,7 @@ const STATE_LABELS = {
 };
 
 function argumentSummary(args) {
-  const shown = args.command ?? args.path ?? args.pattern ?? args.url ?? "";
+  const shown = args.command ?? args.path ?? args.pattern ?? args.url ?? args.name ?? args.prompt ?? "";
   return typeof shown === "string" ? shown : JSON.stringify(shown);
 }
 
