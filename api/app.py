@@ -36,6 +36,7 @@ from api.models import (
 from api.ownership import owned_session, owned_session_async
 from api.routes_approvals import approval_routes
 from api.routes_page import page_routes
+from api.subagent_links import session_links
 from api.web import mount_web
 from client.api import DuragentClient, RunHandle
 from client.errors import (
@@ -176,7 +177,7 @@ def create_app(
         """A page of display messages and one of run events (each also bounded to about
         1 MB), with the run and the pending queue. Without a cursor a list holds its
         newest items; with one, the items after it. Follow `*_cursor` while `*_more`."""
-        await owned_async(session_id, owner)
+        session = await owned_async(session_id, owner)
         page = await asyncio.to_thread(
             client.session_page,
             session_id,
@@ -195,6 +196,7 @@ def create_app(
             messages_more=page.messages_more,
             events_more=page.events_more,
             messages_earlier=page.messages_earlier,
+            links=await asyncio.to_thread(session_links, client, session),
         )
 
     @app.get("/api/sessions/{session_id}/messages")

@@ -14,6 +14,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from api.subagent_links import SessionLinks
 from domain.guidance import GuidanceIntent
 from store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
 
@@ -134,6 +135,8 @@ class SessionState(_Body):
     events_more: bool
     messages_earlier: bool
     """Messages before the first one returned exist (`GET .../messages?before=`)."""
+    links: SessionLinks = Field(default_factory=SessionLinks)
+    """The session's sub-agents and, for a sub-agent, its parent (to open either)."""
 
 
 class MessagesPage(_Body):

@@ -22,7 +22,13 @@ from domain.entries import (
     SessionEntry,
     current_labels,
 )
-from domain.messages import AssistantMessage, CustomMessage, UserMessage, text_of
+from domain.messages import (
+    AssistantMessage,
+    CustomMessage,
+    ToolResultMessage,
+    UserMessage,
+    text_of,
+)
 
 PREVIEW_CHARS = 120
 MAX_NODES = 500
@@ -51,6 +57,8 @@ class TreeNode(BaseModel):
     """Children of this entry: more than one where the tree branches."""
     folded: int
     """Entries below it on the same line that are not shown."""
+    child_session_id: str | None = None
+    """A `delegate` call's result: the sub-agent session that answered it (to open it)."""
 
 
 class TreeView(BaseModel):
@@ -86,6 +94,14 @@ def _kind(entry: SessionEntry) -> NodeKind:
     return "other"
 
 
+def _subagent(entry: SessionEntry) -> str | None:
+    """The sub-agent session whose answer the entry is (a `delegate` result), or None."""
+    if isinstance(entry, MessageEntry) and isinstance(entry.message, ToolResultMessage):
+        found = (entry.message.details or {}).get("child_session_id")
+        return found if isinstance(found, str) else None
+    return None
+
+
 def _preview(entry: SessionEntry) -> str:
     text = ""
     if isinstance(entry, MessageEntry):
@@ -94,6 +110,8 @@ def _preview(entry: SessionEntry) -> str:
             text = text_of(message.content)
         elif isinstance(message, AssistantMessage):
             text = text_of(message.content) or ", ".join(c.name for c in message.tool_calls)
+        elif (child := _subagent(entry)) is not None:
+            text = f"sub-agent {child[:8]}: {text_of(message.content)}"
         else:
             text = f"{message.tool_name} result"
     elif isinstance(entry, CustomMessageEntry):
@@ -157,6 +175,7 @@ def tree_view(entries: Sequence[SessionEntry], leaf_id: str | None) -> TreeView:
             or entry.id == leaf
             or entry.id in labels
             or len(children.get(entry.id, [])) != 1
+            or _subagent(entry) is not None  # a place to open the sub-agent from
         )
 
     nodes: dict[str, TreeNode] = {}
@@ -181,6 +200,7 @@ def tree_view(entries: Sequence[SessionEntry], leaf_id: str | None) -> TreeView:
                 is_leaf=entry.id == leaf,
                 branches=len(kids),
                 folded=0,
+                child_session_id=_subagent(entry),
             )
             node_id = entry.id
         elif node_above is not None:

@@ -54,6 +54,21 @@ class SessionReads(ClientCore):
             listed = sessions.list_sessions(db, owner=owner, limit=limit)
             return [(s, next(iter(runs.list_runs(db, s.id, limit=1)), None)) for s in listed]
 
+    def children(self, session_id: str) -> list[SessionRecord]:
+        """The session's sub-agents: sessions its runs' `delegate` calls made, oldest first;
+        each names the run (`parent_run_id`) and the call (`parent_tool_call_id`)."""
+        self.get_session(session_id)
+        with self.db.transaction() as db:
+            return sessions.children(db, session_id)
+
+    def parent(self, session_id: str) -> SessionRecord | None:
+        """The session whose `delegate` call made this one; None for any other session."""
+        session = self.get_session(session_id)
+        if session.parent_tool_call_id is None or session.parent_session_id is None:
+            return None
+        with self.db.transaction() as db:
+            return sessions.get_session(db, session.parent_session_id)
+
     def entries(self, session_id: str) -> list[SessionEntry]:
         """Every entry of the session tree, in the order they were stored."""
         self.get_session(session_id)

@@ -28,6 +28,7 @@ from activities.mcp.tools import mcp_providers
 from activities.model_turn import ModelTurns
 from activities.orphans import ProcessRecords
 from activities.snapshots import SnapshotTaker
+from activities.subagents import Subagents
 from activities.tool_call import ToolCalls
 from activities.tools import BashTool, ToolRegistry, default_tools
 from activities.tools.environment import tool_environment
@@ -121,6 +122,7 @@ def build_worker(
     cache = EntryCache()
     models = ModelTurns(db, anthropic_client, registry, hooks, taker, cache)
     tree = TreeOps(db, anthropic_client, cache)
+    subagents = Subagents(db, registry)
     return SessionWorker(
         registry,
         client,
@@ -140,6 +142,8 @@ def build_worker(
             tree.commit_navigation,
             tree.save_turn,
             ToolCalls(db, registry, hooks, ProcessRecords(settings.tool_processes)).run_tool,
+            subagents.start_subagent,
+            subagents.finish_subagent,
         ],
         activity_executor=ThreadPoolExecutor(max_workers=32),
         # Cancellation reaches an activity in the reply to a heartbeat, so the throttle

@@ -223,6 +223,16 @@ class PhaseChanged(_Event):
     phase: str
 
 
+class SubagentStarted(_Event):
+    """A `delegate` call's sub-agent session exists and its run is starting: a client can
+    open it (its own events, steering and abort go by `session_id`)."""
+
+    type: Literal["subagent_started"] = "subagent_started"
+    tool_call_id: str
+    session_id: str
+    name: str
+
+
 AgentEvent = Annotated[
     AgentStart
     | AgentEnd
@@ -250,7 +260,8 @@ HarnessEvent = Annotated[
     | BranchSummarized
     | ContinuedAsNew
     | ApprovalRequested
-    | ApprovalDecided,
+    | ApprovalDecided
+    | SubagentStarted,
     Field(discriminator="type"),
 ]
 
@@ -277,7 +288,8 @@ RunEventPayload = Annotated[
     | BranchSummarized
     | ContinuedAsNew
     | ApprovalRequested
-    | ApprovalDecided,
+    | ApprovalDecided
+    | SubagentStarted,
     Field(discriminator="type"),
 ]
 

@@ -51,6 +51,9 @@ class ToolTraits(BaseModel):
     execution: ExecutionMode = "parallel"
     retry_safe: bool = False
     """Safe to run again after a crash: it has no side effects (read, ls, grep, find)."""
+    child_session: bool = False
+    """The call runs as a session of its own, a child workflow of the run (`delegate`),
+    not as a tool activity: the workflow starts it and the tool's `execute` never runs."""
 
 
 class ToolCallRef(BaseModel):

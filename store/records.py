@@ -30,6 +30,10 @@ class SessionRecord(_Record):
     forked_from_entry_id: str | None = None
     created_at: int
     updated_at: int
+    parent_run_id: str | None = None
+    """A sub-agent's session: the parent session's run that started it."""
+    parent_tool_call_id: str | None = None
+    """A sub-agent's session: the parent's `delegate` call it answers."""
 
 
 class RunRecord(_Record):

@@ -23,6 +23,8 @@ def create_session(
     parent_session_id: str | None = None,
     forked_from_entry_id: str | None = None,
     leaf_id: str | None = None,
+    parent_run_id: str | None = None,
+    parent_tool_call_id: str | None = None,
 ) -> SessionRecord:
     now = now_ms()
     row = SessionRow(
@@ -34,6 +36,8 @@ def create_session(
         leaf_id=leaf_id,
         parent_session_id=parent_session_id,
         forked_from_entry_id=forked_from_entry_id,
+        parent_run_id=parent_run_id,
+        parent_tool_call_id=parent_tool_call_id,
         created_at=now,
         updated_at=now,
     )
@@ -61,6 +65,34 @@ def list_sessions(
     if owner is not None:
         query = query.where(SessionRow.owner == owner)
     return [SessionRecord.model_validate(row) for row in db.scalars(query)]
+
+
+def children(db: Session, session_id: str, *, limit: int = 500) -> list[SessionRecord]:
+    """The sub-agent sessions the session's runs started, oldest first, at most `limit`
+    (forks are not children: they answer no tool call)."""
+    rows = db.scalars(
+        select(SessionRow)
+        .where(
+            SessionRow.parent_session_id == session_id,
+            SessionRow.parent_tool_call_id.is_not(None),
+        )
+        .order_by(SessionRow.created_at, SessionRow.id)
+        .limit(limit)
+    )
+    return [SessionRecord.model_validate(row) for row in rows]
+
+
+def depth(db: Session, session_id: str) -> int:
+    """How many sub-agent links lie above the session (0: a session a user made)."""
+    found, seen = 0, {session_id}
+    record = get_session(db, session_id)
+    while record is not None and record.parent_tool_call_id and record.parent_session_id:
+        if record.parent_session_id in seen:  # a loop would be a bug; do not spin on it
+            break
+        seen.add(record.parent_session_id)
+        found += 1
+        record = get_session(db, record.parent_session_id)
+    return found
 
 
 def set_leaf(db: Session, session_id: str, leaf_id: str | None) -> None:

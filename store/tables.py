@@ -44,7 +44,9 @@ class SessionRow(Base):
     workspace: Mapped[str] = mapped_column(Text)
     config: Mapped[dict[str, Any]]
     leaf_id: Mapped[str | None] = mapped_column(String(64))
-    parent_session_id: Mapped[str | None] = mapped_column(String(64))
+    parent_session_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    """The session this one came from: forked from (with `forked_from_entry_id`) or a
+    sub-agent of (with `parent_tool_call_id`)."""
     forked_from_entry_id: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
@@ -52,6 +54,9 @@ class SessionRow(Base):
     # (`store.cursor_order`): cursors count per session, from 1.
     last_message_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     last_event_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # A sub-agent's session: the parent's run and the `delegate` call it answers.
+    parent_run_id: Mapped[str | None] = mapped_column(String(64))
+    parent_tool_call_id: Mapped[str | None] = mapped_column(String(64))
 
 
 class EntryRow(Base):

@@ -51,6 +51,7 @@ from workflows import steps
 from workflows.approvals import PATCH, ApprovalGate
 from workflows.hook_runner import HookError
 from workflows.run_base import RunBase
+from workflows.subagents import run_subagent
 from workflows.tool_batch import BatchResult, run_tool_calls
 
 
@@ -367,6 +368,8 @@ class SessionRun(RunBase):
         if call.approval is not None and workflow.patched(PATCH):
             where = (self._turn, turn.assistant_id, self._now_ms())
             call = await self._approvals.wait(call, *where, self._approval_event)
+        if call.traits.child_session and call.refused is None:  # delegate: a sub-agent
+            return await run_subagent(self, turn, call)
         return await steps.run_tool(
             ToolCallInput(
                 session_id=self._run.session_id,

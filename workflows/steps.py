@@ -23,6 +23,13 @@ with workflow.unsafe.imports_passed_through():
     from domain.events import PhaseChanged, RetryScheduled, RunEventPayload
     from domain.fallbacks import root_message
     from domain.runs import RunOptions
+    from domain.subagents import (
+        FINISH_SUBAGENT,
+        START_SUBAGENT,
+        FinishSubagentInput,
+        StartSubagentInput,
+        SubagentStart,
+    )
     from domain.turns import (
         APPLY_CHANGES,
         FINISH_RUN,
@@ -167,6 +174,17 @@ async def run_tool(data: ToolCallInput, options: RunOptions) -> ToolCallOutcome:
         max_interval_s=10,
         summary=f"{data.call.name} {data.call.args_preview}"[:120],
     )
+
+
+async def start_subagent(data: StartSubagentInput) -> SubagentStart:
+    summary = f"make sub-agent session {data.child_session_id[:8]} for {data.call.id}"
+    return await _store_step(START_SUBAGENT, data, SubagentStart, summary)
+
+
+async def finish_subagent(data: FinishSubagentInput) -> ToolCallOutcome:
+    status = data.child.status if data.child else "not run"
+    summary = f"stage sub-agent answer for {data.call.id} ({status})"
+    return await _store_step(FINISH_SUBAGENT, data, ToolCallOutcome, summary)
 
 
 def _describe(event: RunEventPayload) -> str:

@@ -1,4 +1,4 @@
-"""Built-in tools the model can call: read, write, edit, bash, ls, grep, find.
+"""Built-in tools the model can call: read, write, edit, bash, ls, grep, find, delegate.
 
 Plain async Python with no workflow or activity imports; the caller runs them wherever it
 likes (an activity, a test) through a `ToolRegistry`.
@@ -10,6 +10,7 @@ from typing import Any
 
 from activities.tools.base import Tool, ToolContext, ToolInputError, ToolProvider, ToolRegistry
 from activities.tools.bash import BashTool, process_group_alive, running_process_groups
+from activities.tools.delegate import DelegateTool
 from activities.tools.edit import EditTool
 from activities.tools.find import FindTool
 from activities.tools.grep import GrepTool
@@ -19,6 +20,7 @@ from activities.tools.write import WriteTool
 
 __all__ = [
     "BashTool",
+    "DelegateTool",
     "EditTool",
     "FindTool",
     "GrepTool",
@@ -48,6 +50,7 @@ def default_tools(bash: BashTool | None = None) -> list[Tool[Any]]:
         LsTool(),
         GrepTool(),
         FindTool(),
+        DelegateTool(),
     ]
 
 

@@ -66,7 +66,8 @@ def show(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print entries as JSON.")] = False,
 ) -> None:
-    """Show a session: its runs and the transcript of its current branch.
+    """Show a session: its runs and the transcript of its current branch (and its
+    sub-agents' sessions, or the parent of a sub-agent).
 
     Long messages and tool output are cut, with a note of how much more there is;
     `--full` prints them whole, `--json` the stored entries.
@@ -83,6 +84,15 @@ def show(
         return
     say(Text.assemble(("session", "bold"), f" {record.id}  {record.name or ''}"))
     say(Text(f"workspace {record.workspace}   model {record.config.model}"))
+    if record.parent_tool_call_id and record.parent_session_id:
+        say(
+            Text(
+                f"sub-agent of session {record.parent_session_id} "
+                f"(its call {record.parent_tool_call_id}, run {record.parent_run_id})"
+            )
+        )
+    for child in client.children(session):
+        say(Text(f"sub-agent {child.id}  {child.name or ''}  for call {child.parent_tool_call_id}"))
     columns = [
         Column("run"),
         Column("status"),

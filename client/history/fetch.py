@@ -4,16 +4,24 @@ from __future__ import annotations
 
 from temporalio.client import Client
 
+from client.history.child_workflows import SUBAGENT
 from client.history.reader import timeline_from_history
 from client.history.timeline import EPOCH, RunTimeline
 from domain.runs import session_workflow_id
 
 
 async def session_timelines(
-    temporal: Client, session_id: str, run_id: str | None = None, ui_base: str | None = None
+    temporal: Client,
+    session_id: str,
+    run_id: str | None = None,
+    ui_base: str | None = None,
+    *,
+    subagents: bool = True,
 ) -> list[RunTimeline]:
     """Timelines of every execution of the session's workflow id, oldest first; with
-    `run_id`, only the executions of that run (its continue-as-new chain included).
+    `run_id`, only the executions of that run (its continue-as-new chain included). With
+    `subagents`, each run's sub-agent runs follow it (theirs in turn below them), each
+    naming the session and call that started it.
 
     Executions are found through Temporal's visibility store (eventually consistent: one
     that just started or ended may be missing for a moment); continue-as-new successors
@@ -49,7 +57,28 @@ async def session_timelines(
                 f"{ui_base.rstrip('/')}/namespaces/{temporal.namespace}/workflows/"
                 f"{timeline.workflow_id}/{timeline.temporal_run_id}/history"
             )
-    return [t for t in ordered if run_id is None or t.run_id == run_id]
+    shown = [t for t in ordered if run_id is None or t.run_id == run_id]
+    if not subagents:
+        return shown
+    with_children: list[RunTimeline] = []
+    for timeline in shown:
+        with_children.append(timeline)
+        for item in timeline.items:
+            child_session, child_run = (
+                item.details.get("child_session_id"),
+                item.details.get("child_run_id"),
+            )
+            if item.kind != SUBAGENT or not isinstance(child_session, str):
+                continue
+            below = await session_timelines(
+                temporal, child_session, child_run if isinstance(child_run, str) else None, ui_base
+            )
+            for child in below:
+                if child.parent_session_id is None:
+                    child.parent_session_id = session_id
+                    child.parent_tool_call_id = item.details.get("tool_call_id")
+            with_children += below
+    return with_children
 
 
 def _link(timeline: RunTimeline, kind: str, key: str) -> str | None:

@@ -17,6 +17,7 @@ from temporalio.api.history import v1 as history_v1
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHistory
 
+from client.history.child_workflows import ChildWorkflows
 from client.history.summaries import (
     ScheduledActivity,
     activity_label,
@@ -82,7 +83,7 @@ class _Retry:
 
 
 @dataclass
-class _Reader:
+class _Reader(ChildWorkflows):
     """Reads one history in event order: one `_on_<event>` method per event type it
     understands (`_on_other` for the rest), keeping the state that links events."""
 
@@ -96,6 +97,8 @@ class _Reader:
     turn: int | None = None
     workflow_type: str = ""
     run_id: str | None = None
+    children: dict[int, TimelineItem] = field(default_factory=dict)
+    """Child workflows (sub-agents) by the event that started them."""
 
     def read(self) -> RunTimeline:
         for event in self.history.events:

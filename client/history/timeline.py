@@ -19,7 +19,8 @@ class TimelineItem(BaseModel):
     kind: str
     """run_started, start_run, model_call, save_point, tool_call, retry, signal, cancel,
     finish_run, run_ended, continued_as_new, timer, apply_changes, workflow_task,
-    local_activity, activity, marker or event (anything else in the history)."""
+    subagent (a `delegate` call's child workflow), local_activity, activity, marker or
+    event (anything else in the history)."""
     turn: int | None = None
     """The run's turn it belongs to (a save point: the turn whose model call carried it)."""
     summary: str
@@ -43,3 +44,7 @@ class RunTimeline(BaseModel):
     items: list[TimelineItem]
     web_ui_url: str | None = None
     """This execution's history page in the Temporal web UI, when its address is known."""
+    parent_session_id: str | None = None
+    """For a sub-agent's run: the session whose `delegate` call started it."""
+    parent_tool_call_id: str | None = None
+    """For a sub-agent's run: that call."""

@@ -29,6 +29,9 @@ def render(timelines: list[RunTimeline], console: Console) -> None:
             header.append(f"  run {timeline.run_id}", style="bold")
         if timeline.items:
             header.append(f"  {timeline.items[0].at:%Y-%m-%d %H:%M:%S} UTC", style="dim")
+        if timeline.parent_session_id:
+            call = f", call {timeline.parent_tool_call_id}" if timeline.parent_tool_call_id else ""
+            header.append(f"  sub-agent of session {timeline.parent_session_id}{call}")
         _print_whole(console, header)
         if timeline.web_ui_url:
             _print_whole(console, Text(timeline.web_ui_url, style="dim"))
@@ -71,6 +74,7 @@ _LABELS = {
     "model_call": ("model", "cyan"),
     "save_point": ("  save point", "green"),
     "tool_call": ("  tool", "yellow"),
+    "subagent": ("  sub-agent", "yellow"),
     "retry": ("retry", "red"),
     "signal": ("signal", "magenta"),
     "cancel": ("cancel", "red"),

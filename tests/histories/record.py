@@ -25,6 +25,7 @@ from client.connection import connect_temporal  # noqa: E402
 from domain.compaction import CompactionSettings  # noqa: E402
 from settings import Settings  # noqa: E402
 from support import Stack, open_stack  # noqa: E402
+from temporalio.client import Client  # noqa: E402
 from temporal_dev import DevServer  # noqa: E402
 
 
@@ -108,6 +109,14 @@ async def approve_and_deny(stack: Stack, session_id: str) -> None:
 
 def bash(command: str, call_id: str) -> dict[str, Any]:
     return {"tool_use": {"id": call_id, "name": "bash", "input": {"command": command}}}
+
+
+async def delegate_and_wait(stack: Stack, session_id: str) -> None:
+    """The parent hands the work to a sub-agent, which runs a tool and answers."""
+    delegate = {"name": "delegate", "input": {"prompt": "Child: list the files", "name": "lister"}}
+    steps = [{"reply": [{"tool_use": delegate}]}, {"reply": [{"text": "The sub-agent listed them."}]}]
+    stack.model.add_steps(session_id, steps, replace=True)  # the "*" steps are the child's
+    await (await stack.client.prompt(session_id, "Have a sub-agent list the files.")).result()
 
 
 READ_PART = {"reply": [{"tool_use": {"name": "read", "input": {"path": "part.txt"}}}]}
@@ -194,6 +203,18 @@ SCENARIOS = [
         auto_compaction_and_continue_as_new,
     ),
     Scenario(
+        "subagent",
+        {
+            "conversations": {
+                "*": [
+                    {"match": "^Child", "reply": [{"tool_use": {"name": "ls", "input": {}}}]},
+                    {"reply": [{"text": "Two files."}]},
+                ]
+            }
+        },
+        delegate_and_wait,
+    ),
+    Scenario(
         "compaction",
         {"conversations": {"*": [*SUMMARIES, READ_PART, READ_PART, {"reply": [{"text": "ok"}]}]}},
         manual_compaction,
@@ -220,6 +241,24 @@ SCENARIOS = [
 ]
 
 
+async def save_histories(temporal: Client, session_id: str, name: str) -> None:
+    """Every execution under the session's workflow id, as NAME.json (NAME-1.json, ...)."""
+    executions = [
+        listed
+        async for listed in temporal.list_workflows(f"WorkflowId = 'session-{session_id}'")
+    ]
+    executions.sort(key=lambda listed: listed.start_time)
+    # Changes applied to the idle session before the run are not the run.
+    executions = [e for e in executions if e.workflow_type != "SessionChanges"]
+    for number, listed in enumerate(executions, start=1):
+        handle = temporal.get_workflow_handle(listed.id, run_id=listed.run_id)
+        history = await handle.fetch_history()
+        suffix = f"-{number}" if len(executions) > 1 else ""
+        target = HERE / f"{name}{suffix}.json"
+        target.write_text(history.to_json())
+        print(f"recorded {target.name}: {len(history.events)} events")
+
+
 async def record(names: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         server = DevServer(Path(tmp) / "temporal.db")
@@ -237,22 +276,14 @@ async def record(names: list[str]) -> None:
                     session = stack.client.create_session()
                     async with stack.worker():
                         await scenario.drive(stack, session.id)
-                    executions = [
-                        listed
-                        async for listed in temporal.list_workflows(
-                            f"WorkflowId = 'session-{session.id}'"
-                        )
-                    ]
-                    executions.sort(key=lambda listed: listed.start_time)
-                    # Changes applied to the idle session before the run are not the run.
-                    executions = [e for e in executions if e.workflow_type != "SessionChanges"]
-                    for number, listed in enumerate(executions, start=1):
-                        handle = temporal.get_workflow_handle(listed.id, run_id=listed.run_id)
-                        history = await handle.fetch_history()
-                        suffix = f"-{number}" if len(executions) > 1 else ""
-                        target = HERE / f"{scenario.name}{suffix}.json"
-                        target.write_text(history.to_json())
-                        print(f"recorded {target.name}: {len(history.events)} events")
+                    # A sub-agent's session is recorded too, as NAME-child.
+                    sessions = {"": session.id}
+                    sessions.update(
+                        (f"-child{'' if n == 1 else n}", child.id)
+                        for n, child in enumerate(stack.client.children(session.id), start=1)
+                    )
+                    for tag, session_id in sessions.items():
+                        await save_histories(temporal, session_id, scenario.name + tag)
         finally:
             server.stop()
 

@@ -201,7 +201,8 @@ BAD_INPUT = [
     ),
     (
         ["configure", S, "--tools", "read,bogus"],
-        "--tools: unknown tool 'bogus'; the tools are read, write, edit, bash, ls, grep, find",
+        "--tools: unknown tool 'bogus'; the tools are read, write, edit, bash, ls, grep, find,"
+        " delegate",
     ),
     (
         ["configure", S, "--mcp-servers", "docs"],
@@ -264,7 +265,8 @@ async def test_config_errors_from_the_python_client_are_one_line(stack: Stack) -
     with pytest.raises(InvalidChange) as tools:
         await stack.client.set_active_tools(session.id, ["read", "grpe"])
     assert str(tools.value) == (
-        "active_tools: unknown tool 'grpe'; the tools are read, write, edit, bash, ls, grep, find"
+        "active_tools: unknown tool 'grpe'; the tools are read, write, edit, bash, ls, grep,"
+        " find, delegate"
     )
     with pytest.raises(InvalidPrompt, match="max_turns must be at least 1"):
         await stack.client.prompt(session.id, "hi", max_turns=0)

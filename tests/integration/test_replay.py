@@ -29,6 +29,8 @@ def test_histories_are_recorded() -> None:
         "continue_as_new-1",
         "compaction-1",
         "approval",
+        "subagent",
+        "subagent-child",
     }
 
 

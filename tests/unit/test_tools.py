@@ -90,12 +90,23 @@ class _FailingTool(Tool[_NoArgs]):
         raise self.exc
 
 
+async def test_delegate_never_runs_as_a_tool_activity(
+    registry: ToolRegistry, ctx: ToolContext
+) -> None:
+    """The workflow answers delegate calls with a sub-agent; a call that reaches the tool
+    by mistake fails loudly instead of looking like an answer."""
+    result = await run(registry, ctx, "delegate", prompt="do it")
+    assert result.is_error
+    assert "never as a tool activity" in result.content[0].text  # type: ignore[union-attr]
+
+
 def test_registry_order_traits_and_duplicates(registry: ToolRegistry) -> None:
-    assert registry.names() == ["read", "write", "edit", "bash", "ls", "grep", "find"]
+    assert registry.names() == ["read", "write", "edit", "bash", "ls", "grep", "find", "delegate"]
     for name in ("read", "ls", "grep", "find"):
         assert registry.traits_of(name) == ToolTraits(retry_safe=True)
     for name in ("write", "edit", "bash"):
         assert registry.traits_of(name) == ToolTraits(retry_safe=False)
+    assert registry.traits_of("delegate") == ToolTraits(child_session=True)
     assert registry.traits_of("nope") == ToolTraits(known=False)
     registry.register(_FailingTool(OSError()))
     assert registry.traits_of("failing").execution == "sequential"
@@ -138,7 +149,7 @@ async def test_run_unknown_tool(registry: ToolRegistry, ctx: ToolContext) -> Non
     result = await run(registry, ctx, "fly", to="moon")
     assert result.is_error
     assert text(result) == (
-        "Tool 'fly' not found. Available tools: read, write, edit, bash, ls, grep, find"
+        "Tool 'fly' not found. Available tools: read, write, edit, bash, ls, grep, find, delegate"
     )
 
 

@@ -53,6 +53,7 @@ function describe(type, p) {
     case "branch_summary": return `Branch summarised (${p.summary_chars} characters)`;
     case "continued_as_new":
       return `Continued as new after turn ${p.turn} (history ${p.history_events} events, ${Math.round(p.history_bytes / 1024)} KB)`;
+    case "subagent_started": return `Sub-agent ${p.name} started in a session of its own`;
     default: return "";
   }
 }

@@ -71,14 +71,39 @@ async function refreshSessions() {
     return;
   }
   const open = currentId();
-  $("session-list").replaceChildren(...summaries.map(({ session, status, latest_run: run }) => {
+  $("session-list").replaceChildren(...withSubagentsBelow(summaries).map(({ session, status, latest_run: run }) => {
     const when = Math.max(session.updated_at, run ? run.updated_at : 0);
-    return el("li", { dataset: { id: session.id, status }, class: session.id === open ? "current" : "" },
+    const classes = [session.id === open ? "current" : "", session.parent_tool_call_id ? "subagent" : ""];
+    return el("li", { dataset: { id: session.id, status }, class: classes.join(" ").trim() },
       el("a", { href: `#/s/${session.id}` },
         el("span", { class: "session-name" }, session.name || `Session ${shortId(session.id)}`),
         el("span", { class: `status ${status}` }, status),
         el("time", { class: "last-activity" }, clockTime(when))));
   }));
+}
+
+// A sub-agent's session is listed right below its parent (when the parent is listed),
+// the others in the order given (most recently active first).
+function withSubagentsBelow(summaries) {
+  const listed = new Set(summaries.map(({ session }) => session.id));
+  const below = new Map();
+  for (const summary of summaries) {
+    const parent = summary.session.parent_tool_call_id && summary.session.parent_session_id;
+    if (parent && listed.has(parent)) {
+      if (!below.has(parent)) below.set(parent, []);
+      below.get(parent).push(summary);
+    }
+  }
+  const ordered = [];
+  const add = (summary) => {
+    ordered.push(summary);
+    for (const child of below.get(summary.session.id) || []) add(child);
+  };
+  for (const summary of summaries) {
+    const parent = summary.session.parent_tool_call_id && summary.session.parent_session_id;
+    if (!(parent && listed.has(parent))) add(summary);
+  }
+  return ordered;
 }
 
 function closeView() {

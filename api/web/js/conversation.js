@@ -4,6 +4,7 @@
 
 import { duration, el, textOf } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
+import { SubagentLinks } from "./subagents.js";
 
 const FOLD_LINES = 12;
 const FOLD_CHARS = 1500;
@@ -36,7 +37,7 @@ const STATE_LABELS = {
 };
 
 function argumentSummary(args) {
-  const shown = args.command ?? args.path ?? args.pattern ?? args.url ?? "";
+  const shown = args.command ?? args.path ?? args.pattern ?? args.url ?? args.name ?? args.prompt ?? "";
   return typeof shown === "string" ? shown : JSON.stringify(shown);
 }
 
@@ -47,7 +48,8 @@ export class Conversation {
     this.list = el("div", { class: "messages" });
     this.earlierButton = el("button", { class: "earlier", hidden: true, onclick: () => onLoadEarlier() }, "Load earlier messages");
     this.retryNotice = el("div", { class: "retry-notice", hidden: true, role: "status" });
-    root.replaceChildren(this.earlierButton, this.list, this.retryNotice);
+    this.subagents = new SubagentLinks();
+    root.replaceChildren(this.subagents.parentNote, this.earlierButton, this.list, this.retryNotice);
     this.entries = new Map(); // id -> {id, seq, runId, message, arrival}
     this.elements = new Map(); // id -> element
     this.tools = new Map(); // tool call id -> {started, startedAt, output, durationMs, result, runId}
@@ -118,8 +120,15 @@ export class Conversation {
 
   // Run events ----------------------------------------------------------------------
 
+  setLinks(links) {
+    this.subagents.set(links);
+    for (const callId of this.cards.keys()) this.updateCard(callId);
+  }
+
   onEvent(event) {
     const p = event.payload;
+    const linked = this.subagents.onEvent(event);
+    if (linked) this.updateCard(linked);
     switch (event.type) {
       case "message_start":
         this.clearRetry();
@@ -379,6 +388,8 @@ export class Conversation {
       head.querySelector(".tool-state").textContent = "awaiting approval";
       parts.push(approval);
     }
+    const child = this.subagents.link(call.id, tool.result);
+    if (child) parts.push(child);
     if (call.arguments && Object.keys(call.arguments).length) {
       parts.push(el("details", { class: "tool-args" }, el("summary", {}, "arguments"),
         el("pre", {}, JSON.stringify(call.arguments, null, 2))));

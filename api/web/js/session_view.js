@@ -91,6 +91,7 @@ export class SessionView {
       const state = await this.call("/state");
       this.conversation.addDisplay(state.messages);
       this.conversation.setEarlier(Boolean(state.messages_earlier));
+      this.conversation.setLinks(state.links);
       this.messagesCursor = state.messages_cursor;
       for (const event of await this.withLiveTurn(state)) this.apply(event);
       this.composer.setQueue(state.input_queue);

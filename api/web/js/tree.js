@@ -23,6 +23,8 @@ export class TreePanel {
     const labelled = node.label ? el("span", { class: "label" }, node.label) : null;
     const where = node.is_leaf ? el("span", { class: "leaf" }, "current") : null;
     const folded = node.folded ? el("span", { class: "folded" }, `+${node.folded}`) : null;
+    const subagent = node.child_session_id
+      ? el("a", { class: "subagent-link", href: `#/s/${node.child_session_id}` }, "open sub-agent") : null;
     const buttons = el("span", { class: "node-actions" },
       el("button", { type: "button", class: "goto", onclick: () => this.actions.goto(node) }, "Go to"),
       el("button", { type: "button", class: "fork", onclick: () => this.actions.fork(node) }, "Fork"),
@@ -33,7 +35,7 @@ export class TreePanel {
     },
     el("span", { class: "kind" }, KINDS[node.kind] || node.kind),
     el("span", { class: "preview", title: node.preview }, node.preview || "(empty)"),
-    labelled, where, folded, buttons);
+    labelled, where, folded, subagent, buttons);
     // Through the CSSOM: the page's policy refuses inline style attributes.
     row.style.setProperty("--depth", String(node.depth));
     return row;

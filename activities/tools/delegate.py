@@ -1,0 +1,73 @@
+"""`delegate`: hand a piece of work to a sub-agent, a session of its own.
+
+Only the spec lives here (what the model reads, the arguments it may give). The call never
+runs as a tool activity: its traits say it runs as a child session, and the workflow
+starts that session's run as a child workflow (`workflows/subagents.py`).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from activities.tools.base import Tool, ToolContext
+from domain.input import MAX_INPUT_BYTES
+from domain.subagents import DELEGATE_TOOL, MAX_DEPTH
+from domain.tools import ToolResult, ToolTraits
+
+MAX_NAME_CHARS = 100
+MAX_MODEL_CHARS = 100
+
+
+class DelegateArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str = Field(
+        min_length=1,
+        max_length=MAX_INPUT_BYTES,
+        description=(
+            "The sub-agent's task, complete in itself: it sees nothing of this conversation, "
+            "only this text and the workspace. Say what to do, what to hand back, and when "
+            "to stop."
+        ),
+    )
+    name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="A short title for the sub-agent's session, e.g. 'review the parser'.",
+    )
+    tools: list[str] | None = Field(
+        default=None,
+        description=("The tools the sub-agent may use, a subset of yours; default: all of yours."),
+    )
+    model: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_MODEL_CHARS,
+        description="The model the sub-agent runs on; default: yours.",
+    )
+
+
+class DelegateTool(Tool[DelegateArgs]):
+    name = DELEGATE_TOOL
+    description = (
+        "Hand a self-contained piece of work to a sub-agent: a new session with its own "
+        "context that works in the same workspace with the tools you give it (never more "
+        "than yours), then answers. The result is its final answer. Several delegate calls "
+        "in one reply run in parallel, so split independent work into separate calls. "
+        "The sub-agent does not see this conversation: put everything it needs in the "
+        f"prompt. Sub-agents nest at most {MAX_DEPTH} deep: a sub-agent of a sub-agent "
+        "cannot delegate."
+    )
+    args_model = DelegateArgs
+    traits: ClassVar[ToolTraits] = ToolTraits(child_session=True)
+
+    async def execute(self, args: DelegateArgs, ctx: ToolContext) -> ToolResult:
+        # The workflow answers these calls itself; reaching here means a call was sent to
+        # the tool activity by mistake, which must be seen, not papered over.
+        raise RuntimeError(
+            "delegate runs as a child session workflow, never as a tool activity: "
+            "the workflow should have started a sub-agent for this call"
+        )

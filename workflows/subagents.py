@@ -1,0 +1,116 @@
+"""A `delegate` call: the sub-agent's session runs as a child workflow of the run.
+
+    start_subagent (local activity)   make the child session, linked to the call
+    SessionRun (child workflow)       the child's run, under the child session's own
+                                      workflow id: steer, guide or abort it by its id
+    finish_subagent (local activity)  stage the call's result: the child's answer
+
+The child runs on the parent's task queue with the parent's run options. Cancelling the
+call (the parent is aborted, or guidance interrupts the batch) asks the child to cancel,
+which aborts its run as a user's abort would (its tools are killed), and waits for it:
+the call's result then says it was stopped. If the parent's workflow closes some other
+way, the parent-close policy asks the child to cancel too. The child's usage adds to the
+parent run's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import ChildWorkflowError
+from temporalio.workflow import ParentClosePolicy
+
+with workflow.unsafe.imports_passed_through():
+    from domain.fallbacks import TurnInProgress, root_message
+    from domain.messages import user_text
+    from domain.runs import RunInput, RunResult, session_workflow_id
+    from domain.subagents import FinishSubagentInput, StartSubagentInput
+    from domain.tools import ToolCallRef
+    from domain.turns import ToolCallOutcome
+
+from workflows import steps
+from workflows.run_base import RunBase
+
+# The keys a client starts runs with (client/session_workflows.py), so a child run is
+# found by session and run like any other.
+_SESSION_ID = SearchAttributeKey.for_keyword("DuragentSessionId")
+_RUN_ID = SearchAttributeKey.for_keyword("DuragentRunId")
+_KIND = SearchAttributeKey.for_keyword("DuragentKind")
+
+
+async def run_subagent(run: RunBase, turn: TurnInProgress, call: ToolCallRef) -> ToolCallOutcome:
+    """Run the call's sub-agent to its end and stage its answer as the call's result."""
+    parent = run._run
+    started_at = run._now_ms()
+    child_id = run._new_id()
+    start = await steps.start_subagent(
+        StartSubagentInput(
+            session_id=parent.session_id,
+            run_id=parent.run_id,
+            turn=run._turn,
+            snapshot_id=run._snapshot.id,
+            assistant_entry_id=turn.assistant_id,
+            call=call,
+            child_session_id=child_id,
+        )
+    )
+    finish = FinishSubagentInput(
+        session_id=parent.session_id,
+        run_id=parent.run_id,
+        result_entry_id=turn.result_id(call.id),
+        call=call,
+        started_at_ms=started_at,
+        finished_at_ms=started_at,
+        name=start.name,
+    )
+    if start.refused is not None:
+        return await steps.finish_subagent(finish.model_copy(update={"error": start.refused}))
+    finish.child_session_id = child_id
+    child_run_id = run._new_id()
+    child = RunInput(
+        session_id=child_id,
+        run_id=child_run_id,
+        prompt=[user_text(start.prompt, started_at)],
+        options=parent.options,
+        max_turns=parent.max_turns,
+    )
+    try:
+        result: RunResult = await workflow.execute_child_workflow(
+            "SessionRun",
+            child,
+            id=session_workflow_id(child_id),
+            result_type=RunResult,
+            parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+            # What `duragent history` reads to link the call to the sub-agent's session.
+            memo={
+                "kind": "prompt",
+                "run_id": child_run_id,
+                "parent_session_id": parent.session_id,
+                "tool_call_id": call.id,
+                "name": start.name,
+            },
+            search_attributes=TypedSearchAttributes(
+                [
+                    SearchAttributePair(_SESSION_ID, child_id),
+                    SearchAttributePair(_KIND, "prompt"),
+                    SearchAttributePair(_RUN_ID, child_run_id),
+                ]
+            ),
+            static_summary=f"sub-agent {start.name!r} for {call.id}"[:200],
+        )
+    except ChildWorkflowError as err:
+        # Not an aborted child (that returns its result): its workflow failed for good.
+        finish.error = root_message(err)
+    except asyncio.CancelledError:
+        # Cancelled before the child could start: nothing of it ran.
+        await steps.finish_subagent(
+            finish.model_copy(update={"error": "stopped before it started"})
+        )
+        raise
+    else:
+        finish.child = result
+        run._usage = run._usage.plus(result.usage)
+    finish.finished_at_ms = run._now_ms()
+    return await steps.finish_subagent(finish)
