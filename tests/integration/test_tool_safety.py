@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from support import Stack
 
+from activities.tools import default_tool_names
 from activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
 from worker import build_worker, tool_registry
 
@@ -79,7 +80,7 @@ async def test_active_tools_set_with_a_session_wide_setting_stay_on_their_branch
         await stack.client.navigate(session.id, before_change.id)
         await (await stack.client.prompt(session.id, "third, on the old branch")).result()
 
-    everything = ["read", "write", "edit", "bash", "ls", "grep", "find"]
+    everything = default_tool_names()
     assert offered_tools(stack, session.id, 0) == everything
     assert offered_tools(stack, session.id, 1) == ["read"]
     assert offered_tools(stack, session.id, 2) == everything
