@@ -10,6 +10,8 @@ from temporalio.client import Client
 from activities.tools import default_tool_names
 from client.connection import connect_temporal, open_store
 from client.errors import TemporalUnreachable
+from client.prices import price_table
+from domain.prices import PriceTable
 from settings import Settings
 from store.db import Database
 
@@ -31,6 +33,8 @@ class ClientCore:
         self.tool_names = list(tool_names) if tool_names is not None else default_tool_names()
         """The tools a session's active tools may name: the workers' built-in ones, unless
         the workers register others (`build_worker(tools=...)`): then pass those."""
+        self.prices: PriceTable = price_table(settings.prices_file)
+        """What the client prices usage with (`client.prices`)."""
 
     @classmethod
     async def connect(cls, settings: Settings) -> Self:
