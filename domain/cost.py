@@ -69,6 +69,7 @@ class Cost(BaseModel):
     """See `cache_hit_rate`; None without prompt tokens."""
     unpriced_models: list[str] = Field(default_factory=list)
     by_model: list[ModelCost] = Field(default_factory=list)
+    """Per model, by name."""
 
     @property
     def text(self) -> str:
@@ -82,7 +83,8 @@ def cost_of(parts: Iterable[ModelUsage], prices: PriceTable) -> Cost:
         seen = by_model.setdefault(part.model, ModelUsage(model=part.model))
         seen.usage = seen.usage.plus(part.usage)
         seen.calls += part.calls
-    priced = [_priced(part, prices) for part in by_model.values()]
+    ordered = sorted(by_model.values(), key=lambda part: part.model or "")
+    priced = [_priced(part, prices) for part in ordered]
     total = Usage()
     for part in priced:
         total = total.plus(part.usage)
@@ -122,3 +124,55 @@ def cost_text(cost_usd: float | None, unpriced_models: Iterable[str] = ()) -> st
 def rate_text(rate: float | None) -> str:
     """A cache hit rate as people read it: `87% cache hits`, or `no prompt tokens`."""
     return "no prompt tokens" if rate is None else f"{rate:.0%} cache hits"
+
+
+class TurnCost(BaseModel):
+    """What one model call cost (an assistant message), small enough to ride along with
+    every message a page shows."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cost_usd: float | None
+    """None: no price for `model`."""
+    model: str | None
+    cache_hit_rate: float | None = None
+
+    @property
+    def text(self) -> str:
+        return cost_text(self.cost_usd, [self.model or "(none)"])
+
+
+def turn_cost(model: str | None, usage: Usage, prices: PriceTable) -> TurnCost:
+    """The cost of one assistant message: its usage at the price of the model it names."""
+    priced = _priced(ModelUsage(model=model, usage=usage, calls=1), prices)
+    return TurnCost(cost_usd=priced.cost_usd, model=model, cache_hit_rate=cache_hit_rate(usage))
+
+
+def message_turn_cost(message: dict[str, object], prices: PriceTable) -> TurnCost | None:
+    """`turn_cost` of a stored message (as JSON); None unless it is an assistant's."""
+    if message.get("role") != "assistant":
+        return None
+    model = message.get("model")
+    usage = Usage.model_validate(message.get("usage") or {})
+    return turn_cost(model if isinstance(model, str) else None, usage, prices)
+
+
+class SessionCosts(BaseModel):
+    """A session's cost, and each of its runs' (by run id)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session: Cost
+    runs: dict[str, Cost] = Field(default_factory=dict)
+
+    def of_run(self, run_id: str) -> Cost:
+        """A run's cost; a run with no stored turn yet has cost nothing."""
+        return self.runs.get(run_id) or Cost(cost_usd=0.0)
+
+
+def session_costs(by_run: dict[str, list[ModelUsage]], prices: PriceTable) -> SessionCosts:
+    """Each run priced per model, and the session as all of them together."""
+    return SessionCosts(
+        session=cost_of((part for parts in by_run.values() for part in parts), prices),
+        runs={run_id: cost_of(parts, prices) for run_id, parts in by_run.items()},
+    )

@@ -3,6 +3,7 @@ now, and what its runs did as their Temporal histories tell it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Annotated
 
@@ -19,7 +20,9 @@ from client.cli.views import (
     announce,
     config_line,
     console,
+    cost_line,
     err,
+    prices_line,
     print_clipped,
     print_entry,
     say,
@@ -83,11 +86,13 @@ def show(
         return
     say(Text.assemble(("session", "bold"), f" {record.id}  {record.name or ''}"))
     say(Text(f"workspace {record.workspace}   model {record.config.model}"))
+    costs = client.costs(session)
     columns = [
         Column("run"),
         Column("status"),
         Column("turns", justify="right"),
         Column("tokens", justify="right"),
+        Column("cost", justify="right", wrap=True),
         Column("started", drop=1),
         Column("error", wrap=True),
     ]
@@ -97,14 +102,16 @@ def show(
             run.status,
             str(run.turns),
             str(run.usage.total_tokens),
+            costs.of_run(run.run_id).text,
             when(run.started_at),
             run.error or "",
         ]
         for run in client.runs(session)
     ]
     print_table(console, columns, rows)
+    say(Text(f"session cost {cost_line(costs.session)}; {prices_line(client.prices)}"))
     limits = SHOW_ALL if full else SHOW_LIMITS
-    cut = [print_entry(entry, limits) for entry in path]
+    cut = [print_entry(entry, limits, client.prices) for entry in path]
     if any(cut):
         say(
             Text(
@@ -123,12 +130,14 @@ def history(
 ) -> None:
     """What happened in a session's runs, read from their Temporal workflow histories.
 
-    Model calls with usage, tool calls with outcome and duration, save points, retries,
-    signals and when they were consumed, aborts and continue-as-new links, with times.
+    Model calls with usage and cost (today's prices), tool calls with outcome and
+    duration, save points, retries, signals and when they were consumed, aborts and
+    continue-as-new links, with times; each run's end with what it cost in all.
     Lines wrap on a terminal and are whole when piped. Each run links to its page in
     Temporal's web UI when the UI answers (its port: DURAGENT_TEMPORAL_UI_PORT).
     """
     from client.history import render, session_timelines
+    from client.history.costs import price_timelines
 
     settings: Settings = ctx.obj
     store = store_client(settings)
@@ -145,6 +154,7 @@ def history(
         async with ensure_temporal(settings, announce):
             client = await DuragentClient.connect(settings)
             timelines = await session_timelines(client.temporal, session, run, ui_base=ui_base)
+        price_timelines(timelines, store.prices)
         if as_json:
             dumped = json.dumps([t.model_dump(mode="json") for t in timelines], indent=2)
             console.out(dumped, highlight=False)
@@ -182,23 +192,37 @@ def status(
     session: SessionArg,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
-    """Phase, config, queued messages and pending writes of a session."""
+    """Phase, config, queued messages and pending writes of a session, and what its
+    latest run and all its runs cost (with the prompt cache's hit rate)."""
 
     async def main() -> None:
         client = await DuragentClient.connect(ctx.obj)
         state = await client.status(session)
+        costs = await asyncio.to_thread(client.costs, session)
+        latest = state.run.run_id if state.run else _latest_run(client, session)
+        run_cost = costs.of_run(latest) if latest else None
         if as_json:
             view = {
                 "phase": state.phase,
                 "config": state.config.model_dump(),
                 "run": state.run.model_dump(mode="json") if state.run else None,
                 "next_turn": [i.model_dump(mode="json") for i in state.next_turn],
+                "cost": {
+                    "run_id": latest,
+                    "run": run_cost.model_dump(mode="json") if run_cost else None,
+                    "session": costs.session.model_dump(mode="json"),
+                    "prices_as_of": client.prices.as_of.isoformat(),
+                    "prices_overridden_by": client.prices.overridden_by,
+                },
             }
             console.out(json.dumps(view, indent=2), highlight=False)
             return
         run_line = f" (run {state.run.run_id}, turn {state.run.turn})" if state.run else ""
         console.print(f"[bold]{state.phase}[/]{run_line}")
         console.print(config_line(state.config))
+        if latest and run_cost:
+            say(Text(f"run {latest} cost {cost_line(run_cost)}"))
+        say(Text(f"session cost {cost_line(costs.session)}; {prices_line(client.prices)}"))
         if state.run:
             for item in state.run.steering:
                 print_clipped("  steering: ", item.text, QUEUE_TEXT_CHARS)
@@ -210,3 +234,9 @@ def status(
             print_clipped("  next turn: ", queued.text, QUEUE_TEXT_CHARS)
 
     command.run(main())
+
+
+def _latest_run(client: DuragentClient, session: str) -> str | None:
+    """The session's latest run (None before its first)."""
+    found = client.runs(session)
+    return found[0].run_id if found else None

@@ -148,10 +148,10 @@ def test_a_run_that_switched_models_is_priced_per_model_and_unknown_says_which()
     # Sonnet: 20,000 input x $3 / 1M = $0.06; Haiku: 2,000 output x $5 / 1M = $0.01.
     assert cost.cost_usd == pytest.approx(0.07)
     assert [(m.model, m.calls) for m in cost.by_model] == [
-        ("claude-sonnet-4-5-20251001", 2),
         ("claude-haiku-4-5", 2),
+        ("claude-sonnet-4-5-20251001", 2),
     ]
-    assert [m.cost_usd for m in cost.by_model] == [pytest.approx(0.06), pytest.approx(0.01)]
+    assert [m.cost_usd for m in cost.by_model] == [pytest.approx(0.01), pytest.approx(0.06)]
     assert cost.usage == Usage(input_tokens=20_000, output_tokens=2_000)
     assert cost.text == "$0.0700"
 
