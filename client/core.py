@@ -11,6 +11,7 @@ from activities.tools import default_tool_names
 from client.connection import connect_temporal, open_store
 from client.errors import TemporalUnreachable
 from client.prices import price_table
+from client.usage_tally import UsageTally
 from domain.prices import PriceTable
 from settings import Settings
 from store.db import Database
@@ -35,6 +36,8 @@ class ClientCore:
         the workers register others (`build_worker(tools=...)`): then pass those."""
         self.prices: PriceTable = price_table(settings.prices_file)
         """What the client prices usage with (`client.prices`)."""
+        self.usage_tally = UsageTally()
+        """Sessions' usage per run and model, read incrementally (`client.usage_tally`)."""
 
     @classmethod
     async def connect(cls, settings: Settings) -> Self:

@@ -11,7 +11,7 @@ from client.errors import EntryNotInSession, QueueItemNotFound, SessionNotFound
 from domain.cost import SessionCosts, session_costs
 from domain.entries import SessionEntry, current_labels
 from domain.resources import ResourceKind
-from store import display, entries, events, input_queue, runs, sessions, usage
+from store import display, entries, events, input_queue, runs, sessions
 from store.errors import SessionNotFound as StoreSessionNotFound
 from store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
 
@@ -96,7 +96,7 @@ class SessionReads(ClientCore):
         assistant messages they stored (`store.usage`) with `self.prices`."""
         self.get_session(session_id)
         with self.db.transaction() as db:
-            by_run = usage.run_model_usage(db, session_id)
+            by_run = self.usage_tally.read(db, session_id)
         return session_costs(by_run, self.prices)
 
     def cursor(self, session_id: str) -> int:
@@ -176,7 +176,7 @@ class SessionReads(ClientCore):
             )
             latest = runs.list_runs(db, session_id, limit=1)
             pending = input_queue.list_items(db, session_id, status="pending")
-            by_run = usage.run_model_usage(db, session_id)
+            by_run = self.usage_tally.read(db, session_id)
         return SessionPage(
             messages=shown,
             messages_more=more,

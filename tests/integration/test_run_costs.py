@@ -75,6 +75,8 @@ async def test_status_show_history_and_state_show_what_runs_cost(
         session_id = session["id"]
         async with stack.worker():
             first = await (await stack.client.prompt(session_id, "go")).result()
+            # Read once between the runs: the second read adds only what came after it.
+            between = (await http.get(f"/api/sessions/{session_id}/state")).json()
             await stack.client.set_model(session_id, HAIKU)
             second = await (await stack.client.prompt(session_id, "again")).result()
         assert (first.status, second.status) == ("completed", "completed")
@@ -96,6 +98,8 @@ async def test_status_show_history_and_state_show_what_runs_cost(
         total_rate = cache_hit_rate(one.usage.plus(two.usage))
         assert one_rate is not None and total_rate is not None
 
+        assert between["session_cost"]["cost_usd"] == pytest.approx(one_usd)
+        assert between["run"]["cost"] == between["session_cost"]
         state = (await http.get(f"/api/sessions/{session_id}/state")).json()
         assert state["run"]["latest"]["run_id"] == second.run_id
         assert state["run"]["cost"]["cost_usd"] == pytest.approx(two_usd)
