@@ -69,7 +69,8 @@ def show(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print entries as JSON.")] = False,
 ) -> None:
-    """Show a session: its runs and the transcript of its current branch.
+    """Show a session: its runs and the transcript of its current branch, with what each
+    run, each model call and the whole session cost (and the cache hit rate).
 
     Long messages and tool output are cut, with a note of how much more there is;
     `--full` prints them whole, `--json` the stored entries.
