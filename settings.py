@@ -21,6 +21,7 @@
 | `DURAGENT_TOOL_ENV` | tools get PATH, HOME, LANG, LC_*, TZ...; add `NAME`, `P*`, `NAME=value` |
 | `DURAGENT_TOOL_SANDBOX` | `none`; `bwrap`: tool commands run in a bubblewrap sandbox |
 | `DURAGENT_MCP_CONFIG` | none: the MCP servers file (YAML or JSON) whose tools workers offer |
+| `DURAGENT_PRICES_FILE` | none: a price table (TOML) whose models replace or add to the bundled |
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
+
+from domain.prices import PriceFileError, PriceTable, parse_price_table
 
 ToolSandbox = Literal["none", "bwrap"]
 TOOL_SANDBOXES: tuple[ToolSandbox, ...] = ("none", "bwrap")
@@ -92,6 +95,9 @@ class Settings(BaseSettings):
     mcp_config: Path | None = None
     """The MCP servers a worker connects to (`activities.mcp.config`); clients read it
     too, to know which `<server>__<tool>` names a session's active tools may hold."""
+    prices_file: Path | None = None
+    """A price table of the bundled one's shape (`domain/prices.toml`) whose models
+    replace or join the bundled ones; read and checked when the settings are."""
 
     @field_validator("home")
     @classmethod
@@ -135,6 +141,16 @@ class Settings(BaseSettings):
     @classmethod
     def _read_tool_sandbox(cls, value: object) -> object:
         return parse_tool_sandbox(value) if isinstance(value, str) else value
+
+    @field_validator("prices_file")
+    @classmethod
+    def _check_prices_file(cls, path: Path | None) -> Path | None:
+        if path is not None:
+            try:
+                read_price_file(path)
+            except PriceFileError as err:
+                raise SettingError(f"DURAGENT_PRICES_FILE: {err}") from None
+        return path
 
     @model_validator(mode="after")
     def _default_database(self) -> Self:
@@ -234,3 +250,17 @@ def parse_tool_sandbox(value: str) -> ToolSandbox:
     raise SettingError(
         f"DURAGENT_TOOL_SANDBOX: {value!r} is not one of {', '.join(TOOL_SANDBOXES)}"
     )
+
+
+def read_price_file(path: Path) -> PriceTable:
+    """The price table in the file at `path`.
+
+    Raises:
+        PriceFileError: it cannot be read, is not TOML, or breaks the table's shape (the
+            message names the file and the field).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise PriceFileError(f"{path}: cannot be read ({err})") from None
+    return parse_price_table(text, str(path))

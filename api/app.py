@@ -31,6 +31,7 @@ from api.models import (
     SendInput,
     SessionState,
     SessionView,
+    ShownMessage,
     StopResult,
 )
 from api.ownership import owned_session, owned_session_async
@@ -56,8 +57,9 @@ from client.errors import (
     WorkspaceNotAllowed,
 )
 from client.workspaces import WorkspacePolicy
+from domain.cost import message_turn_cost
 from domain.input import MAX_INPUT_BYTES
-from store.records import QueueItem, SessionRecord
+from store.records import DisplayMessage, QueueItem, SessionRecord
 
 # Store calls are synchronous: a route that makes one is a plain `def` (FastAPI runs it on
 # a worker thread), and an `async` route hands each one to a thread (`asyncio.to_thread`),
@@ -165,6 +167,14 @@ def create_app(
             return InputResult(action="started", run_id=sent.run_id)
         return InputResult(action="queued", item=sent)
 
+    def shown(messages: list[DisplayMessage]) -> list[ShownMessage]:
+        return [
+            ShownMessage.model_construct(
+                **dict(m), turn_cost=message_turn_cost(m.message, client.prices)
+            )
+            for m in messages
+        ]
+
     @app.get("/api/sessions/{session_id}/state")
     async def state(
         session_id: str,
@@ -186,10 +196,16 @@ def create_app(
             events_after=events_after,
             events_limit=events_limit,
         )
+        latest = page.latest_run
         return SessionState(
-            messages=page.messages,
+            messages=shown(page.messages),
             activity_events=page.events,
-            run=RunView(phase=await client.phase(session_id), latest=page.latest_run),
+            run=RunView(
+                phase=await client.phase(session_id),
+                latest=latest,
+                cost=page.costs.of_run(latest.run_id) if latest else None,
+            ),
+            session_cost=page.costs.session,
             input_queue=page.input_queue,
             messages_cursor=page.messages[-1].seq if page.messages else messages_after or 0,
             events_cursor=page.events[-1].seq if page.events else events_after or 0,
@@ -209,8 +225,8 @@ def create_app(
         """The page of display messages just before `before` (the newest page without
         it), oldest first, bounded in count and to about 1 MB."""
         owned(session_id, owner)
-        shown, earlier = client.display_before(session_id, before, limit=limit)
-        return MessagesPage(messages=shown, earlier=earlier)
+        page, earlier = client.display_before(session_id, before, limit=limit)
+        return MessagesPage(messages=shown(page), earlier=earlier)
 
     @app.post("/api/sessions/{session_id}/input-queue", status_code=201)
     async def add_input(session_id: str, body: QueueInput, owner: User) -> QueueItem:

@@ -15,6 +15,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from api.subagent_links import SessionLinks
+from domain.cost import Cost, TurnCost
 from domain.guidance import GuidanceIntent
 from store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
 
@@ -90,6 +91,15 @@ class SessionView(_Body):
 class RunView(_Body):
     phase: str
     latest: RunRecord | None
+    cost: Cost | None = None
+    """What the latest run cost so far (its stored turns, each at its model's price)."""
+
+
+class ShownMessage(DisplayMessage):
+    """A display message with, for an assistant message, what its model call cost."""
+
+    turn_cost: TurnCost | None = None
+    """None for messages other than an assistant's."""
 
 
 CURSOR_MAX = 2**53 - 1
@@ -123,9 +133,11 @@ class SessionState(_Body):
     """Everything a UI needs to rebuild itself: the newest page of messages and events,
     or the page after each cursor sent; the cursors to ask for what comes next."""
 
-    messages: list[DisplayMessage]
+    messages: list[ShownMessage]
     activity_events: list[StoredEvent]
     run: RunView
+    session_cost: Cost
+    """What all the session's runs cost (`cost_usd` None: a model without a price)."""
     input_queue: list[QueueItem]
     messages_cursor: int
     """The seq of the last message returned (or the cursor sent, when none was)."""
@@ -140,7 +152,7 @@ class SessionState(_Body):
 
 
 class MessagesPage(_Body):
-    messages: list[DisplayMessage]
+    messages: list[ShownMessage]
     """Oldest first."""
     earlier: bool
     """Messages before the first one returned exist."""

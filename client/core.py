@@ -12,6 +12,9 @@ from activities.mcp.names import KnownToolNames
 from activities.tools import default_tool_names
 from client.connection import connect_temporal, open_store
 from client.errors import TemporalUnreachable
+from client.prices import price_table
+from client.usage_tally import UsageTally
+from domain.prices import PriceTable
 from settings import Settings
 from store.db import Database
 
@@ -34,6 +37,10 @@ class ClientCore:
         """The tools a session's active tools may name: the workers' built-in ones, unless
         the workers register others (`build_worker(tools=...)`): then pass those. The MCP
         servers' tools come on top (`known_tools`)."""
+        self.prices: PriceTable = price_table(settings.prices_file)
+        """What the client prices usage with (`client.prices`)."""
+        self.usage_tally = UsageTally()
+        """Sessions' usage per run and model, read incrementally (`client.usage_tally`)."""
 
     def mcp_servers(self) -> list[str]:
         """The MCP servers in the config file `settings.mcp_config` names (the workers'

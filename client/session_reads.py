@@ -8,6 +8,7 @@ from pathlib import Path
 from activities.resources import load_resources
 from client.core import ClientCore
 from client.errors import EntryNotInSession, QueueItemNotFound, SessionNotFound
+from domain.cost import SessionCosts, session_costs
 from domain.entries import SessionEntry, current_labels
 from domain.resources import ResourceKind
 from store import display, entries, events, input_queue, runs, sessions
@@ -29,6 +30,8 @@ class SessionPage:
     events_more: bool
     latest_run: RunRecord | None
     input_queue: list[QueueItem]
+    costs: SessionCosts
+    """The session's cost and its runs' (`latest_run`'s among them)."""
 
 
 class SessionReads(ClientCore):
@@ -102,6 +105,14 @@ class SessionReads(ClientCore):
         self.get_session(session_id)
         with self.db.transaction() as db:
             return runs.list_runs(db, session_id)
+
+    def costs(self, session_id: str) -> SessionCosts:
+        """What the session's runs cost, each and together, priced per model from the
+        assistant messages they stored (`store.usage`) with `self.prices`."""
+        self.get_session(session_id)
+        with self.db.transaction() as db:
+            by_run = self.usage_tally.read(db, session_id)
+        return session_costs(by_run, self.prices)
 
     def cursor(self, session_id: str) -> int:
         """The session's newest event seq (numbered per session from 1): follow from here
@@ -180,6 +191,7 @@ class SessionReads(ClientCore):
             )
             latest = runs.list_runs(db, session_id, limit=1)
             pending = input_queue.list_items(db, session_id, status="pending")
+            by_run = self.usage_tally.read(db, session_id)
         return SessionPage(
             messages=shown,
             messages_more=more,
@@ -188,4 +200,5 @@ class SessionReads(ClientCore):
             events_more=events_more,
             latest_run=latest[0] if latest else None,
             input_queue=pending,
+            costs=session_costs(by_run, self.prices),
         )

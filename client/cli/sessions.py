@@ -3,6 +3,7 @@ now, and what its runs did as their Temporal histories tell it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Annotated
 
@@ -19,7 +20,9 @@ from client.cli.views import (
     announce,
     config_line,
     console,
+    cost_line,
     err,
+    prices_line,
     print_clipped,
     print_entry,
     say,
@@ -66,8 +69,9 @@ def show(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print entries as JSON.")] = False,
 ) -> None:
-    """Show a session: its runs and the transcript of its current branch (and its
-    sub-agents' sessions, or the parent of a sub-agent).
+    """Show a session: its runs and the transcript of its current branch, with what each
+    run, each model call and the whole session cost (and the cache hit rate); its
+    sub-agents' sessions, or the parent of a sub-agent.
 
     Long messages and tool output are cut, with a note of how much more there is;
     `--full` prints them whole, `--json` the stored entries.
@@ -93,11 +97,13 @@ def show(
         )
     for child in client.children(session):
         say(Text(f"sub-agent {child.id}  {child.name or ''}  for call {child.parent_tool_call_id}"))
+    costs = client.costs(session)
     columns = [
         Column("run"),
         Column("status"),
         Column("turns", justify="right"),
         Column("tokens", justify="right"),
+        Column("cost", justify="right", wrap=True),
         Column("started", drop=1),
         Column("error", wrap=True),
     ]
@@ -107,14 +113,16 @@ def show(
             run.status,
             str(run.turns),
             str(run.usage.total_tokens),
+            costs.of_run(run.run_id).text,
             when(run.started_at),
             run.error or "",
         ]
         for run in client.runs(session)
     ]
     print_table(console, columns, rows)
+    say(Text(f"session cost {cost_line(costs.session)}; {prices_line(client.prices)}"))
     limits = SHOW_ALL if full else SHOW_LIMITS
-    cut = [print_entry(entry, limits) for entry in path]
+    cut = [print_entry(entry, limits, client.prices) for entry in path]
     if any(cut):
         say(
             Text(
@@ -133,12 +141,14 @@ def history(
 ) -> None:
     """What happened in a session's runs, read from their Temporal workflow histories.
 
-    Model calls with usage, tool calls with outcome and duration, save points, retries,
-    signals and when they were consumed, aborts and continue-as-new links, with times.
+    Model calls with usage and cost (today's prices), tool calls with outcome and
+    duration, save points, retries, signals and when they were consumed, aborts and
+    continue-as-new links, with times; each run's end with what it cost in all.
     Lines wrap on a terminal and are whole when piped. Each run links to its page in
     Temporal's web UI when the UI answers (its port: DURAGENT_TEMPORAL_UI_PORT).
     """
     from client.history import render, session_timelines
+    from client.history.costs import price_timelines
 
     settings: Settings = ctx.obj
     store = store_client(settings)
@@ -155,6 +165,7 @@ def history(
         async with ensure_temporal(settings, announce):
             client = await DuragentClient.connect(settings)
             timelines = await session_timelines(client.temporal, session, run, ui_base=ui_base)
+        price_timelines(timelines, store.prices)
         if as_json:
             dumped = json.dumps([t.model_dump(mode="json") for t in timelines], indent=2)
             console.out(dumped, highlight=False)
@@ -192,23 +203,37 @@ def status(
     session: SessionArg,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
-    """Phase, config, queued messages and pending writes of a session."""
+    """Phase, config, queued messages and pending writes of a session, and what its
+    latest run and all its runs cost (with the prompt cache's hit rate)."""
 
     async def main() -> None:
         client = await DuragentClient.connect(ctx.obj)
         state = await client.status(session)
+        costs = await asyncio.to_thread(client.costs, session)
+        latest = state.run.run_id if state.run else _latest_run(client, session)
+        run_cost = costs.of_run(latest) if latest else None
         if as_json:
             view = {
                 "phase": state.phase,
                 "config": state.config.model_dump(),
                 "run": state.run.model_dump(mode="json") if state.run else None,
                 "next_turn": [i.model_dump(mode="json") for i in state.next_turn],
+                "cost": {
+                    "run_id": latest,
+                    "run": run_cost.model_dump(mode="json") if run_cost else None,
+                    "session": costs.session.model_dump(mode="json"),
+                    "prices_as_of": client.prices.as_of.isoformat(),
+                    "prices_overridden_by": client.prices.overridden_by,
+                },
             }
             console.out(json.dumps(view, indent=2), highlight=False)
             return
         run_line = f" (run {state.run.run_id}, turn {state.run.turn})" if state.run else ""
         console.print(f"[bold]{state.phase}[/]{run_line}")
         console.print(config_line(state.config))
+        if latest and run_cost:
+            say(Text(f"run {latest} cost {cost_line(run_cost)}"))
+        say(Text(f"session cost {cost_line(costs.session)}; {prices_line(client.prices)}"))
         if state.run:
             for item in state.run.steering:
                 print_clipped("  steering: ", item.text, QUEUE_TEXT_CHARS)
@@ -220,3 +245,9 @@ def status(
             print_clipped("  next turn: ", queued.text, QUEUE_TEXT_CHARS)
 
     command.run(main())
+
+
+def _latest_run(client: DuragentClient, session: str) -> str | None:
+    """The session's latest run (None before its first)."""
+    found = client.runs(session)
+    return found[0].run_id if found else None

@@ -15,8 +15,10 @@ from rich.markup import escape
 from rich.text import Text
 
 from domain.config import SessionConfig
+from domain.cost import Cost, cost_text, rate_text, turn_cost
 from domain.entries import CompactionEntry, LeafEntry, MessageEntry, SessionEntry
 from domain.messages import AssistantMessage, ToolResultMessage, text_of
+from domain.prices import PriceTable
 
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # an error is one line, however long
@@ -76,8 +78,9 @@ def queue_line(item_id: str, kind: str, text: str) -> Text:
     return line
 
 
-def print_entry(entry: SessionEntry, limits: ShowLimits) -> bool:
-    """Print one entry of the transcript; True when some of it was cut.
+def print_entry(entry: SessionEntry, limits: ShowLimits, prices: PriceTable | None = None) -> bool:
+    """Print one entry of the transcript; True when some of it was cut. With `prices`,
+    an assistant message is followed by its model call's model, tokens and cost.
 
     Model output is printed as plain `Text`: no markup parsing and no highlighting, whose
     regular expressions take minutes over a long unbroken string. Wrapping stays linear.
@@ -99,6 +102,8 @@ def print_entry(entry: SessionEntry, limits: ShowLimits) -> bool:
             say(line)
         if message.error_message:
             say(Text("model error:", style="red") + Text(f" {message.error_message}"))
+        if prices is not None:
+            say(Text(f"  {turn_line(message, prices)}", style="dim"))
     elif isinstance(message, ToolResultMessage):
         mark = Text("✗", style="red") if message.is_error else Text("✓", style="green")
         text, more = clip(text_of(message.content).strip(), limits.result)
@@ -139,6 +144,37 @@ def one_line(entry: SessionEntry) -> str:
     if isinstance(entry, LeafEntry):
         return f"left for {entry.target_id[:12]}"
     return entry.type
+
+
+def turn_line(message: AssistantMessage, prices: PriceTable) -> str:
+    """`claude-x · 1,200 in / 80 out tokens · $0.0042`, with the cache's reads and writes
+    when there were any."""
+    usage = message.usage
+    tokens = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out"
+    if usage.cache_read_tokens or usage.cache_write_tokens:
+        tokens += (
+            f" / {usage.cache_read_tokens:,} cache read / {usage.cache_write_tokens:,} cache write"
+        )
+    cost = turn_cost(message.model, usage, prices)
+    return f"{message.model or 'model'} · {tokens} tokens · {cost.text}"
+
+
+def cost_line(cost: Cost) -> str:
+    """`$0.0123 (1,234 tokens, 80% cache hits)`; per model too when there were several."""
+    line = f"{cost.text} ({cost.usage.total_tokens:,} tokens, {rate_text(cost.cache_hit_rate)})"
+    if len(cost.by_model) > 1:
+        parts = [
+            f"{m.model or 'model'} {cost_text(m.cost_usd, [m.model or '(none)'])}"
+            for m in cost.by_model
+        ]
+        line += f": {', '.join(parts)}"
+    return line
+
+
+def prices_line(prices: PriceTable) -> str:
+    """The prices' date (`prices of 2026-12-01`), and the override file when one is set."""
+    line = f"prices of {prices.as_of.isoformat()}"
+    return f"{line}, overridden by {prices.overridden_by}" if prices.overridden_by else line
 
 
 def config_line(config: SessionConfig) -> str:

@@ -2,6 +2,7 @@
 // that is not stored yet built from run events (streamed text, running tools). A stored
 // message replaces its live version (same id), so what a reload shows is what was shown.
 
+import { costText, rateText } from "./cost.js";
 import { duration, el, textOf } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { SubagentLinks } from "./subagents.js";
@@ -81,6 +82,7 @@ export class Conversation {
         seq: shown.seq,
         runId: shown.run_id,
         message: shown.message,
+        turnCost: shown.turn_cost,
         arrival: known ? known.arrival : this.arrivals++,
       });
       if (shown.message.role === "custom" && shown.message.custom_type === "abort" && shown.run_id) {
@@ -311,7 +313,7 @@ export class Conversation {
     if (role === "user") {
       node.append(el("div", { class: "who" }, "You"), el("div", { class: "text plain" }, textOf(message.content)));
     } else if (role === "assistant") {
-      node.append(el("div", { class: "who" }, "Assistant"));
+      node.append(el("div", { class: "who", ...turnCostAttrs(entry.turnCost, message.usage) }, "Assistant"));
       (message.content || []).forEach((block, index) => node.append(this.renderBlock(entry, block, index)));
       if (!(message.content || []).length && entry.seq === null) node.append(el("div", { class: "typing" }, "…"));
       if (message.stop_reason === "error") node.append(el("div", { class: "error" }, `Model error: ${message.error_message || "unknown"}`));
@@ -414,4 +416,18 @@ export class Conversation {
     }
     card.replaceChildren(...parts);
   }
+}
+
+// What one model call cost, beside "Assistant" ("$0.0044 · claude-…", drawn by the style
+// sheet from data-cost, so the message's text stays its own); tokens and the cache hit
+// rate in its tooltip.
+function turnCostAttrs(cost, usage) {
+  if (!cost) return {};
+  const u = usage || {};
+  const tokens = `${(u.input_tokens || 0).toLocaleString()} in, ${(u.output_tokens || 0).toLocaleString()} out, `
+    + `${(u.cache_read_tokens || 0).toLocaleString()} cache read, ${(u.cache_write_tokens || 0).toLocaleString()} cache write tokens`;
+  return {
+    dataset: { cost: `${costText(cost.cost_usd, [cost.model || "?"])} · ${cost.model || "model"}` },
+    title: `${tokens}; ${rateText(cost.cache_hit_rate)}`,
+  };
 }

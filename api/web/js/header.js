@@ -1,6 +1,8 @@
 // The run header: the session's name, the phase, turn, tokens and elapsed time of the
-// latest run, the model, and the Stop button.
+// latest run, what it and the whole session cost (and the prompt cache's hit rate), the
+// model, and the Stop button.
 
+import { costText, rateText } from "./cost.js";
 import { duration, el, shortId } from "./dom.js";
 
 function totalTokens(usage) {
@@ -16,6 +18,7 @@ export class RunHeader {
     this.turn = el("span", { class: "turn" });
     this.tokens = el("span", { class: "tokens" });
     this.elapsed = el("span", { class: "elapsed" });
+    this.cost = el("span", { class: "cost" });
     this.model = el("span", { class: "model" });
     this.compactButton = el("button", { type: "button", class: "compact", onclick: () => compact() }, "Compact");
     this.stopButton = el("button", { type: "button", class: "stop", onclick: () => stop() }, "Stop");
@@ -25,7 +28,7 @@ export class RunHeader {
     root.replaceChildren(
       el("div", { class: "run-header" },
         el("div", { class: "title" }, this.name, this.renameButton),
-        el("div", { class: "figures" }, this.phase, this.turn, this.tokens, this.elapsed, this.model),
+        el("div", { class: "figures" }, this.phase, this.turn, this.tokens, this.elapsed, this.cost, this.model),
         el("div", { class: "actions" }, this.compactButton, this.stopButton)),
       this.workerBanner);
     this.run = null;
@@ -51,6 +54,18 @@ export class RunHeader {
     this.run = run.latest;
     if (this.run) this.currentTurn = this.run.status === "running" ? Math.max(this.run.turns, this.currentTurn || 0) : this.run.turns;
     this.tick();
+  }
+
+  // The latest run's cost and the session's, from /state: they change at save points.
+  setCost(runCost, sessionCost) {
+    const parts = [];
+    if (runCost) parts.push(`run ${costText(runCost.cost_usd, runCost.unpriced_models)}`);
+    if (sessionCost) parts.push(`session ${costText(sessionCost.cost_usd, sessionCost.unpriced_models)}`);
+    if (runCost) parts.push(rateText(runCost.cache_hit_rate));
+    this.cost.textContent = parts.join(" · ");
+    this.cost.title = sessionCost
+      ? `The session: ${totalTokens(sessionCost.usage).toLocaleString()} tokens, ${rateText(sessionCost.cache_hit_rate)}`
+      : "";
   }
 
   setPhase(phase) {

@@ -96,6 +96,7 @@ export class SessionView {
       for (const event of await this.withLiveTurn(state)) this.apply(event);
       this.composer.setQueue(state.input_queue);
       this.setRun(state.run);
+      this.header.setCost(state.run.cost, state.session_cost);
       this.root.dataset.loaded = "true";
       this.scroller.scrollTop = this.scroller.scrollHeight;
       this.stream = new EventStream(this.id, {
@@ -177,6 +178,7 @@ export class SessionView {
         for (const event of state.activity_events) this.apply(event);
         this.composer.setQueue(state.input_queue);
         this.setRun(state.run);
+        this.header.setCost(state.run.cost, state.session_cost);
         if (state.messages_more) this.refreshAgain = true;
       } while (this.refreshAgain && !this.closed);
     }, { quiet: true }).finally(() => { this.refreshing = null; });

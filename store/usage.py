@@ -1,0 +1,70 @@
+"""What a session's model calls used, per run and model, summed from the assistant
+messages its runs stored (each carries the model that wrote it and the usage it reported).
+
+Read from the display messages, which keep every assistant message a run committed,
+branches and compacted turns included, and nothing a fork copied in (those belong to the
+session they were copied from). They are append-only and numbered in the order they
+become visible, so a reader that has summed the messages up to `seq` N needs only those
+after N to stay up to date (`client.usage_tally`).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from domain.cost import ModelUsage
+from domain.messages import Usage
+from store.tables import DisplayMessageRow
+
+COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+RunUsage = dict[str, dict[str | None, list[int]]]
+"""run id -> model (as the assistant messages name it) -> [calls, *COUNTS]: plain sums,
+cheap to add to row by row."""
+
+
+def usage_after(db: Session, session_id: str, after: int, into: RunUsage) -> int:
+    """Add the usage of the session's assistant messages numbered after `after` to
+    `into`; returns the number of the last one read (`after` when none was).
+
+    One grouped query: the database reads the model and the token counts out of each
+    message's JSON and sums them per run and model; no message reaches Python.
+    """
+    payload = DisplayMessageRow.payload
+    model = payload["model"].as_string()
+    sums = [func.coalesce(func.sum(payload[("usage", k)].as_integer()), 0) for k in COUNTS]
+    query = (
+        select(
+            DisplayMessageRow.run_id, model, func.max(DisplayMessageRow.seq), func.count(), *sums
+        )
+        .where(
+            DisplayMessageRow.session_id == session_id,
+            DisplayMessageRow.seq > after,
+            DisplayMessageRow.role == "assistant",
+            DisplayMessageRow.run_id.is_not(None),
+        )
+        .group_by(DisplayMessageRow.run_id, model)
+    )
+    last = after
+    for run_id, name, seq, *counts in db.execute(query):
+        last = max(last, int(seq))
+        kept = into.setdefault(run_id, {}).setdefault(name, [0] * (1 + len(COUNTS)))
+        for k, count in enumerate(counts):
+            kept[k] += int(count)
+    return last
+
+
+def model_usage(sums: RunUsage) -> dict[str, list[ModelUsage]]:
+    """`usage_after`'s sums as each run's usage per model."""
+    return {
+        run_id: [
+            ModelUsage(
+                model=model,
+                calls=counts[0],
+                usage=Usage(**dict(zip(COUNTS, counts[1:], strict=True))),
+            )
+            for model, counts in models.items()
+        ]
+        for run_id, models in sums.items()
+    }
