@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import os
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -55,6 +56,23 @@ class Stack:
         process = spawn_python(WORKER_ARGS, self.env(), log)
         self.processes.append(process)
         return process
+
+    async def cli(self, *args: str) -> tuple[int, str, str]:
+        """The real `duragent` command against this stack, 200 columns wide: its exit
+        code, stdout and stderr."""
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "client.cli",
+            *args,
+            cwd=REPO,
+            env={**self.env(), "COLUMNS": "200"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        out, err = await process.communicate()
+        return await process.wait(), out.decode(), err.decode()
 
     def kill(self, process: subprocess.Popen[bytes]) -> None:
         """SIGKILL the worker's whole process group, as a machine failure would."""

@@ -4,8 +4,6 @@ which comes as a Temporal update; what the model then reads is checked at the wi
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,7 @@ from approval_support import (
     tool_results_sent,
     waiting_calls,
 )
-from support import REPO, ApiServer, Stack, assert_valid_pairing, event_seen, eventually
+from support import ApiServer, Stack, assert_valid_pairing, event_seen, eventually
 
 from client.errors import ApprovalNotRecorded, ApprovalRefused, SessionIdle, WorkerNotAnswering
 from domain.approvals import ApprovalPolicy, ApprovalRule
@@ -295,44 +293,27 @@ async def test_api_approvals_and_their_owner(stack: Stack, api: ApiServer) -> No
     assert decided["by"] == "alice"
 
 
-async def cli(stack: Stack, *args: str) -> tuple[int, str, str]:
-    """The real `duragent` command against the stack (its exit code, stdout, stderr)."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "client.cli",
-        *args,
-        cwd=REPO,
-        env={**stack.env(), "COLUMNS": "200"},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    return await process.wait(), out.decode(), err.decode()
-
-
 @pytest.mark.script(WRITE)
 async def test_the_command_line(stack: Stack) -> None:
     session = stack.client.create_session()
-    code, _, err = await cli(stack, "policy", session.id, "--rule", "maybe:bash")
+    code, _, err = await stack.cli("policy", session.id, "--rule", "maybe:bash")
     assert code == 2 and "must be one of allow, ask, deny (got 'maybe')" in err
     async with stack.worker():
-        code, out, err = await cli(
-            stack, "policy", session.id, "--rule", "allow:bash:ls *", "--default", "ask"
+        code, out, err = await stack.cli(
+            "policy", session.id, "--rule", "allow:bash:ls *", "--default", "ask"
         )
         assert code == 0, err
         assert out.splitlines() == ["1. allow:bash:ls *", "default: ask; timeout: none"]
         run = await stack.client.prompt(session.id, "write it")
         await waiting_calls(stack, session.id)
-        code, out, err = await cli(stack, "approvals", session.id)
+        code, out, err = await stack.cli("approvals", session.id)
         assert code == 0, err
         assert 'call_write  bash {"command": "echo ran > out.txt"}' in out
         assert f"approve: duragent approve {session.id} call_write" in out
-        code, _, err = await cli(stack, "approve", session.id, "nope")
+        code, _, err = await stack.cli("approve", session.id, "nope")
         assert code == 2 and "no tool call 'nope' is waiting" in err
         assert len([line for line in err.splitlines() if line.strip()]) == 1
-        code, out, err = await cli(stack, "approve", session.id, "call_write")
+        code, out, err = await stack.cli("approve", session.id, "call_write")
         assert code == 0 and out.strip() == "approved: call_write", err
         result = await asyncio.wait_for(run.result(), timeout=60)
     assert result.status == "completed", result.error

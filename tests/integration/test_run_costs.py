@@ -3,13 +3,10 @@ the figures the offline model's reported usage implies under the bundled price t
 
 from __future__ import annotations
 
-import asyncio
 import json
-import subprocess
-import sys
 
 import pytest
-from support import BOTH_STORES, REPO, ApiServer, Stack
+from support import BOTH_STORES, ApiServer, Stack
 
 from client.prices import bundled_prices
 from domain.cost import cache_hit_rate, cost_text, usage_cost
@@ -47,21 +44,10 @@ SCRIPT = {
 
 
 async def cli(stack: Stack, *args: str) -> str:
-    """The real `duragent` command against the stack; its output (it must succeed)."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "client.cli",
-        *args,
-        cwd=REPO,
-        env={**stack.env(), "COLUMNS": "200"},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    assert await process.wait() == 0, err.decode()
-    return out.decode()
+    """The real `duragent` command's output (it must succeed)."""
+    code, out, err = await stack.cli(*args)
+    assert code == 0, err
+    return out
 
 
 @BOTH_STORES
