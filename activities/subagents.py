@@ -15,14 +15,8 @@ from temporalio import activity
 from activities.tools import DelegateTool, ToolInputError, ToolRegistry
 from activities.tools.base import truncate_head
 from domain.config import TurnSnapshot
-from domain.events import (
-    MessageEnd,
-    MessageStart,
-    SubagentStarted,
-    ToolExecutionEnd,
-    ToolExecutionStart,
-)
-from domain.messages import AssistantMessage, text_of
+from domain.events import SubagentStarted, ToolExecutionStart, tool_call_ended
+from domain.messages import AssistantMessage
 from domain.subagents import (
     DELEGATE_TOOL,
     FINISH_SUBAGENT,
@@ -39,7 +33,6 @@ from store.db import Database
 from store.events import keyed
 from store.records import SessionRecord
 
-PREVIEW_CHARS = 200
 TITLE_CHARS = 60
 
 
@@ -152,13 +145,7 @@ class Subagents:
         result = subagent_result(data)
         message = result.to_message(call.id, call.name, data.finished_at_ms)
         duration_ms = max(0, data.finished_at_ms - data.started_at_ms)
-        ended = [
-            ToolExecutionEnd(
-                tool_call_id=call.id, tool_name=call.name, result=result, duration_ms=duration_ms
-            ),
-            MessageStart(entry_id=data.result_entry_id, message=message),
-            MessageEnd(entry_id=data.result_entry_id, message=message),
-        ]
+        ended = tool_call_ended(data.result_entry_id, result, message, duration_ms)
         with self._db.transaction() as db:
             staging.stage_message(
                 db,
@@ -173,15 +160,8 @@ class Subagents:
                 data.run_id,
                 keyed(f"{data.run_id}/subagent/{call.id}/end", ended),
             )
-        text = text_of(message.content)
-        child = data.child
-        return ToolCallOutcome(
-            is_error=result.is_error,
-            interrupted=child is not None and child.status == "aborted",
-            preview=text[:PREVIEW_CHARS],
-            content_chars=len(text),
-            duration_ms=duration_ms,
-        )
+        aborted = data.child is not None and data.child.status == "aborted"
+        return ToolCallOutcome.of(result, message, duration_ms, interrupted=aborted)
 
 
 def subagent_result(data: FinishSubagentInput) -> ToolResult:

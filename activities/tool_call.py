@@ -25,20 +25,13 @@ from activities.orphans import CallRecord, Fate, ProcessRecords, process_identit
 from activities.store_retry import with_store_retries
 from activities.tools import ToolContext, ToolRegistry
 from activities.tools.base import describe_os_error
-from domain.events import (
-    MessageEnd,
-    MessageStart,
-    ToolExecutionEnd,
-    ToolExecutionStart,
-    ToolExecutionUpdate,
-)
-from domain.messages import AssistantMessage, ToolCall, ToolResultMessage, text_of
+from domain.events import ToolExecutionStart, ToolExecutionUpdate, tool_call_ended
+from domain.messages import AssistantMessage, ToolCall, ToolResultMessage
 from domain.tools import ToolResult
 from domain.turns import RUN_TOOL, ToolCallInput, ToolCallOutcome
 from store import sessions, staging
 from store.db import Database
 
-PREVIEW_CHARS = 200
 TAIL_CHARS = 2000
 
 
@@ -205,29 +198,13 @@ class ToolCalls:
         call = data.call
         duration_ms = int((time.time() - float(progress["started_at"])) * 1000)
         message = result.to_message(call.id, call.name, int(time.time() * 1000))
-        sink.add(
-            ToolExecutionEnd(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                result=result,
-                duration_ms=duration_ms,
-                attempt=activity.info().attempt,
-            )
-        )
-        sink.add(MessageStart(entry_id=data.result_entry_id, message=message))
-        sink.add(MessageEnd(entry_id=data.result_entry_id, message=message))
+        attempt = activity.info().attempt
+        for event in tool_call_ended(data.result_entry_id, result, message, duration_ms, attempt):
+            sink.add(event)
         await sink.close((data.result_entry_id, message))
         # Staged: a later attempt finds the result itself, and nothing is left to stop.
         self._records.remove(data.result_entry_id)
-        text = text_of(message.content)
-        return ToolCallOutcome(
-            is_error=result.is_error,
-            terminate=result.terminate,
-            interrupted=interrupted,
-            preview=text[:PREVIEW_CHARS],
-            content_chars=len(text),
-            duration_ms=duration_ms,
-        )
+        return ToolCallOutcome.of(result, message, duration_ms, interrupted=interrupted)
 
     async def _interrupted_by_crash(
         self, data: ToolCallInput, attempt: int, progress: dict[str, Any]

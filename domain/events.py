@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from domain.messages import AgentMessage, StopReason, Usage
+from domain.messages import AgentMessage, StopReason, ToolResultMessage, Usage
 from domain.tools import ToolResult
 
 
@@ -99,6 +99,29 @@ class ToolExecutionEnd(_Event):
     result: ToolResult
     duration_ms: int
     attempt: int = 1
+
+
+def tool_call_ended(
+    entry_id: str,
+    result: ToolResult,
+    message: ToolResultMessage,
+    duration_ms: int,
+    attempt: int = 1,
+) -> list[RunEventPayload]:
+    """The events of a tool call whose result is `message`, staged at `entry_id`: the
+    call's end, then its result message (what the tool activity and a sub-agent's call
+    both emit)."""
+    return [
+        ToolExecutionEnd(
+            tool_call_id=message.tool_call_id,
+            tool_name=message.tool_name,
+            result=result,
+            duration_ms=duration_ms,
+            attempt=attempt,
+        ),
+        MessageStart(entry_id=entry_id, message=message),
+        MessageEnd(entry_id=entry_id, message=message),
+    ]
 
 
 class SavePoint(_Event):

@@ -17,10 +17,10 @@ from domain.config import SessionConfig, SnapshotRef
 from domain.entries import SessionEntry
 from domain.events import RunEventPayload
 from domain.hooks import NextTurn
-from domain.messages import AgentMessage, StopReason, Usage
+from domain.messages import AgentMessage, StopReason, ToolResultMessage, Usage, text_of
 from domain.queues import QueuedMessage
 from domain.runs import Invocation, Phase, RunKind, RunStatus
-from domain.tools import ToolCallRef
+from domain.tools import ToolCallRef, ToolResult
 
 START_RUN = "start_run"
 MODEL_TURN = "model_turn"
@@ -29,6 +29,9 @@ FINISH_RUN = "finish_run"
 RECORD_EVENTS = "record_events"
 APPLY_CHANGES = "apply_changes"
 TAKE_GUIDANCE = "take_guidance"
+
+OUTCOME_PREVIEW_CHARS = 200
+"""How much of a tool result the workflow sees."""
 
 
 class _Contract(BaseModel):
@@ -183,6 +186,26 @@ class ToolCallOutcome(_Contract):
     preview: str
     content_chars: int
     duration_ms: int
+
+    @classmethod
+    def of(
+        cls,
+        result: ToolResult,
+        message: ToolResultMessage,
+        duration_ms: int,
+        *,
+        interrupted: bool = False,
+    ) -> ToolCallOutcome:
+        """What the workflow learns of a finished call whose result is `message`."""
+        text = text_of(message.content)
+        return cls(
+            is_error=result.is_error,
+            terminate=result.terminate,
+            interrupted=interrupted,
+            preview=text[:OUTCOME_PREVIEW_CHARS],
+            content_chars=len(text),
+            duration_ms=duration_ms,
+        )
 
 
 class FinishRunInput(_Contract):
