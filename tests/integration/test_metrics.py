@@ -13,7 +13,7 @@ import pytest
 from approval_support import ASK_BASH, bash_call, calls_then_text, waiting_calls
 from processes import WORKER_ARGS, spawn_python, stack_env
 from prometheus_client.parser import text_string_to_metric_families
-from support import ApiServer, Stack, eventually
+from support import BOTH_STORES, ApiServer, Stack, eventually
 
 from client.api import DuragentClient
 from client.errors import DuragentError
@@ -74,6 +74,7 @@ def listening_ports(pid: int) -> set[int]:
     return ports
 
 
+@BOTH_STORES  # the API's figures are SQL of their own
 @pytest.mark.script(SCRIPT)
 async def test_worker_and_api_metrics_move_as_a_run_does(stack: Stack) -> None:
     port = free_port()
