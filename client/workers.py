@@ -38,7 +38,6 @@ from client.api import DuragentClient
 from client.connection import connect_temporal, open_store
 from client.errors import DuragentError
 from client.facade import SessionFacade
-from client.prices import price_table
 from settings import Settings
 from store.db import Database
 from store.entries import EntryCache
@@ -157,7 +156,7 @@ def build_worker(
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
         workflow_runner=workflow_runner(),
         # Metrics when the client's runtime serves them (`telemetry.metrics`), else none.
-        interceptors=worker_interceptors(client, price_table(settings.prices_file)),
+        interceptors=worker_interceptors(client, settings),
     )
 
 

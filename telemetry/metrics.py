@@ -41,6 +41,7 @@ from temporalio.worker import (
 )
 
 from client.errors import DuragentError
+from client.prices import price_table
 from domain.cost import usage_cost
 from domain.messages import Usage
 from domain.prices import PriceTable
@@ -105,14 +106,15 @@ def _prometheus_runtime(address: str) -> Runtime:
         ) from None
 
 
-def worker_interceptors(client: Client, prices: PriceTable) -> list[Interceptor]:
+def worker_interceptors(client: Client, settings: Settings) -> list[Interceptor]:
     """The metrics interceptor when `client`'s runtime records metrics, else none (the
-    SDK's default runtime has a no-op meter: nothing would be recorded)."""
+    SDK's default runtime has a no-op meter: nothing would be recorded). Costs are priced
+    with the worker's table (`DURAGENT_PRICES_FILE` over the bundled one)."""
     runtime = client.service_client.config.runtime or Runtime.default()
     meter = runtime.metric_meter
     if meter is MetricMeter.noop:
         return []
-    return [MetricsInterceptor(WorkerMetrics(meter, prices))]
+    return [MetricsInterceptor(WorkerMetrics(meter, price_table(settings.prices_file)))]
 
 
 class WorkerMetrics:
