@@ -18,8 +18,9 @@ counts nowhere (replaying a workflow runs no activity, so counts nothing again).
 - `duragent_model_tokens_total{model,kind}`: input, output, cache_read, cache_write
 - `duragent_model_call_cost_usd{model}`: a histogram; its `_sum` is the dollars spent
 - `duragent_model_call_duration_seconds{model}`, `duragent_model_call_failures_total{kind}`
-- `duragent_tool_call_duration_seconds{tool,outcome}`: its `_count` counts calls; outcome
-  ok, error, interrupted or refused
+- `duragent_tool_call_duration_seconds{tool,outcome}`: its `_count` counts calls (a
+  `delegate` call's, from its sub-agent's start to its answer); outcome ok, error,
+  interrupted or refused
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ from client.prices import price_table
 from domain.cost import usage_cost
 from domain.messages import Usage
 from domain.prices import PriceTable
+from domain.subagents import FINISH_SUBAGENT, FinishSubagentInput
+from domain.tools import ToolCallRef
 from domain.turns import (
     FINISH_RUN,
     MODEL_TURN,
@@ -147,9 +150,11 @@ class WorkerMetrics:
         data = args[0] if args else None
         if name == MODEL_TURN and isinstance(result, ModelTurnResult):
             self._model_turn(result, seconds)
-        elif name == RUN_TOOL and isinstance(data, ToolCallInput):
-            if isinstance(result, ToolCallOutcome):
-                self._tool_call(data, result)
+        elif name in (RUN_TOOL, FINISH_SUBAGENT) and isinstance(result, ToolCallOutcome):
+            # A `delegate` call never reaches the tool activity: its outcome is staged
+            # when the sub-agent's run is over, with the call's whole duration.
+            if isinstance(data, (ToolCallInput, FinishSubagentInput)):
+                self._tool_call(data.call, result)
         elif name == START_RUN and isinstance(data, StartRunInput):
             self.runs_started.add(1, {"kind": data.kind})
         elif name == FINISH_RUN and isinstance(data, FinishRunInput):
@@ -177,16 +182,14 @@ class WorkerMetrics:
         if price is not None:  # an unpriced model's cost is unknown: never a guess
             self.cost.record(usage_cost(result.usage, price), labels)
 
-    def _tool_call(self, data: ToolCallInput, outcome: ToolCallOutcome) -> None:
-        if data.call.refused is not None:
+    def _tool_call(self, call: ToolCallRef, outcome: ToolCallOutcome) -> None:
+        if call.refused is not None:
             kind = "refused"
         elif outcome.interrupted:
             kind = "interrupted"
         else:
             kind = "error" if outcome.is_error else "ok"
-        self.tool_duration.record(
-            outcome.duration_ms / 1000, {"tool": data.call.name, "outcome": kind}
-        )
+        self.tool_duration.record(outcome.duration_ms / 1000, {"tool": call.name, "outcome": kind})
 
 
 def _token_kinds(usage: Usage) -> list[tuple[str, int]]:

@@ -16,9 +16,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from support import BOTH_STORES, ApiServer, Stack, eventually
 
 from client.api import DuragentClient
+from client.connection import connect_temporal
 from client.errors import DuragentError
 from settings import SettingError, Settings
 from telemetry.metrics import worker_runtime
+from worker import build_worker
 
 SCRIPT = calls_then_text([bash_call("echo ran", "call_echo")], "All done.")
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -144,6 +146,29 @@ async def test_worker_and_api_metrics_move_as_a_run_does(stack: Stack) -> None:
         assert not any(session.id in str(labels) for _, labels in shown)
     finally:
         await api.stop()
+
+
+DELEGATES = {"tool_use": {"name": "delegate", "input": {"prompt": "Child: say hi"}}}
+
+
+@pytest.mark.script({"conversations": {"*": [{"match": "^Child", "reply": [{"text": "hi"}]}]}})
+async def test_a_delegate_call_counts_as_a_tool_call_of_its_whole_duration(stack: Stack) -> None:
+    # The worker in this process, as `duragent run` starts one: its client on the runtime.
+    settings = stack.settings.model_copy(update={"worker_metrics": f"127.0.0.1:{free_port()}"})
+    client = await connect_temporal(settings, runtime=worker_runtime(settings))
+    session = stack.client.create_session()
+    stack.model.add_steps(
+        session.id, [{"reply": [DELEGATES]}, {"reply": [{"text": "Done."}]}], replace=True
+    )
+    async with build_worker(client, stack.db, settings):
+        result = await asyncio.wait_for((await stack.client.prompt(session.id, "go")).result(), 60)
+    assert result.status == "completed", result.error
+    samples = await scrape(f"http://{settings.worker_metrics}/metrics")
+    delegated = "duragent_tool_call_duration_seconds_count"
+    assert value(samples, delegated, tool="delegate", outcome="ok") == 1
+    # The child's run and turn count as well: it is a run on this worker like the parent.
+    assert value(samples, "duragent_runs_finished_total", status="completed") == 2
+    assert value(samples, "duragent_turns_total") == 3
 
 
 @pytest.mark.script({"conversations": {"*": [{"reply": [{"text": "Hi."}]}]}})
