@@ -22,6 +22,8 @@
 | `DURAGENT_TOOL_SANDBOX` | `none`; `bwrap`: tool commands run in a bubblewrap sandbox |
 | `DURAGENT_MCP_CONFIG` | none: the MCP servers file (YAML or JSON) whose tools workers offer |
 | `DURAGENT_PRICES_FILE` | none: a price table (TOML) whose models replace or add to the bundled |
+| `DURAGENT_WORKER_METRICS` | none (off): `host:port` where a worker serves Prometheus metrics |
+| `DURAGENT_API_METRICS` | off: `1` serves Prometheus metrics at the API's `/metrics` |
 """
 
 from __future__ import annotations
@@ -98,6 +100,20 @@ class Settings(BaseSettings):
     prices_file: Path | None = None
     """A price table of the bundled one's shape (`domain/prices.toml`) whose models
     replace or join the bundled ones; read and checked when the settings are."""
+
+    # Telemetry: metrics (docs/ARCHITECTURE.md, "Metrics")
+    worker_metrics: str | None = None
+    """`host:port` on which a worker serves Prometheus metrics at `/metrics` (Temporal's
+    SDK metrics and duragent's own); None: no port is bound and nothing is recorded."""
+    api_metrics: bool = False
+    """Whether the HTTP API serves Prometheus metrics at `/metrics` (off: 404)."""
+
+    @field_validator("worker_metrics")
+    @classmethod
+    def _check_worker_metrics(cls, address: str | None) -> str | None:
+        if address is not None:
+            check_bind_address(address)
+        return address
 
     @field_validator("home")
     @classmethod
@@ -250,6 +266,19 @@ def parse_tool_sandbox(value: str) -> ToolSandbox:
     raise SettingError(
         f"DURAGENT_TOOL_SANDBOX: {value!r} is not one of {', '.join(TOOL_SANDBOXES)}"
     )
+
+
+_BIND_ADDRESS = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})")
+
+
+def check_bind_address(address: str) -> None:
+    """`DURAGENT_WORKER_METRICS`: `host:port` (an IPv6 host in brackets), port 1-65535."""
+    match = _BIND_ADDRESS.fullmatch(address.strip())
+    if match is None or not 0 < int(match.group(2)) < 65536:
+        raise SettingError(
+            f"DURAGENT_WORKER_METRICS: {address!r} is not host:port with a port from 1 to "
+            "65535 (e.g. 127.0.0.1:9464, or 0.0.0.0:9464 for every interface)"
+        )
 
 
 def read_price_file(path: Path) -> PriceTable:

@@ -164,6 +164,7 @@ class ModelTurns:
             text_preview=text_of(message.content)[:PREVIEW_CHARS],
             tool_calls=calls,
             approval_policy=snapshot.approval_policy if asks else None,
+            model=message.model,
         )
 
     def _call_ref(

@@ -138,11 +138,15 @@ async def ensure_worker(settings: Settings, announce: Announce) -> AsyncIterator
     # Imported here, not at the top: the wiring loads the model SDK and every activity,
     # which commands that start no worker do not need to wait for.
     from client.workers import build_worker
+    from telemetry.metrics import worker_runtime
 
     client = await connect_temporal(settings)
     if await has_live_worker(client, settings):
         yield
         return
+    runtime = worker_runtime(settings)  # its metrics port is bound only for a worker
+    if runtime is not None:
+        client = await connect_temporal(settings, runtime=runtime)
     async with ensure_model(settings, announce) as with_model:
         db = open_store(with_model)
         try:

@@ -41,6 +41,7 @@ from client.facade import SessionFacade
 from settings import Settings
 from store.db import Database
 from store.entries import EntryCache
+from telemetry.metrics import worker_interceptors, worker_runtime
 from workflows.session_changes import SessionChanges
 from workflows.session_run import SessionRun
 from workflows.session_structure import SessionCompaction, SessionNavigation
@@ -154,6 +155,8 @@ def build_worker(
         # After a worker dies, its cached runs move to another worker this quickly.
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
         workflow_runner=workflow_runner(),
+        # Metrics when the client's runtime serves them (`telemetry.metrics`), else none.
+        interceptors=worker_interceptors(client, settings),
     )
 
 
@@ -183,7 +186,7 @@ async def run_worker(settings: Settings) -> None:
     """Run a worker until cancelled (the CLI cancels on a stop signal); leaving, it shuts
     down: running activities are cancelled, which kills their tool processes."""
     tools = tool_registry(settings)  # a sandbox that cannot run fails before anything starts
-    client = await connect_temporal(settings)
+    client = await connect_temporal(settings, runtime=worker_runtime(settings))
     db = open_store(settings)
     try:
         async with build_worker(client, db, settings, tools=tools):

@@ -166,6 +166,8 @@ class ModelTurnResult(_Contract):
     approval_policy: ApprovalPolicy | None = None
     """The turn's approval policy, set only when a call waits for approval: what an
     "always" decision adds its rule to."""
+    model: str | None = None
+    """The model that wrote the reply, for the worker's metrics (the workflow reads none)."""
 
 
 class ToolCallInput(_Contract):
