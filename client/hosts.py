@@ -9,10 +9,10 @@ from pathlib import Path
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from client.errors import DuragentError
+from client.errors import DuragentError, InvalidHost
 from client.session_workflows import SessionWorkflows
 from domain.fallbacks import root_message
-from domain.hosts import HOST_NAME_RULE, MoveInput, MoveResult, is_host_name
+from domain.hosts import MoveInput, MoveResult, is_host_name
 from workflows.session_move import SessionMove
 
 
@@ -51,7 +51,7 @@ class Hosts(SessionWorkflows):
         nothing to copy from: it gets `host`.
         """
         if not is_host_name(host):
-            raise MoveRefused(f"{host!r} is not a host name ({HOST_NAME_RULE})")
+            raise InvalidHost(host)
         if self.settings.shared_workspaces:
             raise MoveRefused(
                 "workspaces are on storage every worker shares (DURAGENT_SHARED_WORKSPACES): "
