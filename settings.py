@@ -24,11 +24,15 @@
 | `DURAGENT_PRICES_FILE` | none: a price table (TOML) whose models replace or add to the bundled |
 | `DURAGENT_WORKER_METRICS` | none (off): `host:port` where a worker serves Prometheus metrics |
 | `DURAGENT_API_METRICS` | off: `1` serves Prometheus metrics at the API's `/metrics` |
+| `DURAGENT_HOST` | the machine's host name: the host whose workspaces this worker's tools use |
+| `DURAGENT_SHARED_WORKSPACES` | `false`; `true`: all workers see all workspaces (no host queues) |
+| `DURAGENT_HOST_WAIT` | `600` seconds a run waits for its session's host to come back |
 """
 
 from __future__ import annotations
 
 import re
+import socket
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
@@ -37,6 +41,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from domain.hosts import HOST_NAME_RULE, host_task_queue, is_host_name, sanitized_host_name
 from domain.prices import PriceFileError, PriceTable, parse_price_table
 
 ToolSandbox = Literal["none", "bwrap"]
@@ -100,6 +105,41 @@ class Settings(BaseSettings):
     prices_file: Path | None = None
     """A price table of the bundled one's shape (`domain/prices.toml`) whose models
     replace or join the bundled ones; read and checked when the settings are."""
+    # Hosts (domain/hosts.py)
+    host: str = ""
+    """The host this worker runs tools on (its workspaces); empty: the machine's name."""
+    shared_workspaces: bool = False
+    """Every worker sees every workspace (shared storage): tool calls stay on the shared
+    task queue and sessions record no host."""
+    host_wait_s: float = _env("DURAGENT_HOST_WAIT", 600.0)
+    """How long a run waits for its session's host to come back before it ends."""
+
+    @field_validator("host")
+    @classmethod
+    def _check_host(cls, host: str) -> str:
+        if host and not is_host_name(host):
+            raise SettingError(f"DURAGENT_HOST: {host!r} is not a host name ({HOST_NAME_RULE})")
+        return host
+
+    @field_validator("host_wait_s")
+    @classmethod
+    def _check_host_wait(cls, seconds: float) -> float:
+        if not seconds > 0:
+            raise SettingError(
+                f"DURAGENT_HOST_WAIT: {seconds!r} is not a number of seconds above 0"
+            )
+        return seconds
+
+    @model_validator(mode="after")
+    def _default_host(self) -> Self:
+        if not self.host:
+            self.host = sanitized_host_name(socket.gethostname())
+        return self
+
+    @property
+    def host_queue(self) -> str | None:
+        """The task queue of this host's tool calls; None with shared workspaces."""
+        return None if self.shared_workspaces else host_task_queue(self.task_queue, self.host)
 
     # Telemetry: metrics (docs/ARCHITECTURE.md, "Metrics")
     worker_metrics: str | None = None

@@ -6,6 +6,9 @@ dedup keys, so a retried step (or a replayed workflow task) writes nothing twice
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
+
 from sqlalchemy.orm import Session
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -44,15 +47,25 @@ from store.events import keyed
 class Bookkeeping:
     """Local activities: short store transactions recorded as markers in history."""
 
-    def __init__(self, db: Database, extensions: Extensions, taker: SnapshotTaker) -> None:
+    def __init__(
+        self,
+        db: Database,
+        extensions: Extensions,
+        taker: SnapshotTaker,
+        host: str | None = None,
+    ) -> None:
         self._db = db
         self._extensions = extensions
         self._taker = taker
+        self._host = host
+        """This worker's host; None with shared workspaces (runs record no host)."""
 
     @activity.defn(name=START_RUN)
     def start_run(self, data: StartRunInput) -> StartRunResult:
         """Record the run; append queued next_turn messages and the prompt below the leaf;
-        take the first snapshot (a skill or template resolves from it)."""
+        take the first snapshot (a skill or template resolves from it). A session with no
+        host yet gets this worker's (a local activity runs where the workflow task does),
+        and its workspace is made here."""
         with self._db.transaction() as db:
             # Recorded on its own first: a run whose prompt cannot be resolved still has
             # a run state and an agent_start to match its agent_end.
@@ -73,6 +86,7 @@ class Bookkeeping:
             events.append_events(
                 db, data.session_id, data.run_id, keyed(f"{data.run_id}/run", start)
             )
+        host = self._claim_host(data.session_id) if self._host else None
         with self._db.transaction() as db:
             session = sessions.require_session(db, data.session_id)
             state = derive_path_state(entries.load_path(db, session.leaf_id), session.config)
@@ -87,7 +101,20 @@ class Bookkeeping:
             snapshot=ref,
             config=session.config,
             workflow_hooks=self._extensions.workflow_hooks,
+            host=host,
         )
+
+    def _claim_host(self, session_id: str) -> str:
+        """The session's host, this one's if it had none: then its workspace is made here,
+        where its tools will run."""
+        assert self._host is not None
+        with self._db.transaction() as db:
+            host = sessions.claim_host(db, session_id, self._host)
+            workspace = Path(sessions.require_session(db, session_id).workspace)
+        if host == self._host:
+            with contextlib.suppress(OSError):  # the tool call says what is wrong with it
+                workspace.mkdir(parents=True, exist_ok=True)
+        return host
 
     def _prompt(self, data: StartRunInput, snapshot: TurnSnapshot) -> list[AgentMessage]:
         """The run's user messages: as given, or a skill or template resolved from the

@@ -135,6 +135,7 @@ class Subagents:
             parent_session_id=parent.id,
             parent_run_id=data.run_id,
             parent_tool_call_id=data.call.id,
+            host=parent.host,  # the parent's workspace is on the parent's host
         )
 
     @activity.defn(name=FINISH_SUBAGENT)

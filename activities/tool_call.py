@@ -52,11 +52,14 @@ class ToolCalls:
         registry: ToolRegistry,
         extensions: Extensions,
         records: ProcessRecords,
+        host: str | None = None,
     ) -> None:
         self._db = db
         self._registry = registry
         self._extensions = extensions
         self._records = records
+        self._host = host
+        """The host this worker runs tools on, named in each call's start event."""
 
     @activity.defn(name=RUN_TOOL)
     async def run_tool(self, data: ToolCallInput) -> ToolCallOutcome:
@@ -70,11 +73,15 @@ class ToolCalls:
         # Heartbeats (with what is known so far) cover the whole call, staging included.
         async with heartbeating(lambda: progress):
             sink = EventSink(self._db, data.session_id, data.run_id, interval=0.1)
-            if info.attempt > 1:
+            if info.attempt > 1 or data.rescheduled:
                 earlier = await self._earlier_result(data, _progress(info))
                 if earlier is not None:  # finished before the last attempt was lost
                     return await self._finish(data, sink, earlier, progress, interrupted=False)
-                if not data.call.traits.retry_safe and data.call.refused is None:
+                if (
+                    not data.call.traits.retry_safe
+                    and data.call.refused is None
+                    and self._may_have_begun(data, info.attempt)
+                ):
                     result = await self._interrupted_by_crash(data, info.attempt, _progress(info))
                     return await self._finish(data, sink, result, progress, interrupted=True)
             result, interrupted = await self._run(data, sink, progress)
@@ -102,6 +109,11 @@ class ToolCalls:
             return ToolResult.model_validate(progress["result"])
         return None
 
+    def _may_have_begun(self, data: ToolCallInput, attempt: int) -> bool:
+        """An earlier attempt may have started the call: Temporal retried it, or (when
+        its host was gone and the call was scheduled anew) this machine recorded it."""
+        return attempt > 1 or self._records.read(data.result_entry_id) is not None
+
     async def _run(
         self, data: ToolCallInput, sink: EventSink, progress: dict[str, Any]
     ) -> tuple[ToolResult, bool]:
@@ -115,6 +127,7 @@ class ToolCalls:
                 tool_name=data.call.name,
                 args=args,
                 attempt=activity.info().attempt,
+                host=self._host,
             )
         )
         hook = (

@@ -198,11 +198,13 @@ def create_app(
             events_limit=events_limit,
         )
         latest = page.latest_run
+        status = await client.status(session_id)
         return SessionState(
             messages=shown(page.messages),
             activity_events=page.events,
             run=RunView(
-                phase=await client.phase(session_id),
+                phase=status.phase,
+                awaiting_host=status.awaiting_host,
                 latest=latest,
                 cost=page.costs.of_run(latest.run_id) if latest else None,
             ),

@@ -93,6 +93,8 @@ class RunView(_Body):
     latest: RunRecord | None
     cost: Cost | None = None
     """What the latest run cost so far (its stored turns, each at its model's price)."""
+    awaiting_host: str | None = None
+    """The host the run waits for (phase `awaiting_host`): its worker is gone."""
 
 
 class ShownMessage(DisplayMessage):

@@ -5,7 +5,7 @@ changing for one reason: store-only reads (`session_reads`), new sessions and fo
 (`new_sessions`), the session's workflow (`session_workflows`), runs (`run_control`),
 input and its queue (`inputs`), writes during a run (`session_writes`), compaction and
 navigation (`session_tree`), run events (`event_stream`), and approval of tool calls
-(`approvals`).
+(`approvals`), and moving a session to another host (`hosts`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from client.approvals import Approvals
 from client.bounds import bounded
 from client.event_stream import EventStream
+from client.hosts import Hosts
 from client.inputs import Inputs
 from client.new_sessions import NewSessions
 from client.run_control import RunHandle
@@ -22,6 +23,6 @@ from client.session_workflows import SessionStatus
 __all__ = ["DuragentClient", "RunHandle", "SessionStatus", "bounded"]
 
 
-class DuragentClient(Inputs, Approvals, SessionTree, NewSessions, EventStream):
+class DuragentClient(Inputs, Approvals, SessionTree, NewSessions, EventStream, Hosts):
     """A client of sessions: `DuragentClient(temporal, db, settings)`, or
     `await DuragentClient.connect(settings)`."""

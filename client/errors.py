@@ -54,6 +54,16 @@ class InvalidWorkspace(DuragentError, ValueError):
         self.workspace = workspace
 
 
+class InvalidHost(DuragentError, ValueError):
+    """A host name that breaks the rule (`domain.hosts`)."""
+
+    def __init__(self, host: str) -> None:
+        from domain.hosts import HOST_NAME_RULE
+
+        super().__init__(f"{host[:100]!r} is not a host name ({HOST_NAME_RULE})")
+        self.host = host
+
+
 class WorkspaceNotAllowed(InvalidWorkspace):
     """A workspace outside what the caller may name (over the HTTP API: their own area or
     a root the operator allows)."""

@@ -7,10 +7,11 @@ import uuid
 from pathlib import Path
 
 from client.bounds import bounded
-from client.errors import EntryNotInSession, InvalidWorkspace
+from client.errors import EntryNotInSession, InvalidHost, InvalidWorkspace
 from client.session_reads import SessionReads
 from client.workspaces import WorkspacePolicy
 from domain.config import SessionConfig
+from domain.hosts import is_host_name
 from store import sessions
 from store.errors import EntryNotFound as StoreEntryNotFound
 from store.fork import fork_session
@@ -29,14 +30,21 @@ class NewSessions(SessionReads):
         system_prompt: str | None = None,
         owner: str | None = None,
         policy: WorkspacePolicy | None = None,
+        host: str | None = None,
     ) -> SessionRecord:
         """A new idle session working in `workspace` (default: a fresh folder under the
         state directory), created if missing.
+
+        `host` names the host whose workers run its tools (`domain.hosts`); by default its
+        first run's worker's host. The workspace is a folder on that host: it is created
+        here only when that is this machine.
 
         With a `policy` (the HTTP API's) the workspace is what the policy allows `owner`
         (`WorkspaceNotAllowed` otherwise); without one it is any folder (the local CLI).
         Nothing is created or stored when an argument is refused.
         """
+        if host is not None and not is_host_name(host):
+            raise InvalidHost(host)
         for what, text in (
             ("workspace", workspace),
             ("session name", name),
@@ -59,7 +67,8 @@ class NewSessions(SessionReads):
             folder = Path(workspace) if workspace else self.settings.workspaces / session_id
             folder = folder.expanduser().resolve()
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            if host in (None, self.settings.host):
+                folder.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise InvalidWorkspace(str(workspace or folder), f"cannot be created ({err})") from err
         with self.db.transaction() as db:
@@ -70,6 +79,7 @@ class NewSessions(SessionReads):
                 config=config,
                 name=name,
                 owner=owner,
+                host=None if self.settings.shared_workspaces else host,
             )
 
     def fork(self, session_id: str, entry_id: str, *, name: str | None = None) -> SessionRecord:

@@ -133,7 +133,11 @@ class RunControl(SessionWorkflows):
 
     def default_options(self) -> RunOptions:
         timeout = self.settings.heartbeat_timeout_s
-        return RunOptions(model_heartbeat_timeout_s=timeout, tool_heartbeat_timeout_s=timeout)
+        return RunOptions(
+            model_heartbeat_timeout_s=timeout,
+            tool_heartbeat_timeout_s=timeout,
+            host_wait_s=self.settings.host_wait_s,
+        )
 
     async def wait(self, session_id: str, run_id: str | None = None) -> RunResult:
         """Wait for the session's open run (or the given one) and return its result."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -50,6 +51,15 @@ class SessionStatus:
     """The open run's view: queues and pending writes. None when idle."""
     next_turn: list[QueueItem]
     """Messages waiting for the next run."""
+    host: str | None = None
+    """The session's host (`domain.hosts`); None until its first run, or shared."""
+
+    @property
+    def awaiting_host(self) -> str | None:
+        """The host the run waits for (phase `awaiting_host`), else None."""
+        if self.phase != "awaiting_host":
+            return None
+        return (self.run.awaiting_host if self.run else None) or self.host
 
 
 class SessionWorkflows(SessionReads):
@@ -150,11 +160,17 @@ class SessionWorkflows(SessionReads):
         return (await self.status(session_id)).phase
 
     async def status(self, session_id: str) -> SessionStatus:
-        """Phase, latest config, queued messages and pending writes of a session.
+        """Phase, latest config, queued messages and pending writes of a session, and its
+        host (with the host a run waits for, in phase `awaiting_host`).
 
         A run is asked directly (a query); when no worker answers in time (all are down),
         the phase comes from the stored run state and the queues are unknown (`run` None).
         """
+        found = await self._status(session_id)
+        host = (await asyncio.to_thread(self.get_session, session_id)).host
+        return dataclasses.replace(found, host=host)
+
+    async def _status(self, session_id: str) -> SessionStatus:
         config, waiting, running = await asyncio.to_thread(self._stored_status, session_id)
         open_type = await self._open_workflow_type(session_id)
         if open_type in STRUCTURAL_PHASES:

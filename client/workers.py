@@ -18,11 +18,12 @@ from typing import Any
 import anthropic
 from sqlalchemy.engine import make_url
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import Interceptor, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.bookkeeping import Bookkeeping
 from activities.extensions import Extension, Extensions
+from activities.hosts import HostActivities, MoveBookkeeping
 from activities.mcp.config import McpConfigError, load_config
 from activities.mcp.tools import mcp_providers
 from activities.model_turn import ModelTurns
@@ -43,6 +44,7 @@ from store.db import Database
 from store.entries import EntryCache
 from telemetry.metrics import worker_interceptors, worker_runtime
 from workflows.session_changes import SessionChanges
+from workflows.session_move import SessionMove
 from workflows.session_run import SessionRun
 from workflows.session_structure import SessionCompaction, SessionNavigation
 
@@ -105,8 +107,10 @@ def build_worker(
     extensions: Sequence[Extension] = (),
 ) -> Worker:
     """A worker for `settings.task_queue`: the session workflows and their activities,
-    with the built-in and MCP tools (or `tools`) and the given extensions' hooks. When it
-    stops, it closes the tools' MCP connections."""
+    with the built-in and MCP tools (or `tools`) and the given extensions' hooks; and,
+    unless workspaces are shared, one for its host's queue (`settings.host_queue`), where
+    the tool calls of its host's sessions go. Both run and stop together; when they stop,
+    the tools' MCP connections close."""
     registry = tools or tool_registry(settings)
     bash = registry.get("bash")
     if settings.tool_sandbox != "none" and isinstance(bash, BashTool) and bash.sandbox is None:
@@ -117,18 +121,34 @@ def build_worker(
     facades = DuragentClient(client, db, settings)
     hooks = Extensions(extensions, lambda session_id: SessionFacade(facades, session_id))
     taker = SnapshotTaker(hooks, settings.resources_dir)
-    bookkeeping = Bookkeeping(db, hooks, taker)
+    host = None if settings.shared_workspaces else settings.host
+    bookkeeping = Bookkeeping(db, hooks, taker, host)
     anthropic_client = model or model_client(settings)
     # Entries and paths read by one activity are there for the next: they never change.
     cache = EntryCache()
     models = ModelTurns(db, anthropic_client, registry, hooks, taker, cache)
     tree = TreeOps(db, anthropic_client, cache)
     subagents = Subagents(db, registry)
+    moves = MoveBookkeeping(db)
+    tool_calls = ToolCalls(db, registry, hooks, ProcessRecords(settings.tool_processes), host)
+    # Cancellation reaches an activity in the reply to a heartbeat, so the throttle
+    # bounds abort latency (measured: about the throttle plus 5 ms). The default
+    # would hold heartbeats back for seconds.
+    throttle = timedelta(milliseconds=settings.heartbeat_throttle_ms)
+    interceptors = worker_interceptors(client, settings)
+    host_worker = (
+        host_tool_worker(
+            client, db, settings.host_queue, tool_calls, settings.host, throttle, interceptors
+        )
+        if settings.host_queue is not None
+        else None
+    )
     return SessionWorker(
         registry,
+        host_worker,
         client,
         task_queue=settings.task_queue,
-        workflows=[SessionRun, SessionChanges, SessionCompaction, SessionNavigation],
+        workflows=[SessionRun, SessionChanges, SessionCompaction, SessionNavigation, SessionMove],
         activities=[
             bookkeeping.start_run,
             bookkeeping.finish_run,
@@ -142,37 +162,86 @@ def build_worker(
             tree.plan_navigation,
             tree.commit_navigation,
             tree.save_turn,
-            ToolCalls(db, registry, hooks, ProcessRecords(settings.tool_processes)).run_tool,
+            # Here too: runs of sessions with no host (shared workspaces, and runs that
+            # started before hosts were recorded) send their tool calls to this queue.
+            tool_calls.run_tool,
             subagents.start_subagent,
             subagents.finish_subagent,
+            moves.record_host,
+            moves.drop_transfer,
         ],
         activity_executor=ThreadPoolExecutor(max_workers=32),
-        # Cancellation reaches an activity in the reply to a heartbeat, so the throttle
-        # bounds abort latency (measured: about the throttle plus 5 ms). The default
-        # would hold heartbeats back for seconds.
-        max_heartbeat_throttle_interval=timedelta(milliseconds=settings.heartbeat_throttle_ms),
-        default_heartbeat_throttle_interval=timedelta(milliseconds=settings.heartbeat_throttle_ms),
+        max_heartbeat_throttle_interval=throttle,
+        default_heartbeat_throttle_interval=throttle,
         # After a worker dies, its cached runs move to another worker this quickly.
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
         workflow_runner=workflow_runner(),
         # Metrics when the client's runtime serves them (`telemetry.metrics`), else none.
-        interceptors=worker_interceptors(client, settings),
+        interceptors=interceptors,
+    )
+
+
+def host_tool_worker(
+    client: Client,
+    db: Database,
+    queue: str,
+    tool_calls: ToolCalls,
+    host_name: str,
+    throttle: timedelta,
+    interceptors: Sequence[Interceptor],
+) -> Worker:
+    """The worker of this host's queue: its sessions' tool calls, and the activities that
+    ask whether the host is up and move workspaces (`activities.hosts`)."""
+    host = HostActivities(host_name, db)
+    return Worker(
+        client,
+        task_queue=queue,
+        activities=[
+            tool_calls.run_tool,
+            host.host_ready,
+            host.pack_workspace,
+            host.unpack_workspace,
+        ],
+        activity_executor=ThreadPoolExecutor(max_workers=4),
+        max_heartbeat_throttle_interval=throttle,
+        default_heartbeat_throttle_interval=throttle,
+        # The same as the shared queue's: a tool call is measured wherever it runs.
+        interceptors=interceptors,
     )
 
 
 class SessionWorker(Worker):
-    """A Temporal worker that closes its tools' connections (MCP servers, their
-    processes) once it has stopped, and with them nothing runs any more."""
+    """A Temporal worker and its host's tool worker (if any), run and stopped together
+    (`async with`, `run()`, `shutdown()`); once both have stopped it closes its tools'
+    connections (MCP servers, their processes), and with them nothing runs any more."""
 
-    def __init__(self, tools: ToolRegistry, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, tools: ToolRegistry, host_worker: Worker | None, *args: Any, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._tool_registry = tools
+        self.host_worker = host_worker
 
     async def run(self) -> None:
         try:
-            await super().run()
+            if self.host_worker is None:
+                await super().run()
+                return
+            # Either one ending (a fatal error, a shutdown) stops the other.
+            runs = [asyncio.create_task(super().run()), asyncio.create_task(self.host_worker.run())]
+            await asyncio.wait(runs, return_when=asyncio.FIRST_COMPLETED)
+            await self.shutdown()
+            for outcome in await asyncio.gather(*runs, return_exceptions=True):
+                if isinstance(outcome, BaseException):
+                    raise outcome
         finally:
             await self._tool_registry.aclose()
+
+    async def shutdown(self) -> None:
+        if self.host_worker is None:
+            await super().shutdown()
+            return
+        await asyncio.gather(super().shutdown(), self.host_worker.shutdown())
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:

@@ -83,6 +83,8 @@ class ToolExecutionStart(_Event):
     tool_name: str
     args: dict[str, Any]
     attempt: int = 1
+    host: str | None = None
+    """The host the call runs on (`domain.hosts`)."""
 
 
 class ToolExecutionUpdate(_Event):
@@ -246,6 +248,15 @@ class PhaseChanged(_Event):
     phase: str
 
 
+class HostWaiting(_Event):
+    """A tool call waits for its session's host (`waiting`), or the host is back."""
+
+    type: Literal["host_waiting"] = "host_waiting"
+    host: str
+    tool_call_id: str
+    waiting: bool
+
+
 class SubagentStarted(_Event):
     """A `delegate` call's sub-agent session exists and its run is starting: a client can
     open it (its own events, steering and abort go by `session_id`)."""
@@ -284,7 +295,8 @@ HarnessEvent = Annotated[
     | ContinuedAsNew
     | ApprovalRequested
     | ApprovalDecided
-    | SubagentStarted,
+    | SubagentStarted
+    | HostWaiting,
     Field(discriminator="type"),
 ]
 
@@ -312,7 +324,8 @@ RunEventPayload = Annotated[
     | ContinuedAsNew
     | ApprovalRequested
     | ApprovalDecided
-    | SubagentStarted,
+    | SubagentStarted
+    | HostWaiting,
     Field(discriminator="type"),
 ]
 

@@ -15,7 +15,9 @@ from domain.messages import AgentMessage, Usage
 from domain.queues import QueuedMessage
 
 RunStatus = Literal["running", "completed", "error", "aborted"]
-Phase = Literal["idle", "turn", "compaction", "branch_summary", "retry", "awaiting_approval"]
+Phase = Literal[
+    "idle", "turn", "compaction", "branch_summary", "retry", "awaiting_approval", "awaiting_host"
+]
 RunKind = Literal["prompt", "skill", "template"]
 
 
@@ -56,6 +58,12 @@ class RunOptions(BaseModel):
     continue_as_new_after_turns: int = 300
     """Continue as new after this many turns in one execution (about 3,600 history
     events), or sooner when Temporal suggests it, at a quiet boundary."""
+    host_wait_s: float = 600.0
+    """How long a tool call waits for its session's host (DURAGENT_HOST_WAIT) before
+    the run ends with an error."""
+    host_check_s: float = 10.0
+    """A tool call not taken by its host's worker this soon puts the run in the
+    `awaiting_host` phase until a worker of that host answers."""
 
 
 class InboxState(BaseModel):
@@ -88,6 +96,8 @@ class CarriedState(BaseModel):
     last_assistant_id: str | None = None
     executions: int = 1
     inbox: InboxState
+    host: str | None = None
+    """The host the run's tool calls go to (`domain.hosts`)."""
 
 
 class RunInput(BaseModel):
@@ -144,3 +154,5 @@ class RunView(BaseModel):
     """Writes waiting for the next save point; session reads do not include them."""
     guidance: list[GuidanceItem] = Field(default_factory=list)
     """Guidance waiting for the nearest safe point."""
+    awaiting_host: str | None = None
+    """The host the run waits for (phase `awaiting_host`): its tool calls wait for it."""

@@ -59,6 +59,8 @@ class StartRunResult(_Contract):
     """The session's harness config at the start (queue modes, for getters)."""
     workflow_hooks: list[str] = Field(default_factory=list)
     """Import paths of the worker's workflow hooks (see `domain.hooks`)."""
+    host: str | None = None
+    """The session's host, where the run's tool calls go; None: the shared task queue."""
 
 
 class CommitSlot(_Contract):
@@ -178,6 +180,9 @@ class ToolCallInput(_Contract):
     """The staged assistant message holding the call's full arguments."""
     result_entry_id: str
     call: ToolCallRef
+    rescheduled: int = 0
+    """Earlier activities of this call that its host's worker never took (it was gone):
+    one of them may have started before the host went, so this is no first attempt."""
 
 
 class ToolCallOutcome(_Contract):

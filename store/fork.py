@@ -31,6 +31,7 @@ def fork_session(
         db,
         session_id=uuid.uuid4().hex,
         workspace=source.workspace,
+        host=source.host,  # the same folder, so the same host
         config=source.config,
         name=name or (f"{source.name} (fork)" if source.name else None),
         owner=source.owner,

@@ -34,6 +34,8 @@ class SessionRecord(_Record):
     """A sub-agent's session: the parent session's run that started it."""
     parent_tool_call_id: str | None = None
     """A sub-agent's session: the parent's `delegate` call it answers."""
+    host: str | None = None
+    """The host its workspace is on (`domain.hosts`); None until its first run."""
 
 
 class RunRecord(_Record):

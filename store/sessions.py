@@ -25,6 +25,7 @@ def create_session(
     leaf_id: str | None = None,
     parent_run_id: str | None = None,
     parent_tool_call_id: str | None = None,
+    host: str | None = None,
 ) -> SessionRecord:
     now = now_ms()
     row = SessionRow(
@@ -38,6 +39,7 @@ def create_session(
         forked_from_entry_id=forked_from_entry_id,
         parent_run_id=parent_run_id,
         parent_tool_call_id=parent_tool_call_id,
+        host=host,
         created_at=now,
         updated_at=now,
     )
@@ -117,4 +119,23 @@ def set_session_wide_config(db: Session, session_id: str, config: SessionConfig)
 def set_name(db: Session, session_id: str, name: str) -> None:
     db.execute(
         update(SessionRow).where(SessionRow.id == session_id).values(name=name, updated_at=now_ms())
+    )
+
+
+def claim_host(db: Session, session_id: str, host: str) -> str:
+    """The session's host: `host` if it had none (recorded now), else the one it has."""
+    db.execute(
+        update(SessionRow)
+        .where(SessionRow.id == session_id, SessionRow.host.is_(None))
+        .values(host=host)
+    )
+    return require_session(db, session_id).host or host
+
+
+def set_host(db: Session, session_id: str, host: str | None, *, workspace: str) -> None:
+    """The session works on `host` now, in `workspace` there (`duragent move`)."""
+    db.execute(
+        update(SessionRow)
+        .where(SessionRow.id == session_id)
+        .values(host=host, workspace=workspace, updated_at=now_ms())
     )

@@ -10,6 +10,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     PrimaryKeyConstraint,
     String,
     Table,
@@ -57,6 +58,9 @@ class SessionRow(Base):
     # A sub-agent's session: the parent's run and the `delegate` call it answers.
     parent_run_id: Mapped[str | None] = mapped_column(String(64))
     parent_tool_call_id: Mapped[str | None] = mapped_column(String(64))
+    # The host whose workspace the session works in (`domain.hosts`); None until its
+    # first run records it, and always None with shared workspaces.
+    host: Mapped[str | None] = mapped_column(String(63))
 
 
 class EntryRow(Base):
@@ -185,3 +189,17 @@ class InputQueueRow(Base):
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
     consumed_at: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class WorkspaceChunkRow(Base):
+    """A piece of a workspace on its way from one host to another (`duragent move`): the
+    source host's worker stores the packed workspace here, the target's unpacks it and
+    deletes the pieces. Every host reaches the store; hosts need not reach each other."""
+
+    __tablename__ = "workspace_chunks"
+    __table_args__ = (PrimaryKeyConstraint("transfer_id", "seq", name="pk_workspace_chunks"),)
+
+    transfer_id: Mapped[str] = mapped_column(String(64))
+    seq: Mapped[int] = mapped_column(Integer, autoincrement=False)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[int] = mapped_column(BigInteger)

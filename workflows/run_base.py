@@ -71,6 +71,8 @@ class RunBase:
         self._executions = 1
         self._hook_paths: list[str] = []
         self._last_assistant: str | None = None
+        self._host: str | None = None
+        """The session's host, where tool calls go (`workflows.hosts`); None: shared."""
 
     async def _start(self, run: RunInput) -> RunResult | None:
         """Record the run and its prompt; the first snapshot and the workflow hooks."""
@@ -94,6 +96,7 @@ class RunBase:
         self._leaf = started.leaf_id
         self._inbox.config = self._inbox.config or started.config
         self._hook_paths = started.workflow_hooks
+        self._host = started.host
         self._snapshot, self._override = started.snapshot, None
         try:
             self._hooks = HookRunner(started.workflow_hooks)
@@ -108,6 +111,7 @@ class RunBase:
         self._last_assistant = carried.last_assistant_id
         self._executions = carried.executions
         self._hook_paths = carried.hooks
+        self._host = carried.host
         self._inbox = Inbox.restore(carried.inbox)
         self._snapshot, self._override = carried.snapshot, carried.override
         self._hooks = HookRunner(carried.hooks)
@@ -180,6 +184,7 @@ class RunBase:
             last_assistant_id=self._last_assistant,
             executions=self._executions + 1,
             inbox=self._inbox.export(),
+            host=self._host,
         )
         workflow.continue_as_new(self._run.model_copy(update={"carried": carried}))
 

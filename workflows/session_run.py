@@ -47,7 +47,7 @@ with workflow.unsafe.imports_passed_through():
         TurnCommit,
     )
 
-from workflows import steps
+from workflows import hosts, steps
 from workflows.approvals import PATCH, ApprovalGate
 from workflows.hook_runner import HookError
 from workflows.run_base import RunBase
@@ -73,6 +73,7 @@ class SessionRun(RunBase):
     def __init__(self) -> None:
         super().__init__()
         self._approvals = ApprovalGate()
+        self._host_waits = hosts.HostWaits()
 
     @workflow.signal
     def steer(self, item: QueuedMessage) -> None:
@@ -128,6 +129,7 @@ class SessionRun(RunBase):
             follow_ups=self._inbox.follow_ups,
             pending_writes=self._inbox.pending_writes,
             guidance=self._inbox.guidance,
+            awaiting_host=self._host if self._phase == "awaiting_host" else None,
         )
 
     # The run.
@@ -213,6 +215,10 @@ class SessionRun(RunBase):
         )
         self._inbox.activity = "between"
         slots = turn.finished_slots(batch.outcomes, self._now_ms())
+        if (host_gone := hosts.gone(batch.outcomes)) is not None:  # saved, then the end
+            return await self._finish(
+                [self._commit(slots, continues=False)], "error", host_gone, assistant_id
+            )
         summary = self._summary(reply, calls, batch.outcomes)
         try:
             stop = self._hooks.should_stop_after_turn(summary) or _terminated(batch.outcomes)
@@ -370,17 +376,17 @@ class SessionRun(RunBase):
             call = await self._approvals.wait(call, *where, self._approval_event)
         if call.traits.child_session and call.refused is None:  # delegate: a sub-agent
             return await run_subagent(self, turn, call)
-        return await steps.run_tool(
-            ToolCallInput(
-                session_id=self._run.session_id,
-                run_id=self._run.run_id,
-                turn=self._turn,
-                assistant_entry_id=turn.assistant_id,
-                result_entry_id=turn.result_id(call.id),
-                call=call,
-            ),
-            self._run.options,
+        data = ToolCallInput(
+            session_id=self._run.session_id,
+            run_id=self._run.run_id,
+            turn=self._turn,
+            assistant_entry_id=turn.assistant_id,
+            result_entry_id=turn.result_id(call.id),
+            call=call,
         )
+        if self._host is not None and workflow.patched(hosts.PATCH):  # the session's host
+            return await self._host_waits.run_tool(self, self._host, data, self._run.options)
+        return await steps.run_tool(data, self._run.options)
 
     async def _approval_event(self, waiting: bool, event: RunEventPayload) -> None:
         """An approval event; the phase is `awaiting_approval` while any call waits."""

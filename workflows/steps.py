@@ -15,13 +15,23 @@ from typing import TypeVar, cast
 from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, FailureError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    FailureError,
+    TimeoutType,
+)
+from temporalio.exceptions import (
+    TimeoutError as TemporalTimeout,
+)
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from domain import tree_ops as ops
     from domain.events import PhaseChanged, RetryScheduled, RunEventPayload
     from domain.fallbacks import root_message
+    from domain.hosts import HOST_READY
     from domain.runs import RunOptions
     from domain.subagents import (
         FINISH_SUBAGENT,
@@ -118,10 +128,13 @@ async def _long_step(
     max_interval_s: float,
     summary: str,
     non_retryable: list[str] | None = None,
+    task_queue: str | None = None,
+    start_within_s: float | None = None,
 ) -> T:
     """A regular activity: it heartbeats, so a crashed worker is noticed, and an abort
     cancels it through its heartbeats and waits until it has stopped. Its retries start
-    at once (see ACTIVITY_RETRY_FIRST) and back off to `max_interval_s`."""
+    at once (see ACTIVITY_RETRY_FIRST) and back off to `max_interval_s`. On another
+    `task_queue` (a host's) it may have to start within `start_within_s`."""
     result = await workflow.execute_activity(
         name,
         data,
@@ -137,6 +150,10 @@ async def _long_step(
         ),
         cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         summary=summary,
+        task_queue=task_queue,
+        schedule_to_start_timeout=(
+            timedelta(seconds=start_within_s) if start_within_s is not None else None
+        ),
     )
     return cast(T, result)
 
@@ -160,12 +177,21 @@ async def model_turn(data: ModelTurnInput, options: RunOptions, attempt: int) ->
     )
 
 
-async def run_tool(data: ToolCallInput, options: RunOptions) -> ToolCallOutcome:
+async def run_tool(
+    data: ToolCallInput,
+    options: RunOptions,
+    *,
+    task_queue: str | None = None,
+    start_within_s: float | None = None,
+) -> ToolCallOutcome:
+    """The tool call, on the shared task queue or its session's host's (`task_queue`),
+    where a worker must take it within `start_within_s` (`workflows.hosts`)."""
+    again = f"-again-{data.rescheduled}" if data.rescheduled else ""
     return await _long_step(
         RUN_TOOL,
         data,
         ToolCallOutcome,
-        activity_id=f"turn-{data.turn}-tool-{data.call.id}",
+        activity_id=f"turn-{data.turn}-tool-{data.call.id}{again}",
         timeout_s=options.tool_timeout_s,
         heartbeat_s=options.tool_heartbeat_timeout_s,
         # A tool that is not retry-safe answers its second attempt with "interrupted"
@@ -173,7 +199,31 @@ async def run_tool(data: ToolCallInput, options: RunOptions) -> ToolCallOutcome:
         attempts=3,
         max_interval_s=10,
         summary=f"{data.call.name} {data.call.args_preview}"[:120],
+        task_queue=task_queue,
+        start_within_s=start_within_s,
     )
+
+
+async def host_ready(task_queue: str, activity_id: str, start_within_s: float) -> str:
+    """Whether a worker of a host is up: it takes this at once and answers its host's
+    name. Not taken within `start_within_s`: a Temporal schedule-to-start timeout."""
+    result = await workflow.execute_activity(
+        HOST_READY,
+        task_queue=task_queue,
+        result_type=str,
+        activity_id=activity_id,
+        schedule_to_start_timeout=timedelta(seconds=start_within_s),
+        start_to_close_timeout=timedelta(seconds=30),
+        retry_policy=RetryPolicy(maximum_attempts=1),
+        summary="is the host up?",
+    )
+    return cast(str, result)
+
+
+def not_taken(err: ActivityError) -> bool:
+    """The activity failed because no worker took it in time (its host is gone)."""
+    cause = err.cause
+    return isinstance(cause, TemporalTimeout) and cause.type == TimeoutType.SCHEDULE_TO_START
 
 
 async def start_subagent(data: StartSubagentInput) -> SubagentStart:

@@ -7,7 +7,7 @@ registered here in the order `duragent --help` lists them.
 from __future__ import annotations
 
 from client import lifecycle
-from client.cli import approvals, config, inputs, runs, servers, sessions, tree
+from client.cli import approvals, config, hosts, inputs, runs, servers, sessions, tree
 from client.cli.app import app
 
 COMMANDS = (
@@ -39,6 +39,7 @@ COMMANDS = (
     tree.label,
     tree.compact,
     tree.goto,
+    hosts.move,
 )
 """Each is named after its function, underscores as dashes (`follow_up`: `follow-up`)."""
 

@@ -32,6 +32,13 @@ def run(
         typer.Option(help="Directory the tools work in (new sessions; default: a fresh one)."),
     ] = None,
     name: Annotated[str | None, typer.Option(help="Name for a new session.")] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(
+            help="Host whose workers run a new session's tools (default: the host of the "
+            "worker that takes its first run; see `duragent move`)."
+        ),
+    ] = None,
     max_turns: Annotated[int | None, typer.Option(help="Stop after this many turns.")] = None,
 ) -> None:
     """Run PROMPT in a session and stream what happens; exit with the run's outcome
@@ -47,7 +54,7 @@ def run(
 
     def open_session(client: DuragentClient) -> str:
         if session is None:
-            record = client.create_session(workspace=workspace, name=name)
+            record = client.create_session(workspace=workspace, name=name, host=host)
             announce(f"Session {record.id} (workspace {record.workspace})")
             return record.id
         return client.get_session(session).id

@@ -87,7 +87,8 @@ def show(
         )
         return
     say(Text.assemble(("session", "bold"), f" {record.id}  {record.name or ''}"))
-    say(Text(f"workspace {record.workspace}   model {record.config.model}"))
+    host = f"   host {record.host}" if record.host else ""
+    say(Text(f"workspace {record.workspace}{host}   model {record.config.model}"))
     if record.parent_tool_call_id and record.parent_session_id:
         say(
             Text(
@@ -215,6 +216,8 @@ def status(
         if as_json:
             view = {
                 "phase": state.phase,
+                "host": state.host,
+                "awaiting_host": state.awaiting_host,
                 "config": state.config.model_dump(),
                 "run": state.run.model_dump(mode="json") if state.run else None,
                 "next_turn": [i.model_dump(mode="json") for i in state.next_turn],
@@ -230,6 +233,12 @@ def status(
             return
         run_line = f" (run {state.run.run_id}, turn {state.run.turn})" if state.run else ""
         console.print(f"[bold]{state.phase}[/]{run_line}")
+        if state.awaiting_host:
+            say(
+                Text(f"waiting for host {state.awaiting_host}: its worker is not taking tool calls")
+            )
+        if state.host:
+            say(Text(f"host {state.host}"))
         console.print(config_line(state.config))
         if latest and run_cost:
             say(Text(f"run {latest} cost {cost_line(run_cost)}"))

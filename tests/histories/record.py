@@ -34,6 +34,8 @@ class Scenario:
     name: str
     script: dict[str, Any]
     drive: Callable[[Stack, str], Awaitable[None]]
+    host: str | None = None
+    """The session's host (None: the worker's, recorded by its first run)."""
 
 
 async def prompt_and_wait(stack: Stack, session_id: str) -> None:
@@ -117,6 +119,38 @@ async def delegate_and_wait(stack: Stack, session_id: str) -> None:
     steps = [{"reply": [{"tool_use": delegate}]}, {"reply": [{"text": "The sub-agent listed them."}]}]
     stack.model.add_steps(session_id, steps, replace=True)  # the "*" steps are the child's
     await (await stack.client.prompt(session_id, "Have a sub-agent list the files.")).result()
+
+
+def host_options(stack: Stack, wait_s: float) -> Any:
+    return stack.client.default_options().model_copy(
+        update={"host_check_s": 1.0, "host_wait_s": wait_s}
+    )
+
+
+async def wait_for_host_then_start_it(stack: Stack, session_id: str) -> None:
+    """The session's host has no worker when the run starts: the run waits for it, then
+    goes on once a worker of that host is up."""
+    from processes import WORKER_ARGS, spawn_python
+
+    run = await stack.client.prompt(session_id, "Make two files.", options=host_options(stack, 60))
+    while not any(
+        [e async for e in stack.client.events(session_id, follow=False) if e.type == "host_waiting"]
+    ):
+        await asyncio.sleep(0.02)
+    process = spawn_python(WORKER_ARGS, {**stack.env(), "DURAGENT_HOST": "later-host"})
+    stack.processes.append(process)
+    await run.result()
+
+
+async def host_never_back(stack: Stack, session_id: str) -> None:
+    run = await stack.client.prompt(session_id, "Make a file.", options=host_options(stack, 2))
+    await run.result()
+
+
+async def run_then_move(stack: Stack, session_id: str) -> None:
+    await prompt_and_wait(stack, session_id)
+    moved = stack.settings.home / "moved"
+    await stack.client.move(session_id, stack.settings.host, workspace=moved)
 
 
 READ_PART = {"reply": [{"tool_use": {"name": "read", "input": {"path": "part.txt"}}}]}
@@ -238,6 +272,23 @@ SCENARIOS = [
         },
         approve_and_deny,
     ),
+    Scenario(
+        "host_wait",
+        {"conversations": {"*": [{"reply": [bash("echo a > a.txt", "call_a")]}, {"reply": [{"text": "Done."}]}]}},
+        wait_for_host_then_start_it,
+        host="later-host",
+    ),
+    Scenario(
+        "host_gone",
+        {"conversations": {"*": [{"reply": [bash("echo a > a.txt", "call_a")]}]}},
+        host_never_back,
+        host="gone-host",
+    ),
+    Scenario(
+        "move",
+        {"conversations": {"*": [{"reply": [bash("echo a > a.txt", "call_a")]}, {"reply": [{"text": "Done."}]}]}},
+        run_then_move,
+    ),
 ]
 
 
@@ -273,7 +324,7 @@ async def record(names: list[str]) -> None:
                 home = Path(tmp) / scenario.name
                 home.mkdir()
                 async with open_stack(home, temporal, server.address, scenario.script) as stack:
-                    session = stack.client.create_session()
+                    session = stack.client.create_session(host=scenario.host)
                     async with stack.worker():
                         await scenario.drive(stack, session.id)
                     # A sub-agent's session is recorded too, as NAME-child.

@@ -11,6 +11,7 @@ from temporalio.worker import Replayer
 
 from worker import workflow_runner
 from workflows.session_changes import SessionChanges
+from workflows.session_move import SessionMove
 from workflows.session_run import SessionRun
 from workflows.session_structure import SessionCompaction, SessionNavigation
 
@@ -31,6 +32,10 @@ def test_histories_are_recorded() -> None:
         "approval",
         "subagent",
         "subagent-child",
+        "host_wait",
+        "host_gone",
+        "move-1",
+        "move-2",
     }
 
 
@@ -38,7 +43,7 @@ def test_histories_are_recorded() -> None:
 async def test_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(f"session-{path.stem}", path.read_text())
     replayer = Replayer(
-        workflows=[SessionRun, SessionChanges, SessionCompaction, SessionNavigation],
+        workflows=[SessionRun, SessionChanges, SessionCompaction, SessionNavigation, SessionMove],
         data_converter=pydantic_data_converter,
         workflow_runner=workflow_runner(),
     )
