@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from client.cli import app
 from client.connection import temporal_connect_config
+from client.workers import private_paths
 from settings import Settings
 
 pytestmark = pytest.mark.fast
@@ -91,6 +92,16 @@ def test_the_api_key_is_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.temporal_tls_on
     assert "very-secret-key" not in repr(settings) and "very-secret-key" not in str(settings)
     assert temporal_connect_config(settings)["api_key"] == "very-secret-key"
+
+
+def test_a_sandboxed_tool_cannot_read_the_workers_tls_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    certs = make_certificates(tmp_path)
+    monkeypatch.setenv("TEMPORAL_TLS_CLIENT_CERT_PATH", str(certs.client_cert))
+    monkeypatch.setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", str(certs.client_key))
+    hidden = private_paths(Settings.from_env(home=tmp_path / "home"))
+    assert certs.client_key in hidden  # covered by /dev/null in bwrap, wherever it is
 
 
 def bad_settings(certs_dir: Path) -> list[tuple[dict[str, str], str]]:
