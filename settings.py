@@ -27,6 +27,12 @@
 | `DURAGENT_HOST` | the machine's host name: the host whose workspaces this worker's tools use |
 | `DURAGENT_SHARED_WORKSPACES` | `false`; `true`: all workers see all workspaces (no host queues) |
 | `DURAGENT_HOST_WAIT` | `600` seconds a run waits for its session's host to come back |
+| `TEMPORAL_TLS` | off, unless a TLS file, server name or API key below is set |
+| `TEMPORAL_TLS_CLIENT_CERT_PATH` | none: a client certificate (PEM), for mTLS |
+| `TEMPORAL_TLS_CLIENT_KEY_PATH` | none: that certificate's private key (PEM) |
+| `TEMPORAL_TLS_SERVER_CA_CERT_PATH` | none: the system's roots verify the server |
+| `TEMPORAL_TLS_SERVER_NAME` | the address's host: the name the server's certificate must bear |
+| `TEMPORAL_API_KEY` | none: a Temporal Cloud API key (sent as a bearer token, over TLS) |
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import socket
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -154,6 +160,16 @@ class Settings(BaseSettings):
         if address is not None:
             check_bind_address(address)
         return address
+    # Temporal connection: a cluster or Temporal Cloud, by the variables Temporal's CLI
+    # and SDKs read (`temporalio.envconfig`); `client.connection` turns them into TLS.
+    temporal_tls: bool | None = _env("TEMPORAL_TLS", None)
+    """None: TLS when any setting below asks for it; False: never (a plain proxy)."""
+    temporal_tls_client_cert: Path | None = _env("TEMPORAL_TLS_CLIENT_CERT_PATH", None)
+    temporal_tls_client_key: Path | None = _env("TEMPORAL_TLS_CLIENT_KEY_PATH", None)
+    temporal_tls_server_ca: Path | None = _env("TEMPORAL_TLS_SERVER_CA_CERT_PATH", None)
+    temporal_tls_server_name: str | None = _env("TEMPORAL_TLS_SERVER_NAME", None)
+    temporal_api_key: SecretStr | None = _env("TEMPORAL_API_KEY", None)
+    """Temporal Cloud's API key; a SecretStr so that no repr or log shows it."""
 
     @field_validator("home")
     @classmethod
@@ -214,10 +230,28 @@ class Settings(BaseSettings):
             self.database_url = f"sqlite:///{self.home / 'duragent.db'}"
         return self
 
+    @model_validator(mode="after")
+    def _check_temporal_tls(self) -> Self:
+        check_temporal_tls(self)
+        return self
+
     @property
     def offline(self) -> bool:
         """No API key: the scripted offline model stands in for Claude."""
         return not self.anthropic_api_key
+
+    @property
+    def temporal_tls_on(self) -> bool:
+        """Whether the connection to Temporal is TLS, as Temporal's own clients decide:
+        `TEMPORAL_TLS` if set, else on when a TLS setting or an API key is."""
+        if self.temporal_tls is not None:
+            return self.temporal_tls
+        return self.temporal_api_key is not None or self.temporal_tls_given
+
+    @property
+    def temporal_tls_given(self) -> bool:
+        """Whether a TLS file or the server's name is set."""
+        return bool(_tls_given(self))
 
     @property
     def workspaces(self) -> Path:
@@ -333,3 +367,50 @@ def read_price_file(path: Path) -> PriceTable:
     except (OSError, UnicodeDecodeError) as err:
         raise PriceFileError(f"{path}: cannot be read ({err})") from None
     return parse_price_table(text, str(path))
+
+
+_TLS_VARIABLES = {
+    "temporal_tls_client_cert": "TEMPORAL_TLS_CLIENT_CERT_PATH",
+    "temporal_tls_client_key": "TEMPORAL_TLS_CLIENT_KEY_PATH",
+    "temporal_tls_server_ca": "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+    "temporal_tls_server_name": "TEMPORAL_TLS_SERVER_NAME",
+}
+"""The TLS settings (field -> its variable); the first three name PEM files."""
+
+
+def _tls_given(settings: Settings) -> list[str]:
+    """The variables of the TLS settings that are set."""
+    return [var for field, var in _TLS_VARIABLES.items() if getattr(settings, field) is not None]
+
+
+def check_temporal_tls(settings: Settings) -> None:
+    """The TLS files exist and hold PEM, a client certificate comes with its key, and no
+    TLS setting is given with TLS turned off: said here, rather than as a failed handshake
+    of every connection later.
+
+    Raises:
+        SettingError: naming the variable and the rule.
+    """
+    for field in ("temporal_tls_client_cert", "temporal_tls_client_key", "temporal_tls_server_ca"):
+        path: Path | None = getattr(settings, field)
+        if path is not None:
+            check_pem_file(_TLS_VARIABLES[field], path)
+    cert, key = settings.temporal_tls_client_cert, settings.temporal_tls_client_key
+    if (cert is None) != (key is None):
+        given, missing = ("CERT", "KEY") if key is None else ("KEY", "CERT")
+        raise SettingError(
+            f"TEMPORAL_TLS_CLIENT_{given}_PATH is set but TEMPORAL_TLS_CLIENT_{missing}_PATH "
+            "is not: a client certificate and its key go together"
+        )
+    if settings.temporal_tls is False and (given_tls := _tls_given(settings)):
+        raise SettingError(f"TEMPORAL_TLS is false, but {given_tls[0]} is set: unset one of them")
+
+
+def check_pem_file(variable: str, path: Path) -> None:
+    """`path` is a readable file of PEM blocks (`-----BEGIN ...`), as TLS wants."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise SettingError(f"{variable}: {path} cannot be read ({err.strerror})") from None
+    if b"-----BEGIN " not in data:
+        raise SettingError(f"{variable}: {path} is not a PEM file (no -----BEGIN line)")

@@ -10,14 +10,15 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 from google.protobuf.timestamp_pb2 import Timestamp
-from temporal_dev import DevServer, is_reachable
+from temporal_dev import DevServer
 from temporalio.api.enums.v1 import TaskQueueType, WorkerStatus
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, ListWorkersRequest
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from client.connection import connect_temporal, open_store
+from client.connection import connect_temporal, open_store, temporal_reachable
+from client.errors import DuragentError
 from offline_model import DEMO_SCRIPT, OfflineModelServer
 from settings import Settings
 
@@ -85,13 +86,15 @@ def _seconds(stamp: Timestamp) -> float:
 
 @contextlib.asynccontextmanager
 async def ensure_temporal(settings: Settings, announce: Announce) -> AsyncIterator[None]:
-    if await is_reachable(settings.temporal_address, settings.temporal_namespace):
+    if await temporal_reachable(settings):
         yield
         return
-    port = _local_port(settings.temporal_address)
+    # The dev server speaks no TLS: a TLS address is a cluster's, never one to start here.
+    port = None if settings.temporal_tls_on else _local_port(settings.temporal_address)
     if port is None:
-        raise RuntimeError(
-            f"Temporal at {settings.temporal_address} is not reachable "
+        over = " over TLS (check the TEMPORAL_TLS_* settings)" if settings.temporal_tls_on else ""
+        raise DuragentError(
+            f"Temporal at {settings.temporal_address} is not reachable{over} "
             f"(namespace {settings.temporal_namespace})"
         )
     server = DevServer(

@@ -85,8 +85,11 @@ def tool_registry(settings: Settings) -> ToolRegistry:
 def private_paths(settings: Settings) -> list[Path]:
     """What no sandboxed command may read, whatever its workspace: the state directory
     (database, dev server, every session's workspace), a SQLite database kept elsewhere,
-    and the home directory of the worker's user (keys, tokens, other projects)."""
+    the home directory of the worker's user (keys, tokens, other projects) and the key
+    the worker proves itself to Temporal with."""
     paths = [settings.home, Path.home()]
+    if settings.temporal_tls_client_key is not None:
+        paths.append(settings.temporal_tls_client_key)
     url = make_url(settings.database_url)
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
         database = Path(url.database)

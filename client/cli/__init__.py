@@ -7,7 +7,7 @@ registered here in the order `duragent --help` lists them.
 from __future__ import annotations
 
 from client import lifecycle
-from client.cli import approvals, config, hosts, inputs, runs, servers, sessions, tree
+from client.cli import approvals, config, hosts, inputs, runs, servers, sessions, setup, tree
 from client.cli.app import app
 
 COMMANDS = (
@@ -31,6 +31,7 @@ COMMANDS = (
     servers.dev_server,
     servers.offline_model,
     servers.serve,
+    setup.setup_temporal,
     sessions.sessions,
     sessions.show,
     sessions.history,
