@@ -160,6 +160,7 @@ class Settings(BaseSettings):
         if address is not None:
             check_bind_address(address)
         return address
+
     # Temporal connection: a cluster or Temporal Cloud, by the variables Temporal's CLI
     # and SDKs read (`temporalio.envconfig`); `client.connection` turns them into TLS.
     temporal_tls: bool | None = _env("TEMPORAL_TLS", None)
