@@ -1,10 +1,11 @@
 """`GET /metrics`: the API's Prometheus metrics, when `DURAGENT_API_METRICS` is on.
 
 Two kinds (docs/ARCHITECTURE.md, "Metrics"):
-- what the store says, counted at each scrape (`store.metrics`), so every API process
-  reports the same figures whichever worker wrote them: `duragent_sessions`,
-  `duragent_runs_in_progress{phase}`, `duragent_input_queue_waiting{kind}` (next_turn,
-  guidance) and `duragent_approvals_waiting`;
+- what the store says, counted at each scrape (`store.metrics`, read through the
+  client), so every API process reports the same figures whichever worker wrote them:
+  `duragent_sessions`, `duragent_runs_in_progress{phase}`,
+  `duragent_input_queue_waiting{kind}` (next_turn, guidance) and
+  `duragent_approvals_waiting`;
 - what this process did: `duragent_api_requests_total{method,route,code}`, by the route's
   template (`/api/sessions/{session_id}/state`), never a path with ids in it.
 
@@ -26,9 +27,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from client.api import DuragentClient
 from domain.runs import Phase
-from store.db import Database
-from store.input_queue import QueueKind
-from store.metrics import store_figures
 
 PATH = "/metrics"
 
@@ -38,7 +36,7 @@ def mount_metrics(app: FastAPI, client: DuragentClient) -> None:
     if not client.settings.api_metrics:
         return
     registry = CollectorRegistry()
-    registry.register(StoreCollector(client.db))
+    registry.register(StoreCollector(client))
     requests = Counter(
         "duragent_api_requests",
         "HTTP requests the API answered, by method, route template and status code.",
@@ -56,12 +54,11 @@ def mount_metrics(app: FastAPI, client: DuragentClient) -> None:
 class StoreCollector(Collector):
     """Gauges from the store, read when Prometheus scrapes."""
 
-    def __init__(self, db: Database) -> None:
-        self._db = db
+    def __init__(self, client: DuragentClient) -> None:
+        self._client = client
 
     def collect(self) -> Iterator[Metric]:
-        with self._db.transaction() as db:
-            figures = store_figures(db)
+        figures = self._client.store_figures()
         yield GaugeMetricFamily("duragent_sessions", "Sessions in the store.", figures.sessions)
         runs = GaugeMetricFamily(
             "duragent_runs_in_progress", "Runs in progress, by phase.", labels=["phase"]
@@ -75,7 +72,7 @@ class StoreCollector(Collector):
             "Input-queue items waiting for a run, by kind (next_turn, guidance).",
             labels=["kind"],
         )
-        for kind in _with_known(figures.input_waiting, get_args(QueueKind)):
+        for kind in _with_known(figures.input_waiting, figures.input_kinds):
             waiting.add_metric([kind], figures.input_waiting.get(kind, 0))
         yield waiting
         yield GaugeMetricFamily(

@@ -13,6 +13,7 @@ from domain.entries import SessionEntry, current_labels
 from domain.resources import ResourceKind
 from store import display, entries, events, input_queue, runs, sessions
 from store.errors import SessionNotFound as StoreSessionNotFound
+from store.metrics import StoreFigures, store_figures
 from store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
 
 
@@ -36,6 +37,12 @@ class SessionPage:
 
 class SessionReads(ClientCore):
     """Reads answered from the store alone, so they work while no worker runs."""
+
+    def store_figures(self) -> StoreFigures:
+        """What the store says now (sessions, runs in progress by phase, input waiting,
+        approvals waiting): the API's metrics, counted at each scrape."""
+        with self.db.transaction() as db:
+            return store_figures(db)
 
     def get_session(self, session_id: str) -> SessionRecord:
         with self.db.transaction() as db:

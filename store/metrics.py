@@ -7,10 +7,12 @@ the figures are as true as the store is, whichever workers and API processes wro
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import get_args
 
 from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
+from store.input_queue import QueueKind
 from store.tables import InputQueueRow, RunEventRow, RunStateRow, SessionRow
 
 APPROVAL_REQUESTED = "approval_requested"
@@ -26,6 +28,8 @@ class StoreFigures:
     """Pending input-queue items, by kind (next_turn, guidance)."""
     approvals_waiting: int = 0
     """Tool calls of running runs asked about and not decided yet."""
+    input_kinds: tuple[str, ...] = get_args(QueueKind)
+    """Every kind of input-queue item, waiting or not."""
 
 
 def store_figures(db: Session) -> StoreFigures:
