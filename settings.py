@@ -12,7 +12,7 @@
 | `ANTHROPIC_API_KEY` | none: the offline (scripted) model is used |
 | `ANTHROPIC_BASE_URL` | Anthropic's; set by the CLI to the offline model when there is no key |
 | `DURAGENT_OFFLINE_SCRIPT` | the bundled demo script |
-| `DURAGENT_HEARTBEAT_TIMEOUT` | `10` seconds |
+| `DURAGENT_HEARTBEAT_TIMEOUT` | `2` seconds: a lost worker's model or tool call moves on then |
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
 | `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
 | `DURAGENT_API_TOKENS` | `token=user,...` for the HTTP API (none: `serve` makes one up) |
@@ -74,7 +74,11 @@ class Settings(BaseSettings):
     anthropic_api_key: str | None = _env("ANTHROPIC_API_KEY", None)
     anthropic_base_url: str | None = _env("ANTHROPIC_BASE_URL", None)
     offline_script: Path | None = None
-    heartbeat_timeout_s: float = _env("DURAGENT_HEARTBEAT_TIMEOUT", 10.0)
+    heartbeat_timeout_s: float = _env("DURAGENT_HEARTBEAT_TIMEOUT", 2.0)
+    """A running activity whose worker sends no heartbeat this long counts as lost and
+    is retried elsewhere. Heartbeats go every `heartbeat_throttle_ms`, so a short timeout
+    costs nothing more; but a Temporal server down longer than this (a restart) times
+    out the calls running meanwhile too."""
     heartbeat_throttle_ms: int = 50
     """At most one heartbeat per running activity this often: the abort latency bound,
     against one RPC per running activity per interval."""
