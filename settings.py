@@ -22,6 +22,11 @@
 | `DURAGENT_TOOL_SANDBOX` | `none`; `bwrap`: tool commands run in a bubblewrap sandbox |
 | `DURAGENT_MCP_CONFIG` | none: the MCP servers file (YAML or JSON) whose tools workers offer |
 | `DURAGENT_PRICES_FILE` | none: a price table (TOML) whose models replace or add to the bundled |
+| `DURAGENT_WORKER_MAX_ACTIVITIES` | `500` model and tool calls at once per worker; more wait |
+| `DURAGENT_WORKER_MAX_WORKFLOW_TASKS` | `100` run steps (and store steps) at once per worker |
+| `DURAGENT_WORKER_CACHED_RUNS` | `1000` runs kept in a worker's memory between their steps |
+| `DURAGENT_WORKER_POLLERS` | `5` polls at once per worker for each of run steps and calls |
+| `DURAGENT_DATABASE_POOL_SIZE` | `10` connections per process (and as many more under a burst) |
 """
 
 from __future__ import annotations
@@ -102,6 +107,19 @@ class Settings(BaseSettings):
     prices_file: Path | None = None
     """A price table of the bundled one's shape (`domain/prices.toml`) whose models
     replace or join the bundled ones; read and checked when the settings are."""
+    # Worker tuning: what one worker takes on at once. Past it, work waits in Temporal's
+    # queues, in order and with no timeout, so an overloaded worker slows down evenly.
+    worker_max_activities: int = Field(500, ge=1)
+    """Model and tool calls at once. They mostly wait (on the model, on a process), so
+    many fit; each running one is a coroutine and, for a tool, its process."""
+    worker_max_workflow_tasks: int = Field(100, ge=2)
+    """Run steps (workflow tasks) at once; also the bound on local store steps."""
+    worker_cached_runs: int = Field(1000, ge=0)
+    """Runs kept in memory between their steps; one evicted replays its history."""
+    worker_pollers: int = Field(5, ge=2)
+    """Concurrent polls of Temporal per worker, for run steps and for calls each."""
+    database_pool_size: int = Field(10, ge=1)
+    """Store connections a process keeps open; as many more open under a burst."""
 
     @field_validator("home")
     @classmethod

@@ -18,4 +18,4 @@ async def connect_temporal(settings: Settings) -> Client:
 
 
 def open_store(settings: Settings) -> Database:
-    return Database(settings.database_url)
+    return Database(settings.database_url, pool_size=settings.database_pool_size)

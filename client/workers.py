@@ -145,7 +145,9 @@ def build_worker(
             subagents.start_subagent,
             subagents.finish_subagent,
         ],
-        activity_executor=ThreadPoolExecutor(max_workers=32),
+        # Threads for the sync (store) activities, started as they are needed: they are
+        # bounded by the local activities a worker runs at once, not by this.
+        activity_executor=ThreadPoolExecutor(max_workers=settings.worker_max_activities),
         # Cancellation reaches an activity in the reply to a heartbeat, so the throttle
         # bounds abort latency (measured: about the throttle plus 5 ms). The default
         # would hold heartbeats back for seconds.
@@ -154,7 +156,20 @@ def build_worker(
         # After a worker dies, its cached runs move to another worker this quickly.
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
         workflow_runner=workflow_runner(),
+        **tuning(settings),
     )
+
+
+def tuning(settings: Settings) -> dict[str, Any]:
+    """How much one worker takes on at once (settings, "Worker tuning")."""
+    return {
+        "max_concurrent_activities": settings.worker_max_activities,
+        "max_concurrent_workflow_tasks": settings.worker_max_workflow_tasks,
+        "max_concurrent_local_activities": settings.worker_max_workflow_tasks,
+        "max_cached_workflows": settings.worker_cached_runs,
+        "max_concurrent_workflow_task_polls": settings.worker_pollers,
+        "max_concurrent_activity_task_polls": settings.worker_pollers,
+    }
 
 
 class SessionWorker(Worker):
