@@ -23,7 +23,7 @@
 | `DURAGENT_MCP_CONFIG` | none: the MCP servers file (YAML or JSON) whose tools workers offer |
 | `DURAGENT_PRICES_FILE` | none: a price table (TOML) whose models replace or add to the bundled |
 | `DURAGENT_WORKER_MAX_ACTIVITIES` | `500` model and tool calls at once per worker; more wait |
-| `DURAGENT_WORKER_MAX_WORKFLOW_TASKS` | `100` run steps (and store steps) at once per worker |
+| `DURAGENT_WORKER_MAX_WORKFLOW_TASKS` | `10` run steps (and store steps) at once per worker |
 | `DURAGENT_WORKER_CACHED_RUNS` | `1000` runs kept in a worker's memory between their steps |
 | `DURAGENT_WORKER_POLLERS` | `5` polls at once per worker for each of run steps and calls |
 | `DURAGENT_DATABASE_POOL_SIZE` | `10` connections per process (and as many more under a burst) |
@@ -112,8 +112,11 @@ class Settings(BaseSettings):
     worker_max_activities: int = Field(500, ge=1)
     """Model and tool calls at once. They mostly wait (on the model, on a process), so
     many fit; each running one is a coroutine and, for a tool, its process."""
-    worker_max_workflow_tasks: int = Field(100, ge=2)
-    """Run steps (workflow tasks) at once; also the bound on local store steps."""
+    worker_max_workflow_tasks: int = Field(10, ge=2)
+    """Run steps (workflow tasks) at once; also the bound on local store steps. They
+    are CPU work, one at a time under the GIL anyway: more at once only starve the event
+    loop that sends heartbeats, until the calls it runs look lost (at 200 sessions, 100
+    at once timed out a quarter of the runs' heartbeats; 10 timed out none)."""
     worker_cached_runs: int = Field(1000, ge=0)
     """Runs kept in memory between their steps; one evicted replays its history."""
     worker_pollers: int = Field(5, ge=2)

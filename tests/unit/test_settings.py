@@ -61,7 +61,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert (settings.api_tokens, settings.workspace_roots, settings.tool_env) == ({}, [], [])
     assert settings.temporal_ui_port is None and settings.web_ui_port == 8233
     assert settings.tool_sandbox == "none"
-    assert (settings.worker_max_activities, settings.worker_max_workflow_tasks) == (500, 100)
+    assert (settings.worker_max_activities, settings.worker_max_workflow_tasks) == (500, 10)
     assert (settings.worker_cached_runs, settings.worker_pollers) == (1000, 5)
     assert settings.database_pool_size == 10
 
