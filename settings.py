@@ -12,7 +12,7 @@
 | `ANTHROPIC_API_KEY` | none: the offline (scripted) model is used |
 | `ANTHROPIC_BASE_URL` | Anthropic's; set by the CLI to the offline model when there is no key |
 | `DURAGENT_OFFLINE_SCRIPT` | the bundled demo script |
-| `DURAGENT_HEARTBEAT_TIMEOUT` | `2` seconds: a lost worker's model or tool call moves on then |
+| `DURAGENT_HEARTBEAT_TIMEOUT` | `10` seconds: a lost worker's model or tool call moves on then |
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
 | `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
 | `DURAGENT_API_TOKENS` | `token=user,...` for the HTTP API (none: `serve` makes one up) |
@@ -79,11 +79,13 @@ class Settings(BaseSettings):
     anthropic_api_key: str | None = _env("ANTHROPIC_API_KEY", None)
     anthropic_base_url: str | None = _env("ANTHROPIC_BASE_URL", None)
     offline_script: Path | None = None
-    heartbeat_timeout_s: float = _env("DURAGENT_HEARTBEAT_TIMEOUT", 2.0)
+    heartbeat_timeout_s: float = _env("DURAGENT_HEARTBEAT_TIMEOUT", 10.0)
     """A running activity whose worker sends no heartbeat this long counts as lost and
-    is retried elsewhere. Heartbeats go every `heartbeat_throttle_ms`, so a short timeout
-    costs nothing more; but a Temporal server down longer than this (a restart) times
-    out the calls running meanwhile too."""
+    is retried elsewhere: recovery takes this plus a fraction of a second. 2 s recovers
+    in about 2.3 s (`bench/recovery.py`) where workers have CPU to spare; on a worker out
+    of CPU heartbeats lag, and a short timeout takes its calls for lost (200 sessions on
+    one two-core machine: a quarter of the runs failed at 2 s). A Temporal server down
+    longer than this (a restart) times out the calls running meanwhile too."""
     heartbeat_throttle_ms: int = 50
     """At most one heartbeat per running activity this often: the abort latency bound,
     against one RPC per running activity per interval."""
@@ -115,8 +117,7 @@ class Settings(BaseSettings):
     worker_max_workflow_tasks: int = Field(10, ge=2)
     """Run steps (workflow tasks) at once; also the bound on local store steps. They
     are CPU work, one at a time under the GIL anyway: more at once only starve the event
-    loop that sends heartbeats, until the calls it runs look lost (at 200 sessions, 100
-    at once timed out a quarter of the runs' heartbeats; 10 timed out none)."""
+    loop that sends heartbeats, until the calls it runs look lost."""
     worker_cached_runs: int = Field(1000, ge=0)
     """Runs kept in memory between their steps; one evicted replays its history."""
     worker_pollers: int = Field(5, ge=2)

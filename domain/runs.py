@@ -43,10 +43,9 @@ class RunOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model_heartbeat_timeout_s: float = 2.0
-    """A model call whose worker stops heartbeating this long is retried elsewhere (the
-    settings' `heartbeat_timeout_s`; a recorded run carries its own value)."""
-    tool_heartbeat_timeout_s: float = 2.0
+    model_heartbeat_timeout_s: float = 10.0
+    """A model call whose worker stops heartbeating this long is retried elsewhere."""
+    tool_heartbeat_timeout_s: float = 10.0
     model_timeout_s: float = 600.0
     tool_timeout_s: float = 1800.0
     provider_retries: int = 6

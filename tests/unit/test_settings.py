@@ -56,7 +56,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert settings.model == "claude-sonnet-5-5"
     assert settings.offline and settings.anthropic_base_url is None
     assert settings.offline_script is None
-    assert (settings.heartbeat_timeout_s, settings.heartbeat_throttle_ms) == (2.0, 50)
+    assert (settings.heartbeat_timeout_s, settings.heartbeat_throttle_ms) == (10.0, 50)
     assert settings.model_read_timeout_s == 120.0
     assert (settings.api_tokens, settings.workspace_roots, settings.tool_env) == ({}, [], [])
     assert settings.temporal_ui_port is None and settings.web_ui_port == 8233
@@ -93,7 +93,7 @@ def test_an_empty_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch) -> N
     for name in VARIABLES:
         monkeypatch.setenv(name, "")
     settings = Settings.from_env()
-    assert settings.offline and settings.heartbeat_timeout_s == 2.0
+    assert settings.offline and settings.heartbeat_timeout_s == 10.0
     assert settings.temporal_ui_port is None and settings.tool_sandbox == "none"
     assert settings.database_url.endswith("/duragent.db")
 
