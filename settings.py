@@ -12,7 +12,7 @@
 | `ANTHROPIC_API_KEY` | none: the offline (scripted) model is used |
 | `ANTHROPIC_BASE_URL` | Anthropic's; set by the CLI to the offline model when there is no key |
 | `DURAGENT_OFFLINE_SCRIPT` | the bundled demo script |
-| `DURAGENT_HEARTBEAT_TIMEOUT` | `10` seconds |
+| `DURAGENT_HEARTBEAT_TIMEOUT` | `10` seconds: a lost worker's model or tool call moves on then |
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
 | `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
 | `DURAGENT_API_TOKENS` | `token=user,...` for the HTTP API (none: `serve` makes one up) |
@@ -33,6 +33,11 @@
 | `TEMPORAL_TLS_SERVER_CA_CERT_PATH` | none: the system's roots verify the server |
 | `TEMPORAL_TLS_SERVER_NAME` | the address's host: the name the server's certificate must bear |
 | `TEMPORAL_API_KEY` | none: a Temporal Cloud API key (sent as a bearer token, over TLS) |
+| `DURAGENT_WORKER_MAX_ACTIVITIES` | `500` model and tool calls at once per worker; more wait |
+| `DURAGENT_WORKER_MAX_WORKFLOW_TASKS` | `10` run steps (and store steps) at once per worker |
+| `DURAGENT_WORKER_CACHED_RUNS` | `1000` runs kept in a worker's memory between their steps |
+| `DURAGENT_WORKER_POLLERS` | `5` polls at once per worker for each of run steps and calls |
+| `DURAGENT_DATABASE_POOL_SIZE` | `10` connections per process (and as many more under a burst) |
 """
 
 from __future__ import annotations
@@ -88,6 +93,12 @@ class Settings(BaseSettings):
     anthropic_base_url: str | None = _env("ANTHROPIC_BASE_URL", None)
     offline_script: Path | None = None
     heartbeat_timeout_s: float = _env("DURAGENT_HEARTBEAT_TIMEOUT", 10.0)
+    """A running activity whose worker sends no heartbeat this long counts as lost and
+    is retried elsewhere: recovery takes this plus a fraction of a second. 2 s recovers
+    in about 2.3 s (`bench/recovery.py`) where workers have CPU to spare; on a worker out
+    of CPU heartbeats lag, and a short timeout takes its calls for lost (200 sessions on
+    one two-core machine: a quarter of the runs failed at 2 s). A Temporal server down
+    longer than this (a restart) times out the calls running meanwhile too."""
     heartbeat_throttle_ms: int = 50
     """At most one heartbeat per running activity this often: the abort latency bound,
     against one RPC per running activity per interval."""
@@ -171,6 +182,21 @@ class Settings(BaseSettings):
     temporal_tls_server_name: str | None = _env("TEMPORAL_TLS_SERVER_NAME", None)
     temporal_api_key: SecretStr | None = _env("TEMPORAL_API_KEY", None)
     """Temporal Cloud's API key; a SecretStr so that no repr or log shows it."""
+    # Worker tuning: what one worker takes on at once. Past it, work waits in Temporal's
+    # queues, in order and with no timeout, so an overloaded worker slows down evenly.
+    worker_max_activities: int = Field(500, ge=1)
+    """Model and tool calls at once. They mostly wait (on the model, on a process), so
+    many fit; each running one is a coroutine and, for a tool, its process."""
+    worker_max_workflow_tasks: int = Field(10, ge=2)
+    """Run steps (workflow tasks) at once; also the bound on local store steps. They
+    are CPU work, one at a time under the GIL anyway: more at once only starve the event
+    loop that sends heartbeats, until the calls it runs look lost."""
+    worker_cached_runs: int = Field(1000, ge=0)
+    """Runs kept in memory between their steps; one evicted replays its history."""
+    worker_pollers: int = Field(5, ge=2)
+    """Concurrent polls of Temporal per worker, for run steps and for calls each."""
+    database_pool_size: int = Field(10, ge=1)
+    """Store connections a process keeps open; as many more open under a burst."""
 
     @field_validator("home")
     @classmethod

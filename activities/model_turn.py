@@ -25,6 +25,7 @@ from activities.save_point import save_point
 from activities.snapshots import SnapshotTaker
 from activities.store_retry import with_store_retries
 from activities.tools import ToolRegistry
+from activities.worker_loss import unstick_after_retry
 from domain.approvals import verdict
 from domain.config import SnapshotRef, TurnSnapshot
 from domain.context import context_messages, derive_path_state
@@ -70,6 +71,7 @@ class ModelTurns:
         # Heartbeats cover the whole call, store waits included: a slow store must not
         # look like a dead worker.
         async with heartbeating():
+            await unstick_after_retry()
             prepared = await with_store_retries(
                 lambda: self._prepare(data), what="saving the turn and reading the context"
             )

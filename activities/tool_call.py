@@ -25,6 +25,7 @@ from activities.orphans import CallRecord, Fate, ProcessRecords, process_identit
 from activities.store_retry import with_store_retries
 from activities.tools import ToolContext, ToolRegistry
 from activities.tools.base import describe_os_error
+from activities.worker_loss import unstick_after_retry
 from domain.events import ToolExecutionStart, ToolExecutionUpdate, tool_call_ended
 from domain.messages import AssistantMessage, ToolCall, ToolResultMessage
 from domain.tools import ToolResult
@@ -74,6 +75,7 @@ class ToolCalls:
         async with heartbeating(lambda: progress):
             sink = EventSink(self._db, data.session_id, data.run_id, interval=0.1)
             if info.attempt > 1 or data.rescheduled:
+                await unstick_after_retry()  # a no-op on a first attempt
                 earlier = await self._earlier_result(data, _progress(info))
                 if earlier is not None:  # finished before the last attempt was lost
                     return await self._finish(data, sink, earlier, progress, interrupted=False)

@@ -18,6 +18,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating
 from activities.provider_errors import classify
 from activities.save_point import save_point
+from activities.store_retry import with_store_retries
 from domain.compaction import (
     compose_summary,
     files_touched,
@@ -88,15 +89,12 @@ class TreeOps:
 
     @activity.defn(name=SUMMARIZE)
     async def summarize(self, data: SummarizeInput) -> SummarizeResult:
-        with self._db.transaction() as db:
-            summarized = self._messages(db, data.entry_ids)
-            split = self._messages(db, data.split_turn_ids)
-            previous = (
-                entries.get_entry(db, data.previous_summary_entry_id)
-                if data.previous_summary_entry_id
-                else None
-            )
+        # The store is read and written in a worker thread, inside heartbeats: a busy
+        # store neither blocks the worker's event loop nor looks like a lost worker.
         async with heartbeating():
+            summarized, split, previous = await with_store_retries(
+                lambda: self._summary_inputs(data), what="reading what to summarize"
+            )
             if data.kind == "branch":
                 prompt = BRANCH_PROMPT.format(branch=transcript_text(summarized))
                 text, usage = await self._ask(data, prompt)
@@ -105,20 +103,15 @@ class TreeOps:
                 text, usage, details = await self._compaction_summary(
                     data, summarized, split, previous
                 )
-        staged = CustomMessage(
-            custom_type=f"{data.kind}_summary",
-            content=[TextContent(text=text)],
-            display=False,
-            details=details,
-            timestamp=0,
-        )
-        with self._db.transaction() as db:
-            staging.stage_message(
-                db,
-                entry_id=data.entry_id,
-                session_id=data.session_id,
-                run_id=data.op_id,
-                message=staged,
+            staged = CustomMessage(
+                custom_type=f"{data.kind}_summary",
+                content=[TextContent(text=text)],
+                display=False,
+                details=details,
+                timestamp=0,
+            )
+            await with_store_retries(
+                lambda: self._stage_summary(data, staged), what="staging the summary"
             )
         return SummarizeResult(summary_chars=len(text), preview=text[:200], usage=usage)
 
@@ -171,6 +164,30 @@ class TreeOps:
             input_tokens=reply.usage.input_tokens, output_tokens=reply.usage.output_tokens
         )
         return text, usage
+
+    def _summary_inputs(
+        self, data: SummarizeInput
+    ) -> tuple[list[AgentMessage], list[AgentMessage], SessionEntry | None]:
+        """The messages to summarize, the split turn's, and the previous summary."""
+        with self._db.transaction() as db:
+            summarized = self._messages(db, data.entry_ids)
+            split = self._messages(db, data.split_turn_ids)
+            previous = (
+                entries.get_entry(db, data.previous_summary_entry_id)
+                if data.previous_summary_entry_id
+                else None
+            )
+        return summarized, split, previous
+
+    def _stage_summary(self, data: SummarizeInput, staged: CustomMessage) -> None:
+        with self._db.transaction() as db:
+            staging.stage_message(
+                db,
+                entry_id=data.entry_id,
+                session_id=data.session_id,
+                run_id=data.op_id,
+                message=staged,
+            )
 
     def _messages(self, db: Session, ids: list[str]) -> list[AgentMessage]:
         found = {e.id: e for e in entries.get_entries(db, ids)}

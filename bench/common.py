@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -18,6 +20,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the stack's processes: tests/
 
 from processes import WORKER_ARGS, kill_group, spawn_python, stack_env  # noqa: E402
 from temporal_dev import DevServer  # noqa: E402
+from temporalio.api.enums.v1 import TaskQueueType  # noqa: E402
+from temporalio.api.taskqueue.v1 import TaskQueue  # noqa: E402
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest  # noqa: E402
 
 from client.api import DuragentClient  # noqa: E402
 from client.connection import connect_temporal  # noqa: E402
@@ -32,6 +37,8 @@ class Bench:
     client: DuragentClient
     model: OfflineModelServer
     home: Path
+    server_pid: int | None = None
+    """The Temporal dev server's process (for its CPU time)."""
 
 
 @contextlib.asynccontextmanager
@@ -54,7 +61,8 @@ async def bench_stack(script: Script | dict[str, Any]) -> AsyncIterator[Bench]:
             ).model_copy(update={"anthropic_api_key": None})
             temporal = await connect_temporal(settings)
             db = Database(settings.database_url)
-            yield Bench(settings, DuragentClient(temporal, db, settings), model, home)
+            client = DuragentClient(temporal, db, settings)
+            yield Bench(settings, client, model, home, server.pid)
             db.dispose()
         finally:
             model.stop()
@@ -91,3 +99,23 @@ def spawn_worker(bench: Bench) -> subprocess.Popen[bytes]:
 def kill(process: subprocess.Popen[bytes]) -> None:
     """SIGKILL the process group, as a machine failure would."""
     kill_group(process, timeout=None)
+
+
+async def worker_polling(
+    bench: Bench, process: subprocess.Popen[bytes], timeout: float = 60
+) -> None:
+    """Wait until the worker process polls the bench's task queue for activities (its
+    identity is `pid@host`, the SDK's default)."""
+    deadline = time.monotonic() + timeout
+    request = DescribeTaskQueueRequest(
+        namespace=bench.settings.temporal_namespace,
+        task_queue=TaskQueue(name=bench.settings.task_queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+    )
+    service = bench.client.temporal.workflow_service
+    while time.monotonic() < deadline:
+        pollers = (await service.describe_task_queue(request)).pollers
+        if any(p.identity.startswith(f"{process.pid}@") for p in pollers):
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"worker {process.pid} did not poll within {timeout:g} s")

@@ -1,13 +1,16 @@
-"""Recovery: from a new worker starting to the interrupted run making progress again.
+"""Recovery: from a worker's death to its interrupted run making progress again.
 
-A worker process is SIGKILLed during a model call and, separately, during a tool call;
-a new worker is started at once. Progress is the next model request reaching the model
-server: the retried call, or the model told that the tool call was interrupted.
+A second worker is started and polling (as another worker of a deployment would be, or
+a restarted one once it is up: a worker process takes seconds to import and start) when
+the first one, running the session, is SIGKILLed during a model call and, separately,
+during a tool call. Progress is the next model request reaching the model server: the
+retried call, or the model told that the tool call was interrupted.
 
     python bench/recovery.py [--runs 5] [--heartbeat-timeout 10]
 
-Last line: `recovery: X s` (median over both cases). Target: at most the heartbeat
-timeout plus one second.
+Last line: `recovery: X s` (median over both cases, from the kill). Target: at most the
+heartbeat timeout (the settings' default unless given) plus one second; under 3 s with
+`--heartbeat-timeout 2`.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import Bench, bench_stack, kill, median, spawn_worker
+from common import Bench, bench_stack, kill, median, spawn_worker, worker_polling
+
+from settings import Settings
 
 
 async def wait_for(check: Callable[[], Any], timeout: float = 120.0) -> None:
@@ -36,11 +41,12 @@ async def one(bench: Bench, steps: list[dict[str, Any]], started: Callable[[str]
     first = spawn_worker(bench)
     run = await bench.client.prompt(session.id, "work")
     await wait_for(lambda: started(session.id))
+    second = spawn_worker(bench)
+    await worker_polling(bench, second)
     await asyncio.sleep(0.3)  # well inside the call, heartbeats flowing
-    kill(first)
     seen = len(bench.model.requests_for(session.id))
     began = time.time()
-    second = spawn_worker(bench)
+    kill(first)
     await wait_for(lambda: len(bench.model.requests_for(session.id)) > seen)
     progressed = bench.model.requests_for(session.id)[seen].received_at
     await run.result()
@@ -51,7 +57,11 @@ async def one(bench: Bench, steps: list[dict[str, Any]], started: Callable[[str]
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--heartbeat-timeout", type=float, default=10.0)
+    parser.add_argument(
+        "--heartbeat-timeout",
+        type=float,
+        default=Settings.model_fields["heartbeat_timeout_s"].default,
+    )
     args = parser.parse_args()
     async with bench_stack({"conversations": {}}) as bench:
         bench.settings = bench.settings.model_copy(

@@ -78,4 +78,4 @@ async def temporal_reachable(settings: Settings, timeout: float = 10.0) -> bool:
 
 
 def open_store(settings: Settings) -> Database:
-    return Database(settings.database_url)
+    return Database(settings.database_url, pool_size=settings.database_pool_size)

@@ -173,7 +173,9 @@ def build_worker(
             moves.record_host,
             moves.drop_transfer,
         ],
-        activity_executor=ThreadPoolExecutor(max_workers=32),
+        # Threads for the sync (store) activities, started as they are needed: they are
+        # bounded by the local activities a worker runs at once, not by this.
+        activity_executor=ThreadPoolExecutor(max_workers=settings.worker_max_activities),
         max_heartbeat_throttle_interval=throttle,
         default_heartbeat_throttle_interval=throttle,
         # After a worker dies, its cached runs move to another worker this quickly.
@@ -181,6 +183,7 @@ def build_worker(
         workflow_runner=workflow_runner(),
         # Metrics when the client's runtime serves them (`telemetry.metrics`), else none.
         interceptors=interceptors,
+        **tuning(settings),
     )
 
 
@@ -211,6 +214,18 @@ def host_tool_worker(
         # The same as the shared queue's: a tool call is measured wherever it runs.
         interceptors=interceptors,
     )
+
+
+def tuning(settings: Settings) -> dict[str, Any]:
+    """How much one worker takes on at once (settings, "Worker tuning")."""
+    return {
+        "max_concurrent_activities": settings.worker_max_activities,
+        "max_concurrent_workflow_tasks": settings.worker_max_workflow_tasks,
+        "max_concurrent_local_activities": settings.worker_max_workflow_tasks,
+        "max_cached_workflows": settings.worker_cached_runs,
+        "max_concurrent_workflow_task_polls": settings.worker_pollers,
+        "max_concurrent_activity_task_polls": settings.worker_pollers,
+    }
 
 
 class SessionWorker(Worker):

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 5000
+DEFAULT_POOL_SIZE = 10
 MIGRATION_LOCK = (0x64757261, 1)
 """PostgreSQL advisory lock ("dura", 1) held while migrating. Two-key locks never collide
 with the one-key (bigint) locks the store takes per session."""
@@ -35,13 +36,18 @@ def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
 
 
-def create_store_engine(url: str) -> Engine:
+def create_store_engine(url: str, pool_size: int = DEFAULT_POOL_SIZE) -> Engine:
+    """An engine for `url` keeping `pool_size` connections, and as many more under a
+    burst (a worker's store steps run in threads, one connection each)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True)
+        return create_engine(url, pool_pre_ping=True, pool_size=pool_size, max_overflow=pool_size)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+        pooling: dict[str, Any] = {"pool_size": pool_size, "max_overflow": pool_size}
+    else:
+        pooling = {}  # in memory: one connection, shared (SQLAlchemy's own choice)
+    engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, **pooling)
     event.listen(engine, "connect", _sqlite_pragmas)
     return engine
 
@@ -93,9 +99,11 @@ def _sqlite_migration_lock(engine: Engine) -> Iterator[None]:
 class Database:
     """An engine and its session factory; `transaction()` is the unit of work."""
 
-    def __init__(self, url: str, *, run_migrations: bool = True) -> None:
+    def __init__(
+        self, url: str, *, run_migrations: bool = True, pool_size: int = DEFAULT_POOL_SIZE
+    ) -> None:
         self.url = url
-        self.engine = create_store_engine(url)
+        self.engine = create_store_engine(url, pool_size)
         if run_migrations:
             migrate(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)

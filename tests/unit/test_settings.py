@@ -32,6 +32,11 @@ VARIABLES = {
     "DURAGENT_TEMPORAL_UI_PORT": ("temporal_ui_port", "9000", 9000),
     "DURAGENT_TOOL_ENV": ("tool_env", "GOPATH,CI=1", ["GOPATH", "CI=1"]),
     "DURAGENT_TOOL_SANDBOX": ("tool_sandbox", "BWRAP", "bwrap"),
+    "DURAGENT_WORKER_MAX_ACTIVITIES": ("worker_max_activities", "50", 50),
+    "DURAGENT_WORKER_MAX_WORKFLOW_TASKS": ("worker_max_workflow_tasks", "20", 20),
+    "DURAGENT_WORKER_CACHED_RUNS": ("worker_cached_runs", "0", 0),
+    "DURAGENT_WORKER_POLLERS": ("worker_pollers", "2", 2),
+    "DURAGENT_DATABASE_POOL_SIZE": ("database_pool_size", "3", 3),
 }
 
 
@@ -56,6 +61,9 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert (settings.api_tokens, settings.workspace_roots, settings.tool_env) == ({}, [], [])
     assert settings.temporal_ui_port is None and settings.web_ui_port == 8233
     assert settings.tool_sandbox == "none"
+    assert (settings.worker_max_activities, settings.worker_max_workflow_tasks) == (500, 10)
+    assert (settings.worker_cached_runs, settings.worker_pollers) == (1000, 5)
+    assert settings.database_pool_size == 10
 
 
 def test_every_variable_is_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
