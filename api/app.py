@@ -36,6 +36,7 @@ from api.models import (
 )
 from api.ownership import owned_session, owned_session_async
 from api.routes_approvals import approval_routes
+from api.routes_budgets import budget_routes
 from api.routes_page import page_routes
 from api.subagent_links import session_links
 from api.web import mount_web
@@ -294,6 +295,7 @@ def create_app(
 
     app.include_router(page_routes(client, current_user))
     app.include_router(approval_routes(client, current_user))
+    app.include_router(budget_routes(client, current_user))
     mount_web(app)  # the web page, at /
     return app
 

@@ -4,14 +4,15 @@
 changing for one reason: store-only reads (`session_reads`), new sessions and forks
 (`new_sessions`), the session's workflow (`session_workflows`), runs (`run_control`),
 input and its queue (`inputs`), writes during a run (`session_writes`), compaction and
-navigation (`session_tree`), run events (`event_stream`), and approval of tool calls
-(`approvals`).
+navigation (`session_tree`), run events (`event_stream`), approval of tool calls
+(`approvals`), and budgets (`budgets`).
 """
 
 from __future__ import annotations
 
 from client.approvals import Approvals
 from client.bounds import bounded
+from client.budgets import Budgets
 from client.event_stream import EventStream
 from client.inputs import Inputs
 from client.new_sessions import NewSessions
@@ -22,6 +23,6 @@ from client.session_workflows import SessionStatus
 __all__ = ["DuragentClient", "RunHandle", "SessionStatus", "bounded"]
 
 
-class DuragentClient(Inputs, Approvals, SessionTree, NewSessions, EventStream):
+class DuragentClient(Inputs, Approvals, Budgets, SessionTree, NewSessions, EventStream):
     """A client of sessions: `DuragentClient(temporal, db, settings)`, or
     `await DuragentClient.connect(settings)`."""

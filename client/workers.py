@@ -22,6 +22,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.bookkeeping import Bookkeeping
+from activities.budgets import BudgetReads
 from activities.extensions import Extension, Extensions
 from activities.mcp.config import McpConfigError, load_config
 from activities.mcp.tools import mcp_providers
@@ -38,6 +39,7 @@ from client.api import DuragentClient
 from client.connection import connect_temporal, open_store
 from client.errors import DuragentError
 from client.facade import SessionFacade
+from client.prices import price_table
 from settings import Settings
 from store.db import Database
 from store.entries import EntryCache
@@ -120,7 +122,8 @@ def build_worker(
     anthropic_client = model or model_client(settings)
     # Entries and paths read by one activity are there for the next: they never change.
     cache = EntryCache()
-    models = ModelTurns(db, anthropic_client, registry, hooks, taker, cache)
+    prices = price_table(settings.prices_file)  # turns are priced for budgets
+    models = ModelTurns(db, anthropic_client, registry, hooks, taker, cache, prices)
     tree = TreeOps(db, anthropic_client, cache)
     subagents = Subagents(db, registry)
     return SessionWorker(
@@ -144,6 +147,7 @@ def build_worker(
             ToolCalls(db, registry, hooks, ProcessRecords(settings.tool_processes)).run_tool,
             subagents.start_subagent,
             subagents.finish_subagent,
+            BudgetReads(db, prices).session_spend,
         ],
         activity_executor=ThreadPoolExecutor(max_workers=32),
         # Cancellation reaches an activity in the reply to a heartbeat, so the throttle

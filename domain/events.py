@@ -241,6 +241,28 @@ class ApprovalDecided(_Event):
     by: str | None = None
 
 
+class BudgetReached(_Event):
+    """A limit of the run's or session's budget was reached at a save point: the run
+    stops there (`stopped`) or waits for a raise."""
+
+    type: Literal["budget_reached"] = "budget_reached"
+    scope: str
+    limit: str
+    allowed: float
+    spent: float
+    stopped: bool
+    message: str
+
+
+class BudgetRaised(_Event):
+    """A person raised the budget a run waited on; it goes on."""
+
+    type: Literal["budget_raised"] = "budget_raised"
+    scope: str
+    budget: dict[str, Any]
+    by: str | None = None
+
+
 class PhaseChanged(_Event):
     type: Literal["phase_changed"] = "phase_changed"
     phase: str
@@ -284,7 +306,9 @@ HarnessEvent = Annotated[
     | ContinuedAsNew
     | ApprovalRequested
     | ApprovalDecided
-    | SubagentStarted,
+    | SubagentStarted
+    | BudgetReached
+    | BudgetRaised,
     Field(discriminator="type"),
 ]
 
@@ -312,7 +336,9 @@ RunEventPayload = Annotated[
     | ContinuedAsNew
     | ApprovalRequested
     | ApprovalDecided
-    | SubagentStarted,
+    | SubagentStarted
+    | BudgetReached
+    | BudgetRaised,
     Field(discriminator="type"),
 ]
 

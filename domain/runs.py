@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from domain.budgets import Budget, BudgetCarried, BudgetView
 from domain.compaction import CompactionSettings
 from domain.config import SessionConfig, SnapshotRef
 from domain.entries import SessionEntry
@@ -15,7 +16,9 @@ from domain.messages import AgentMessage, Usage
 from domain.queues import QueuedMessage
 
 RunStatus = Literal["running", "completed", "error", "aborted"]
-Phase = Literal["idle", "turn", "compaction", "branch_summary", "retry", "awaiting_approval"]
+Phase = Literal[
+    "idle", "turn", "compaction", "branch_summary", "retry", "awaiting_approval", "awaiting_budget"
+]
 RunKind = Literal["prompt", "skill", "template"]
 
 
@@ -88,6 +91,8 @@ class CarriedState(BaseModel):
     last_assistant_id: str | None = None
     executions: int = 1
     inbox: InboxState
+    budget: BudgetCarried | None = None
+    """The run's budget keeping (domain.budgets), when it has a budget."""
 
 
 class RunInput(BaseModel):
@@ -107,6 +112,8 @@ class RunInput(BaseModel):
     """Stop (status completed, stop reason noted) after this many turns; None: no limit."""
     carried: CarriedState | None = None
     """Set when this execution continues the run from an earlier one."""
+    budget: Budget | None = None
+    """The run's own budget (domain.budgets); the session's, if any, applies as well."""
 
 
 class RunResult(BaseModel):
@@ -126,6 +133,10 @@ class RunResult(BaseModel):
     cleared_follow_ups: list[str] = Field(default_factory=list)
     cancelled_inputs: list[str] = Field(default_factory=list)
     """On abort: input-queue items of the session that were cancelled with the run."""
+    cost_usd: float = 0.0
+    """What the run's model calls cost (sub-agents' included), as the worker priced them."""
+    unpriced_models: list[str] = Field(default_factory=list)
+    """Models the worker has no price for: their calls are not in `cost_usd`."""
 
 
 class RunView(BaseModel):
@@ -144,3 +155,5 @@ class RunView(BaseModel):
     """Writes waiting for the next save point; session reads do not include them."""
     guidance: list[GuidanceItem] = Field(default_factory=list)
     """Guidance waiting for the nearest safe point."""
+    budget: BudgetView | None = None
+    """The run's budgets and spending, when it has a budget (domain.budgets)."""

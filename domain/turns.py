@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from domain.approvals import ApprovalPolicy
 from domain.changes import SessionChange
 from domain.config import SessionConfig, SnapshotRef
+from domain.cost import TurnCost
 from domain.entries import SessionEntry
 from domain.events import RunEventPayload
 from domain.hooks import NextTurn
@@ -166,6 +167,9 @@ class ModelTurnResult(_Contract):
     approval_policy: ApprovalPolicy | None = None
     """The turn's approval policy, set only when a call waits for approval: what an
     "always" decision adds its rule to."""
+    cost: TurnCost | None = None
+    """The turn's cost at the worker's price table, so the workflow never reads prices;
+    None from workers that did not price turns."""
 
 
 class ToolCallInput(_Contract):
