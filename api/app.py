@@ -198,11 +198,14 @@ def create_app(
             events_limit=events_limit,
         )
         latest = page.latest_run
+        phase = await client.phase(session_id)
+        # Asked only where there is one to show: it costs the run a query.
+        budgeted = session.config.budget is not None or phase == "awaiting_budget"
         return SessionState(
             messages=shown(page.messages),
             activity_events=page.events,
             run=RunView(
-                phase=await client.phase(session_id),
+                phase=phase,
                 latest=latest,
                 cost=page.costs.of_run(latest.run_id) if latest else None,
             ),
@@ -214,6 +217,7 @@ def create_app(
             events_more=page.events_more,
             messages_earlier=page.messages_earlier,
             links=await asyncio.to_thread(session_links, client, session),
+            budget=await client.budget(session_id) if budgeted else None,
         )
 
     @app.get("/api/sessions/{session_id}/messages")

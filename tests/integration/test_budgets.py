@@ -8,10 +8,12 @@ import asyncio
 from typing import Any
 
 import pytest
+from rich.console import Console
 from support import ApiServer, Stack, assert_valid_pairing, event_seen, eventually
 
 from client.budgets import BudgetRefused
 from client.errors import SessionIdle
+from client.render import EventPrinter
 from domain.budgets import BUDGET_NOTE, Budget
 from domain.entries import CustomMessageEntry, MessageEntry
 from domain.messages import AssistantMessage, text_of
@@ -271,3 +273,52 @@ async def test_budget_api_keeps_to_the_owner(stack: Stack, api: ApiServer) -> No
         assert idle.status_code == 409 and "no run in progress" in idle.text
     session = stack.client.get_session(session_id)
     assert session.config.budget == Budget(max_tokens=500, on_exceed="ask")
+
+
+@pytest.mark.script(calls(2))
+async def test_the_command_line_shows_and_raises_a_waiting_budget(stack: Stack) -> None:
+    session = stack.client.create_session()
+    code, _, err = await stack.cli("budget", session.id, "--turns", "0")
+    assert code == 2 and "--turns" in err
+    async with stack.worker():
+        code, out, err = await stack.cli("budget", session.id, "--turns", "1", "--ask")
+        assert code == 0, err
+        assert "session budget: 1 turn; when reached: ask to raise" in out
+        run = await stack.client.prompt(session.id, "go")
+        await eventually(lambda: _phase_is(stack, session.id, "awaiting_budget"), timeout=30)
+        code, out, err = await stack.cli("status", session.id)
+        assert code == 0, err
+        assert "waiting: the session's turn limit (1 turn) is reached: 1 turn spent" in out
+        code, out, err = await stack.cli("raise-budget", session.id, "--turns", "1")
+        assert code == 2 and "still reached" in err
+        code, out, err = await stack.cli("raise-budget", session.id, "--turns", "5")
+        assert code == 0, err
+        result = await asyncio.wait_for(run.result(), timeout=60)
+    assert result.status == "completed" and result.final_text == "All done."
+    # What `duragent run` printed of it: the wait, the command to raise, the raise.
+    console = Console(record=True, width=200)
+    printer = EventPrinter(console, session.id)
+    async for event in stack.client.events(session.id, follow=False):
+        printer.show(event)
+    printer.close()
+    shown = console.export_text()
+    assert "? Budget reached: the session's turn limit (1 turn) is reached" in shown
+    assert f"raise: duragent raise-budget {session.id} --turns NEW_LIMIT" in shown
+    assert "the session's budget was raised" in shown
+    # The raise is saved as the session's budget, like any setter's.
+    stored = stack.client.get_session(session.id).config.budget
+    assert stored == Budget(max_turns=5, on_exceed="ask")
+
+
+@pytest.mark.script(calls(6, usage={"input_tokens": 100_000, "output_tokens": 0}))
+async def test_a_budget_is_carried_across_continue_as_new(stack: Stack) -> None:
+    session = stack.client.create_session()
+    options = stack.client.default_options().model_copy(update={"continue_as_new_after_turns": 1})
+    async with stack.worker():
+        run = await stack.client.prompt(
+            session.id, "go", options=options, budget=Budget(max_cost_usd=0.5)
+        )
+        result = await asyncio.wait_for(run.result(), timeout=90)
+    # $0.20 a turn, one turn per execution: counted across them, it stops after three.
+    assert_stopped_by_budget(stack, session.id, result, "$0.6000 spent")
+    assert result.turns == 3 and len(events_of(stack, session.id, "continued_as_new")) >= 2

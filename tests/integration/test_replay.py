@@ -31,6 +31,7 @@ def test_histories_are_recorded() -> None:
         "approval",
         "subagent",
         "subagent-child",
+        "budget",
     }
 
 
