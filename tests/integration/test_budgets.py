@@ -201,6 +201,16 @@ async def test_session_budget_counts_every_run(stack: Stack) -> None:
     view = await stack.client.budget(session.id)
     assert view.session_budget == Budget(max_turns=3)
     assert view.session_spent is not None and view.session_spent.turns == 3
+    # Used up: the next run stops before its first model call, its prompt kept.
+    calls_before = model_calls(stack, session.id)
+    async with stack.worker():
+        third = await (await stack.client.prompt(session.id, "three")).result()
+    assert third.status == "completed" and third.turns == 0
+    assert third.error is not None and "3 turns spent" in third.error
+    assert model_calls(stack, session.id) == calls_before
+    path = stack.client.path(session.id)
+    assert isinstance(path[-1], CustomMessageEntry) and path[-1].custom_type == BUDGET_NOTE
+    assert isinstance(path[-2], MessageEntry) and text_of(path[-2].message.content) == "three"
 
 
 @pytest.mark.script(
