@@ -29,8 +29,10 @@ from activities.worker_loss import unstick_after_retry
 from domain.approvals import verdict
 from domain.config import SnapshotRef, TurnSnapshot
 from domain.context import context_messages, derive_path_state
+from domain.cost import turn_cost
 from domain.events import MessageEnd, MessageStart, MessageUpdate
 from domain.messages import AgentMessage, AssistantMessage, ToolCall, text_of
+from domain.prices import PriceTable
 from domain.tools import ToolCallRef
 from domain.transcript import repair_pairing
 from domain.turns import (
@@ -56,8 +58,11 @@ class ModelTurns:
         extensions: Extensions,
         snapshot_taker: SnapshotTaker,
         cache: entries.EntryCache,
+        prices: PriceTable | None = None,
     ) -> None:
         self._db = db
+        self._prices = prices
+        """Prices each turn for the workflow's budget (it never reads prices itself)."""
         self._client = client
         self._tools = tools
         self._extensions = extensions
@@ -167,6 +172,9 @@ class ModelTurns:
             tool_calls=calls,
             approval_policy=snapshot.approval_policy if asks else None,
             model=message.model,
+            cost=None
+            if self._prices is None
+            else turn_cost(message.model, message.usage, self._prices),
         )
 
     def _call_ref(

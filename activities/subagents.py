@@ -123,6 +123,8 @@ class Subagents:
                 "thinking_level": snapshot.thinking_level,
                 "active_tools": tools,
                 "approval_policy": snapshot.approval_policy,
+                # The parent's budget reaches the child as its run's (what is left of it).
+                "budget": None,
             }
         )
         sessions.create_session(
@@ -193,8 +195,11 @@ def subagent_result(data: FinishSubagentInput) -> ToolResult:
             f"lines; the whole of it is in session {data.child_session_id}.]"
         )
     if child.status == "completed":
+        text = text or "(The sub-agent gave no final answer.)"
+        if child.error:  # it stopped early (its budget): the parent's model reads why
+            text += f"\n\n[{child.error}]"
         return ToolResult(
-            content=ToolResult.text(text or "(The sub-agent gave no final answer.)").content,
+            content=ToolResult.text(text).content,
             details=details,
         )
     if child.status == "aborted":

@@ -36,6 +36,7 @@ from api.models import (
 )
 from api.ownership import owned_session, owned_session_async
 from api.routes_approvals import approval_routes
+from api.routes_budgets import budget_routes
 from api.routes_metrics import mount_metrics
 from api.routes_page import page_routes
 from api.subagent_links import session_links
@@ -199,6 +200,9 @@ def create_app(
         )
         latest = page.latest_run
         status = await client.status(session_id)
+        phase = status.phase
+        # Asked only where there is one to show: it costs the run a query.
+        budgeted = session.config.budget is not None or phase == "awaiting_budget"
         return SessionState(
             messages=shown(page.messages),
             activity_events=page.events,
@@ -216,6 +220,7 @@ def create_app(
             events_more=page.events_more,
             messages_earlier=page.messages_earlier,
             links=await asyncio.to_thread(session_links, client, session),
+            budget=await client.budget(session_id) if budgeted else None,
         )
 
     @app.get("/api/sessions/{session_id}/messages")
@@ -297,6 +302,7 @@ def create_app(
 
     app.include_router(page_routes(client, current_user))
     app.include_router(approval_routes(client, current_user))
+    app.include_router(budget_routes(client, current_user))
     mount_metrics(app, client)  # GET /metrics when DURAGENT_API_METRICS is on
     mount_web(app)  # the web page, at /
     return app

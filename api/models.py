@@ -15,6 +15,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from api.subagent_links import SessionLinks
+from domain.budgets import BudgetView
 from domain.cost import Cost, TurnCost
 from domain.guidance import GuidanceIntent
 from store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
@@ -151,6 +152,8 @@ class SessionState(_Body):
     """Messages before the first one returned exist (`GET .../messages?before=`)."""
     links: SessionLinks = Field(default_factory=SessionLinks)
     """The session's sub-agents and, for a sub-agent, its parent (to open either)."""
+    budget: BudgetView | None = None
+    """The session's budget and spending (and a waiting run's), when it has one."""
 
 
 class MessagesPage(_Body):

@@ -4,14 +4,15 @@
 changing for one reason: store-only reads (`session_reads`), new sessions and forks
 (`new_sessions`), the session's workflow (`session_workflows`), runs (`run_control`),
 input and its queue (`inputs`), writes during a run (`session_writes`), compaction and
-navigation (`session_tree`), run events (`event_stream`), and approval of tool calls
-(`approvals`), and moving a session to another host (`hosts`).
+navigation (`session_tree`), run events (`event_stream`), approval of tool calls
+(`approvals`), budgets (`budgets`), and moving a session to another host (`hosts`).
 """
 
 from __future__ import annotations
 
 from client.approvals import Approvals
 from client.bounds import bounded
+from client.budgets import Budgets
 from client.event_stream import EventStream
 from client.hosts import Hosts
 from client.inputs import Inputs
@@ -23,6 +24,6 @@ from client.session_workflows import SessionStatus
 __all__ = ["DuragentClient", "RunHandle", "SessionStatus", "bounded"]
 
 
-class DuragentClient(Inputs, Approvals, SessionTree, NewSessions, EventStream, Hosts):
+class DuragentClient(Inputs, Approvals, Budgets, SessionTree, NewSessions, EventStream, Hosts):
     """A client of sessions: `DuragentClient(temporal, db, settings)`, or
     `await DuragentClient.connect(settings)`."""

@@ -166,6 +166,23 @@ class EventPrinter:
         self._started: set[str] = set()
         self._tools = ToolOutput(console, session_id)
         self._session = session_id or "SESSION"
+        self._budget_seen: set[str] = set()
+
+    def _budget(self, kind: str, payload: dict[str, Any]) -> None:
+        """A budget limit reached (the run stops, or waits for a raise), or a raise."""
+        if kind == "budget_raised":
+            by = f" by {escape(payload['by'])}" if payload.get("by") else ""
+            self.console.print(f"  [dim]the {payload['scope']}'s budget was raised{by}[/]")
+            return
+        if payload["message"] in self._budget_seen:  # one line for limits reached together
+            return
+        self._budget_seen.add(payload["message"])
+        if payload["stopped"]:
+            self.console.print(f"  [bold yellow]■ {escape(payload['message'])}[/]")
+            return
+        self.console.print(f"  [bold yellow]? {escape(payload['message'])}[/]")
+        hint = f"raise: duragent raise-budget {self._session} --{payload['limit']} NEW_LIMIT"
+        self.console.print(f"    {hint}", soft_wrap=True, highlight=False, markup=False)
 
     def _end_stream(self) -> None:
         if self._streaming:
@@ -238,6 +255,8 @@ class EventPrinter:
             self.console.print(
                 f"  [dim]{payload['decision']}{by} for {payload['call_id']}{reason}[/]"
             )
+        elif kind in ("budget_reached", "budget_raised"):
+            self._budget(kind, payload)
         elif kind == "retry_scheduled":
             self._started.clear()  # the call starts again, and this line says why
             self.console.print(

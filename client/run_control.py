@@ -13,8 +13,10 @@ from temporalio.client import WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from client.bounds import bounded, first_line
+from client.budgets import check_priced, checked_budget
 from client.errors import InvalidPrompt, ResourceNotFound, SessionIdle
 from client.session_workflows import SessionWorkflows
+from domain.budgets import Budget
 from domain.input import PromptInput, normalize_prompt_input
 from domain.messages import AgentMessage
 from domain.resources import ResourceKind
@@ -43,15 +45,17 @@ class RunControl(SessionWorkflows):
         *,
         max_turns: int | None = None,
         options: RunOptions | None = None,
+        budget: Budget | dict[str, Any] | None = None,
     ) -> RunHandle:
-        """Start a run of the session with this prompt; `SessionBusy` if one is open."""
+        """Start a run of the session with this prompt; `SessionBusy` if one is open.
+        `budget` limits what the run may spend (domain.budgets), besides the session's."""
         await asyncio.to_thread(self.get_session, session_id)
         try:
             messages = normalize_prompt_input(prompt, now_ms())
         except ValueError as err:
             raise InvalidPrompt(str(err)) from err
         bounded("prompt", prompt if isinstance(prompt, str) else messages)
-        return await self._start(session_id, messages, None, max_turns, options)
+        return await self._start(session_id, messages, None, max_turns, options, budget)
 
     async def skill(
         self, session_id: str, name: str, args: Sequence[str] = (), **kwargs: Any
@@ -96,10 +100,15 @@ class RunControl(SessionWorkflows):
         invocation: Invocation | None,
         max_turns: int | None = None,
         options: RunOptions | None = None,
+        budget: Budget | dict[str, Any] | None = None,
     ) -> RunHandle:
         """prompt, skill and promptFromTemplate share this one flow."""
         if max_turns is not None and max_turns < 1:
             raise InvalidPrompt(f"max_turns must be at least 1 (got {max_turns})")
+        checked = None if budget is None else checked_budget(budget)
+        if checked is not None and checked.max_cost_usd is not None:
+            config, _, _ = await asyncio.to_thread(self._stored_status, session_id)
+            check_priced(checked, config.model, self.prices)
         run_id = uuid.uuid4().hex
         kind: RunKind = invocation.kind if invocation else "prompt"
         run_input = RunInput(
@@ -110,6 +119,7 @@ class RunControl(SessionWorkflows):
             invocation=invocation,
             max_turns=max_turns,
             options=options or self.default_options(),
+            budget=checked if checked is not None and checked.limited else None,
         )
         summary = f"{kind}: " + (invocation.name if invocation else first_line(messages))
         try:

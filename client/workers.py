@@ -22,6 +22,7 @@ from temporalio.worker import Interceptor, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.bookkeeping import Bookkeeping
+from activities.budgets import BudgetReads
 from activities.extensions import Extension, Extensions
 from activities.hosts import HostActivities, MoveBookkeeping
 from activities.mcp.config import McpConfigError, load_config
@@ -39,6 +40,7 @@ from client.api import DuragentClient
 from client.connection import connect_temporal, open_store
 from client.errors import DuragentError
 from client.facade import SessionFacade
+from client.prices import price_table
 from settings import Settings
 from store.db import Database
 from store.entries import EntryCache
@@ -129,7 +131,8 @@ def build_worker(
     anthropic_client = model or model_client(settings)
     # Entries and paths read by one activity are there for the next: they never change.
     cache = EntryCache()
-    models = ModelTurns(db, anthropic_client, registry, hooks, taker, cache)
+    prices = price_table(settings.prices_file)  # turns are priced for budgets
+    models = ModelTurns(db, anthropic_client, registry, hooks, taker, cache, prices)
     tree = TreeOps(db, anthropic_client, cache)
     subagents = Subagents(db, registry)
     moves = MoveBookkeeping(db)
@@ -172,6 +175,7 @@ def build_worker(
             subagents.finish_subagent,
             moves.record_host,
             moves.drop_transfer,
+            BudgetReads(db, prices).session_spend,
         ],
         # Threads for the sync (store) activities, started as they are needed: they are
         # bounded by the local activities a worker runs at once, not by this.

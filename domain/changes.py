@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from domain.approvals import ApprovalPolicy
+from domain.budgets import Budget
 from domain.config import QueueMode, SessionConfig, ThinkingLevel
 from domain.entries import (
     ActiveToolsChangeEntry,
@@ -42,6 +43,8 @@ class ConfigChange(BaseModel):
     follow_up_mode: QueueMode | None = None
     approval_policy: ApprovalPolicy | None = None
     mcp_servers: list[str] | None = None
+    budget: Budget | None = None
+    """The session's budget (session-wide); a budget without limits removes it."""
 
     def entries(self, change_id: str, timestamp: int) -> list[SessionEntry]:
         """The branch-scoped part as entries, with ids derived from the change's."""
@@ -83,7 +86,8 @@ class ConfigChange(BaseModel):
 
     def apply(self, config: SessionConfig) -> SessionConfig:
         """The config with every given field set (what getters return afterwards)."""
-        return config.model_copy(update=self.model_dump(exclude_none=True))
+        # Fields as they are, not dumped: nested models (a policy, a budget) stay models.
+        return config.model_copy(update={name: value for name, value in self if value is not None})
 
     def session_wide(self) -> bool:
         return any(
@@ -94,6 +98,7 @@ class ConfigChange(BaseModel):
                 self.steering_mode,
                 self.follow_up_mode,
                 self.mcp_servers,
+                self.budget,
             )
         )
 

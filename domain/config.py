@@ -15,6 +15,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict
 
 from domain.approvals import ApprovalPolicy
+from domain.budgets import Budget
 from domain.resources import Resource, ResourceKind
 
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high"]
@@ -73,6 +74,8 @@ class SessionConfig(BaseModel):
     """Which of the workers' MCP servers the session uses (their tools are offered and
     run); None: all. A session can only choose among the servers the workers' config
     file lists: it never defines one (that would start processes on a worker)."""
+    budget: Budget | None = None
+    """What all the session's runs together may spend (domain.budgets); None: no limit."""
 
     def with_session_wide_of(self, newer: SessionConfig) -> SessionConfig:
         """`newer`'s session-wide settings over this config's branch-scoped defaults: what

@@ -243,6 +243,28 @@ class ApprovalDecided(_Event):
     by: str | None = None
 
 
+class BudgetReached(_Event):
+    """A limit of the run's or session's budget was reached at a save point: the run
+    stops there (`stopped`) or waits for a raise."""
+
+    type: Literal["budget_reached"] = "budget_reached"
+    scope: str
+    limit: str
+    allowed: float
+    spent: float
+    stopped: bool
+    message: str
+
+
+class BudgetRaised(_Event):
+    """A person raised the budget a run waited on; it goes on."""
+
+    type: Literal["budget_raised"] = "budget_raised"
+    scope: str
+    budget: dict[str, Any]
+    by: str | None = None
+
+
 class PhaseChanged(_Event):
     type: Literal["phase_changed"] = "phase_changed"
     phase: str
@@ -296,7 +318,9 @@ HarnessEvent = Annotated[
     | ApprovalRequested
     | ApprovalDecided
     | SubagentStarted
-    | HostWaiting,
+    | HostWaiting
+    | BudgetReached
+    | BudgetRaised,
     Field(discriminator="type"),
 ]
 
@@ -325,7 +349,9 @@ RunEventPayload = Annotated[
     | ApprovalRequested
     | ApprovalDecided
     | SubagentStarted
-    | HostWaiting,
+    | HostWaiting
+    | BudgetReached
+    | BudgetRaised,
     Field(discriminator="type"),
 ]
 

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from domain.budgets import Budget, BudgetCarried, BudgetView
 from domain.compaction import CompactionSettings
 from domain.config import SessionConfig, SnapshotRef
 from domain.entries import SessionEntry
@@ -16,7 +17,14 @@ from domain.queues import QueuedMessage
 
 RunStatus = Literal["running", "completed", "error", "aborted"]
 Phase = Literal[
-    "idle", "turn", "compaction", "branch_summary", "retry", "awaiting_approval", "awaiting_host"
+    "idle",
+    "turn",
+    "compaction",
+    "branch_summary",
+    "retry",
+    "awaiting_approval",
+    "awaiting_host",
+    "awaiting_budget",
 ]
 RunKind = Literal["prompt", "skill", "template"]
 
@@ -98,6 +106,8 @@ class CarriedState(BaseModel):
     inbox: InboxState
     host: str | None = None
     """The host the run's tool calls go to (`domain.hosts`)."""
+    budget: BudgetCarried | None = None
+    """The run's budget keeping (domain.budgets), when it has a budget."""
 
 
 class RunInput(BaseModel):
@@ -117,6 +127,8 @@ class RunInput(BaseModel):
     """Stop (status completed, stop reason noted) after this many turns; None: no limit."""
     carried: CarriedState | None = None
     """Set when this execution continues the run from an earlier one."""
+    budget: Budget | None = None
+    """The run's own budget (domain.budgets); the session's, if any, applies as well."""
 
 
 class RunResult(BaseModel):
@@ -136,6 +148,10 @@ class RunResult(BaseModel):
     cleared_follow_ups: list[str] = Field(default_factory=list)
     cancelled_inputs: list[str] = Field(default_factory=list)
     """On abort: input-queue items of the session that were cancelled with the run."""
+    cost_usd: float = 0.0
+    """What the run's model calls cost (sub-agents' included), as the worker priced them."""
+    unpriced_models: list[str] = Field(default_factory=list)
+    """Models the worker has no price for: their calls are not in `cost_usd`."""
 
 
 class RunView(BaseModel):
@@ -156,3 +172,5 @@ class RunView(BaseModel):
     """Guidance waiting for the nearest safe point."""
     awaiting_host: str | None = None
     """The host the run waits for (phase `awaiting_host`): its tool calls wait for it."""
+    budget: BudgetView | None = None
+    """The run's budgets and spending, when it has a budget (domain.budgets)."""

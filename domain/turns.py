@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from domain.approvals import ApprovalPolicy
 from domain.changes import SessionChange
 from domain.config import SessionConfig, SnapshotRef
+from domain.cost import TurnCost
 from domain.entries import SessionEntry
 from domain.events import RunEventPayload
 from domain.hooks import NextTurn
@@ -170,6 +171,9 @@ class ModelTurnResult(_Contract):
     "always" decision adds its rule to."""
     model: str | None = None
     """The model that wrote the reply, for the worker's metrics (the workflow reads none)."""
+    cost: TurnCost | None = None
+    """The turn's cost at the worker's price table, so the workflow never reads prices;
+    None from workers that did not price turns."""
 
 
 class ToolCallInput(_Contract):

@@ -11,6 +11,7 @@ from temporalio import workflow
 from temporalio.exceptions import FailureError
 
 with workflow.unsafe.imports_passed_through():
+    from domain.budgets import Budget, Spent
     from domain.config import SnapshotRef
     from domain.entries import SessionEntry
     from domain.events import ContinuedAsNew, PhaseChanged, RunEventPayload
@@ -36,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 from workflows import steps
+from workflows.budgets import BudgetKeeper
 from workflows.compaction import compact
 from workflows.hook_runner import HookError, HookRunner
 from workflows.inbox import Inbox, queued_entries
@@ -73,6 +75,13 @@ class RunBase:
         self._last_assistant: str | None = None
         self._host: str | None = None
         """The session's host, where tool calls go (`workflows.hosts`); None: shared."""
+        self._budgets = BudgetKeeper()
+
+    def _session_budget(self) -> Budget | None:
+        return self._inbox.config.budget if self._inbox.config else None
+
+    def _budget_spent(self) -> Spent:
+        return self._budgets.run_spent(self._turn, self._usage, self._now_ms())
 
     async def _start(self, run: RunInput) -> RunResult | None:
         """Record the run and its prompt; the first snapshot and the workflow hooks."""
@@ -185,6 +194,7 @@ class RunBase:
             executions=self._executions + 1,
             inbox=self._inbox.export(),
             host=self._host,
+            budget=self._budgets.export(),
         )
         workflow.continue_as_new(self._run.model_copy(update={"carried": carried}))
 
@@ -262,6 +272,8 @@ class RunBase:
             cleared_steering=[item.text for item in steering],
             cleared_follow_ups=[item.text for item in follow_ups],
             cancelled_inputs=finished.cancelled_inputs,
+            cost_usd=self._budgets.cost_usd,
+            unpriced_models=sorted(self._budgets.unpriced),
         )
 
     async def _set_phase(self, phase: Phase, *events: RunEventPayload) -> None:

@@ -25,6 +25,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from domain.approvals import ApprovalDecision, ApprovalOutcome, PendingApproval
+    from domain.budgets import BudgetRaise, BudgetView
     from domain.changes import SessionChange
     from domain.compaction import CHARS_PER_TOKEN, context_window_of
     from domain.events import RetryScheduled, RunEventPayload
@@ -49,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows import hosts, steps
 from workflows.approvals import PATCH, ApprovalGate
+from workflows.budgets import budget_gate
 from workflows.hook_runner import HookError
 from workflows.run_base import RunBase
 from workflows.subagents import run_subagent
@@ -114,6 +116,24 @@ class SessionRun(RunBase):
         """The tool calls waiting for a decision."""
         return self._approvals.pending()
 
+    @workflow.update
+    def raise_budget(self, change: BudgetRaise) -> BudgetView:
+        """Raise the run's (or the session's) budget; a run waiting on it goes on
+        (docs/SPEC.md, budgets)."""
+        made = self._budgets.take_raise(change, self._new_id(), self._now_ms())
+        if made is not None:  # the session's: saved with the turn, like any config change
+            self._inbox.change(made)
+        return self.budget()
+
+    @raise_budget.validator
+    def _check_raise(self, change: BudgetRaise) -> None:
+        self._budgets.check_raise(change, self._budget_spent(), self._session_budget())
+
+    @workflow.query
+    def budget(self) -> BudgetView:
+        """The run's budgets, what it and its session spent, the limits it waits on."""
+        return self._budgets.view(self._budget_spent(), self._session_budget())
+
     @workflow.query
     def phase(self) -> Phase:
         return self._phase
@@ -130,6 +150,9 @@ class SessionRun(RunBase):
             pending_writes=self._inbox.pending_writes,
             guidance=self._inbox.guidance,
             awaiting_host=self._host if self._phase == "awaiting_host" else None,
+            budget=self.budget()
+            if self._budgets.in_force(self._budgets.run_budget, self._session_budget())
+            else None,
         )
 
     # The run.
@@ -137,6 +160,7 @@ class SessionRun(RunBase):
     @workflow.run
     async def run(self, run: RunInput) -> RunResult:
         self._run, self._run_id, self._phase = run, run.run_id, "turn"
+        self._budgets.begin(run, self._now_ms())
         try:
             if run.carried is not None:
                 self._restore(run.carried)
@@ -172,6 +196,9 @@ class SessionRun(RunBase):
         while True:
             if pending is None:  # input that queued up before this model call
                 pending = await self._waiting_input()
+            pending, stopped = await budget_gate(self, pending)
+            if stopped is not None:
+                return stopped
             end = await self._take_turn(pending)
             if isinstance(end, TurnCommit):  # re-planned with guidance before any tool ran
                 pending = end
@@ -200,6 +227,7 @@ class SessionRun(RunBase):
             commit = self._commit([slot], continues=False)
             return await self._finish([commit], "error", reply.message, assistant_id)
         self._usage = self._usage.plus(reply.usage)
+        self._budgets.add_turn(reply.cost)
         self._last_assistant = assistant_id
         self._snapshot = reply.snapshot or self._snapshot
         self._approvals.policy = reply.approval_policy or self._approvals.policy

@@ -29,6 +29,7 @@ from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from domain import tree_ops as ops
+    from domain.budgets import SESSION_SPEND, SessionSpendInput, Spent
     from domain.events import PhaseChanged, RetryScheduled, RunEventPayload
     from domain.fallbacks import root_message
     from domain.hosts import HOST_READY
@@ -235,6 +236,11 @@ async def finish_subagent(data: FinishSubagentInput) -> ToolCallOutcome:
     status = data.child.status if data.child else "not run"
     summary = f"stage sub-agent answer for {data.call.id} ({status})"
     return await _store_step(FINISH_SUBAGENT, data, ToolCallOutcome, summary)
+
+
+async def session_spend(data: SessionSpendInput) -> Spent:
+    summary = "read what the session's other runs spent (its budget)"
+    return await _store_step(SESSION_SPEND, data, Spent, summary)
 
 
 def _describe(event: RunEventPayload) -> str:

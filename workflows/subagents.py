@@ -9,8 +9,8 @@ The child runs on the parent's task queue with the parent's run options. Cancell
 call (the parent is aborted, or guidance interrupts the batch) asks the child to cancel,
 which aborts its run as a user's abort would (its tools are killed), and waits for it:
 the call's result then says it was stopped. If the parent's workflow closes some other
-way, the parent-close policy asks the child to cancel too. The child's usage adds to the
-parent run's.
+way, the parent-close policy asks the child to cancel too. The child's usage and cost add
+to the parent run's; a parent with a budget gives the child what is left of it.
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ async def run_subagent(run: RunBase, turn: TurnInProgress, call: ToolCallRef) ->
         prompt=[user_text(start.prompt, started_at)],
         options=parent.options,
         max_turns=parent.max_turns,
+        budget=run._budgets.child_budget(run._budget_spent(), run._session_budget()),
     )
     try:
         result: RunResult = await workflow.execute_child_workflow(
@@ -112,5 +113,6 @@ async def run_subagent(run: RunBase, turn: TurnInProgress, call: ToolCallRef) ->
     else:
         finish.child = result
         run._usage = run._usage.plus(result.usage)
+        run._budgets.add_child(result)
     finish.finished_at_ms = run._now_ms()
     return await steps.finish_subagent(finish)

@@ -7,7 +7,18 @@ registered here in the order `duragent --help` lists them.
 from __future__ import annotations
 
 from client import lifecycle
-from client.cli import approvals, config, hosts, inputs, runs, servers, sessions, setup, tree
+from client.cli import (
+    approvals,
+    budgets,
+    config,
+    hosts,
+    inputs,
+    runs,
+    servers,
+    sessions,
+    setup,
+    tree,
+)
 from client.cli.app import app
 
 COMMANDS = (
@@ -25,6 +36,8 @@ COMMANDS = (
     approvals.approvals,
     approvals.approve,
     approvals.deny,
+    budgets.budget,
+    budgets.raise_budget,
     sessions.status,
     runs.abort,
     servers.worker,

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from client.api import DuragentClient, RunHandle
 from client.cli import command
+from client.cli.budgets import budget_of
 from client.cli.command import SessionArg, fail
 from client.cli.views import announce, console
 from client.render import EventPrinter
@@ -40,6 +41,19 @@ def run(
         ),
     ] = None,
     max_turns: Annotated[int | None, typer.Option(help="Stop after this many turns.")] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(help="Budget: stop once the run used this many tokens.", min=1)
+    ] = None,
+    max_cost: Annotated[
+        float | None, typer.Option(help="Budget: stop once the run cost this many US dollars.")
+    ] = None,
+    max_wall: Annotated[
+        float | None, typer.Option(help="Budget: stop once the run ran this many seconds.")
+    ] = None,
+    budget_ask: Annotated[
+        bool,
+        typer.Option(help="When a budget limit is reached, wait for a raise instead of stopping."),
+    ] = False,
 ) -> None:
     """Run PROMPT in a session and stream what happens; exit with the run's outcome
     (0 completed, 1 error, 130 aborted).
@@ -51,6 +65,9 @@ def run(
     settings: Settings = ctx.obj
     if max_turns is not None and max_turns < 1:
         fail(f"--max-turns is at least 1 (got {max_turns})")
+    limits = (max_tokens, max_cost, max_wall)
+    on = "ask" if budget_ask else "stop"
+    budget = budget_of(None, *limits, on) if any(v is not None for v in limits) else None
 
     def open_session(client: DuragentClient) -> str:
         if session is None:
@@ -60,7 +77,7 @@ def run(
         return client.get_session(session).id
 
     async def start(client: DuragentClient, session_id: str) -> RunHandle:
-        return await client.prompt(session_id, prompt, max_turns=max_turns)
+        return await client.prompt(session_id, prompt, max_turns=max_turns, budget=budget)
 
     raise typer.Exit(command.run(_follow(settings, open_session, start)))
 

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from client.api import DuragentClient
 from client.cli import command
+from client.cli.budgets import budget_lines
 from client.cli.command import SessionArg, client_errors, fail, require_session, store_client
 from client.cli.views import (
     QUEUE_TEXT_CHARS,
@@ -228,6 +229,7 @@ def status(
                     "prices_as_of": client.prices.as_of.isoformat(),
                     "prices_overridden_by": client.prices.overridden_by,
                 },
+                "budget": (await client.budget(session)).model_dump(mode="json"),
             }
             console.out(json.dumps(view, indent=2), highlight=False)
             return
@@ -243,6 +245,9 @@ def status(
         if latest and run_cost:
             say(Text(f"run {latest} cost {cost_line(run_cost)}"))
         say(Text(f"session cost {cost_line(costs.session)}; {prices_line(client.prices)}"))
+        if state.config.budget is not None or (state.run and state.run.budget):
+            for line in budget_lines(await client.budget(session)):
+                say(Text(line))
         if state.run:
             for item in state.run.steering:
                 print_clipped("  steering: ", item.text, QUEUE_TEXT_CHARS)

@@ -109,6 +109,20 @@ async def approve_and_deny(stack: Stack, session_id: str) -> None:
     await run.result()
 
 
+async def budget_wait_raise_stop(stack: Stack, session_id: str) -> None:
+    """A session budget (so its spend is read), a run budget that asks: it waits, is
+    raised, and then stops the run at the raised limit."""
+    from domain.budgets import Budget
+
+    await stack.client.set_budget(session_id, Budget(max_tokens=1_000_000))
+    budget = Budget(max_turns=1, on_exceed="ask")
+    run = await stack.client.prompt(session_id, "Three steps.", budget=budget)
+    while not (await stack.client.budget(session_id)).waiting:
+        await asyncio.sleep(0.02)
+    await stack.client.raise_budget(session_id, Budget(max_turns=2))
+    await run.result()
+
+
 def bash(command: str, call_id: str) -> dict[str, Any]:
     return {"tool_use": {"id": call_id, "name": "bash", "input": {"command": command}}}
 
@@ -288,6 +302,20 @@ SCENARIOS = [
         "move",
         {"conversations": {"*": [{"reply": [bash("echo a > a.txt", "call_a")]}, {"reply": [{"text": "Done."}]}]}},
         run_then_move,
+    ),
+    Scenario(
+        "budget",
+        {
+            "conversations": {
+                "*": [
+                    {"reply": [bash("echo 1", "call_1")]},
+                    {"reply": [bash("echo 2", "call_2")]},
+                    {"reply": [bash("echo 3", "call_3")]},
+                    {"reply": [{"text": "Done."}]},
+                ]
+            }
+        },
+        budget_wait_raise_stop,
     ),
 ]
 

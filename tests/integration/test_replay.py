@@ -36,6 +36,7 @@ def test_histories_are_recorded() -> None:
         "host_gone",
         "move-1",
         "move-2",
+        "budget",
     }
 
 

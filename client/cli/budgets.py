@@ -1,0 +1,133 @@
+"""Budgets: what a session's runs may spend, what they spent, and raising a waiting run's."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from client.api import DuragentClient
+from client.cli import command
+from client.cli.command import SessionArg, fail, require_session, store_client
+from client.cli.views import announce, say
+from client.services import local_services
+from domain.budgets import Budget, BudgetView, Scope
+from settings import Settings
+
+Turns = Annotated[int | None, typer.Option(help="Turn limit (model calls).", min=1)]
+Tokens = Annotated[
+    int | None, typer.Option(help="Token limit (all tokens the model reported).", min=1)
+]
+Cost = Annotated[float | None, typer.Option(help="Cost limit in US dollars.", min=0)]
+Wall = Annotated[float | None, typer.Option(help="Wall-time limit in seconds.", min=0)]
+
+
+def budget(
+    ctx: typer.Context,
+    session: SessionArg,
+    turns: Turns = None,
+    tokens: Tokens = None,
+    cost: Cost = None,
+    wall: Wall = None,
+    ask: Annotated[
+        bool | None,
+        typer.Option(
+            "--ask/--stop",
+            help="When a limit is reached: wait for a person to raise it, or stop the run "
+            "(default: stop).",
+        ),
+    ] = None,
+    clear: Annotated[bool, typer.Option(help="Remove the session's budget.")] = False,
+) -> None:
+    """Show what the session's runs may spend together and what they spent, or set it
+    (any limit given: the whole budget). A running run checks it from its next save point."""
+    settings: Settings = ctx.obj
+    require_session(store_client(settings), session)
+    new: Budget | None = None
+    if clear:
+        new = Budget()
+    elif any(v is not None for v in (turns, tokens, cost, wall, ask)):
+        new = budget_of(turns, tokens, cost, wall, "ask" if ask else "stop")
+
+    async def main() -> None:
+        async with local_services(settings, announce, worker=False) as ready:
+            client = await DuragentClient.connect(ready)
+            if new is not None:
+                await client.set_budget(session, new)
+            for line in budget_lines(await client.budget(session)):
+                say(Text(line))
+
+    command.run(main())
+
+
+def raise_budget(
+    ctx: typer.Context,
+    session: SessionArg,
+    turns: Turns = None,
+    tokens: Tokens = None,
+    cost: Cost = None,
+    wall: Wall = None,
+    scope: Annotated[
+        str | None,
+        typer.Option(help="run or session (default: the budget the run waits on)."),
+    ] = None,
+) -> None:
+    """Raise the open run's budget (the limits given; the others stay as they are); a run
+    waiting on its budget goes on. Needs a worker answering for the run."""
+    settings: Settings = ctx.obj
+    if scope is not None and scope not in ("run", "session"):
+        fail(f"--scope must be run or session (got {scope!r})")
+    if all(v is None for v in (turns, tokens, cost, wall)):
+        fail("give the limits to raise: --turns, --tokens, --cost or --wall")
+
+    async def main() -> None:
+        async with local_services(settings, announce, worker=False) as ready:
+            client = await DuragentClient.connect(ready)
+            view = await client.budget(session)
+            which: Scope = "session" if scope == "session" else "run"
+            if scope is None and view.waiting:
+                which = view.waiting[0].scope
+            old = view.run_budget if which == "run" else view.session_budget
+            given: dict[str, float | None] = {"max_turns": turns, "max_tokens": tokens}
+            given |= {"max_cost_usd": cost, "max_wall_s": wall}
+            fields: dict[str, Any] = (old or Budget()).model_dump()
+            fields |= {name: value for name, value in given.items() if value is not None}
+            raised = await client.raise_budget(session, fields, scope=which)
+            for line in budget_lines(raised):
+                say(Text(line))
+
+    command.run(main())
+
+
+def budget_of(
+    turns: int | None, tokens: int | None, cost: float | None, wall: float | None, on: str
+) -> Budget:
+    try:
+        return Budget.model_validate(
+            {
+                "max_turns": turns,
+                "max_tokens": tokens,
+                "max_cost_usd": cost or None,
+                "max_wall_s": wall or None,
+                "on_exceed": on,
+            }
+        )
+    except ValueError as error:
+        fail(f"budget: {error}")
+
+
+def budget_lines(view: BudgetView) -> list[str]:
+    """The budgets and spending of `duragent budget` and `duragent status`."""
+    lines = []
+    if view.run_budget is not None or view.run_spent is not None:
+        run = view.run_budget.describe() if view.run_budget else "no budget"
+        lines.append(f"run budget: {run}")
+        if view.run_spent is not None:
+            lines.append(f"  run spent: {view.run_spent.describe()}")
+    session = view.session_budget.describe() if view.session_budget else "none"
+    lines.append(f"session budget: {session}")
+    if view.session_spent is not None:
+        lines.append(f"  session spent: {view.session_spent.describe()}")
+    lines += [f"  waiting: {item.text}" for item in view.waiting]
+    return lines
