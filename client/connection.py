@@ -7,6 +7,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from settings import Settings
 from store.db import Database
+from telemetry import tracing
 
 
 async def connect_temporal(settings: Settings) -> Client:
@@ -14,6 +15,8 @@ async def connect_temporal(settings: Settings) -> Client:
         settings.temporal_address,
         namespace=settings.temporal_namespace,
         data_converter=pydantic_data_converter,
+        # Traces when the OTEL_* variables ask for them; none at all otherwise.
+        interceptors=tracing.client_interceptors(),
     )
 
 

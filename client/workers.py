@@ -41,6 +41,7 @@ from client.facade import SessionFacade
 from settings import Settings
 from store.db import Database
 from store.entries import EntryCache
+from telemetry import tracing
 from workflows.session_changes import SessionChanges
 from workflows.session_run import SessionRun
 from workflows.session_structure import SessionCompaction, SessionNavigation
@@ -154,6 +155,8 @@ def build_worker(
         # After a worker dies, its cached runs move to another worker this quickly.
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
         workflow_runner=workflow_runner(),
+        # Tracing its client does not bring (a client of `connect_temporal` brings it).
+        interceptors=tracing.worker_interceptors(client),
     )
 
 

@@ -1,0 +1,1 @@
+"""Traces and metrics: off by default, on by settings (docs/ARCHITECTURE.md)."""
