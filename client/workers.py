@@ -176,9 +176,10 @@ class SessionWorker(Worker):
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox, with our pure domain package passed through (loaded once, shared)."""
+    """The sandbox, with our pure domain package passed through (loaded once, shared), and
+    OpenTelemetry, as Temporal's own OpenTelemetry plugin does (traced workflows use it)."""
     return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules("domain")
+        restrictions=SandboxRestrictions.default.with_passthrough_modules("domain", "opentelemetry")
     )
 
 
