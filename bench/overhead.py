@@ -3,11 +3,14 @@
 The same scripted 20-turn conversation (one `read` call per turn, the offline model's
 latency fixed) runs through duragent (workflow, activities, store) and through a plain
 loop that calls the same model server with the same SDK and runs the same tools, side
-by side, alternating, several rounds. Per-turn time is the median turn duration.
+by side, alternating, several rounds. Per-turn time is the median turn duration. A third
+column runs duragent with tracing on (client, worker and model client tracing, spans
+exported in batches over OTLP/HTTP to a receiver in another process) in the same rounds,
+on a task queue of its own (`tracing_column.py`).
 
     python bench/overhead.py [--rounds 5] [--turns 20] [--latency-ms 50]
 
-Last line: `overhead: X ms/turn` (duragent median minus plain median).
+Last line: `overhead: X ms/turn` (duragent median minus plain median, tracing off).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from common import Bench, bench_stack, median
+from tracing_column import traced_duragent
 
 from activities.anthropic_format import request_params
 from activities.anthropic_stream import ReplyStream, assistant_message
@@ -101,23 +105,31 @@ async def main() -> None:
         workspace.mkdir()
         (workspace / "notes.txt").write_text("notes\n" * 50)
         worker = build_worker(bench.client.temporal, bench.client.db, bench.settings)
-        async with worker:
+        async with worker, traced_duragent(bench) as traced_bench:
             await duragent_run(bench, workspace)  # warm-up: caches, sandbox, connections
+            await duragent_run(traced_bench, workspace)
             await plain_loop(bench, workspace, args.turns)
             ours: list[float] = []
+            traced: list[float] = []
             plain: list[float] = []
             for round_no in range(args.rounds):
                 d = await duragent_run(bench, workspace)
+                t = await duragent_run(traced_bench, workspace)
                 p = await plain_loop(bench, workspace, args.turns)
                 ours += d
+                traced += t
                 plain += p
                 print(
                     f"round {round_no + 1}: duragent {median(d):.1f} ms/turn,"
                     f" plain {median(p):.1f} ms/turn"
                 )
+                print(f"round {round_no + 1}: duragent with tracing {median(t):.1f} ms/turn")
     ours_ms, plain_ms = median(ours), median(plain)
     print(f"model latency fixed at {args.latency_ms} ms; {args.turns} tool turns + 1 final turn")
     print(f"duragent: {ours_ms:.1f} ms/turn (median of {len(ours)} turns)")
+    traced_ms = median(traced)
+    print(f"duragent with tracing: {traced_ms:.1f} ms/turn (median of {len(traced)} turns)")
+    print(f"tracing adds: {traced_ms - ours_ms:.1f} ms/turn")
     print(f"plain asyncio loop: {plain_ms:.1f} ms/turn (median of {len(plain)} turns)")
     print(f"ratio: {ours_ms / plain_ms:.2f}x")
     print(f"overhead: {ours_ms - plain_ms:.1f} ms/turn")

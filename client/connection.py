@@ -17,6 +17,7 @@ from temporalio.runtime import Runtime
 
 from settings import Settings
 from store.db import Database
+from telemetry import tracing
 
 
 async def connect_temporal(settings: Settings, *, runtime: Runtime | None = None) -> Client:
@@ -26,6 +27,8 @@ async def connect_temporal(settings: Settings, *, runtime: Runtime | None = None
         **temporal_connect_config(settings),
         data_converter=pydantic_data_converter,
         runtime=runtime,
+        # Traces when the OTEL_* variables ask for them; none at all otherwise.
+        interceptors=tracing.client_interceptors(),
     )
 
 

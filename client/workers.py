@@ -44,6 +44,7 @@ from client.prices import price_table
 from settings import Settings
 from store.db import Database
 from store.entries import EntryCache
+from telemetry import tracing
 from telemetry.metrics import worker_interceptors, worker_runtime
 from workflows.session_changes import SessionChanges
 from workflows.session_move import SessionMove
@@ -141,7 +142,9 @@ def build_worker(
     # bounds abort latency (measured: about the throttle plus 5 ms). The default
     # would hold heartbeats back for seconds.
     throttle = timedelta(milliseconds=settings.heartbeat_throttle_ms)
-    interceptors = worker_interceptors(client, settings)
+    # Metrics when the client's runtime serves them (`telemetry.metrics`), and tracing
+    # its client does not bring (a client of `connect_temporal` brings it); else none.
+    interceptors = [*worker_interceptors(client, settings), *tracing.worker_interceptors(client)]
     host_worker = (
         host_tool_worker(
             client, db, settings.host_queue, tool_calls, settings.host, throttle, interceptors
@@ -185,7 +188,6 @@ def build_worker(
         # After a worker dies, its cached runs move to another worker this quickly.
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
         workflow_runner=workflow_runner(),
-        # Metrics when the client's runtime serves them (`telemetry.metrics`), else none.
         interceptors=interceptors,
         **tuning(settings),
     )
@@ -267,9 +269,10 @@ class SessionWorker(Worker):
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox, with our pure domain package passed through (loaded once, shared)."""
+    """The sandbox, with our pure domain package passed through (loaded once, shared), and
+    OpenTelemetry, as Temporal's own OpenTelemetry plugin does (traced workflows use it)."""
     return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules("domain")
+        restrictions=SandboxRestrictions.default.with_passthrough_modules("domain", "opentelemetry")
     )
 
 
