@@ -33,7 +33,7 @@
 | `TEMPORAL_TLS_SERVER_CA_CERT_PATH` | none: the system's roots verify the server |
 | `TEMPORAL_TLS_SERVER_NAME` | the address's host: the name the server's certificate must bear |
 | `TEMPORAL_API_KEY` | none: a Temporal Cloud API key (sent as a bearer token, over TLS) |
-| `DURAGENT_WORKER_MAX_ACTIVITIES` | `500` model and tool calls at once per worker; more wait |
+| `DURAGENT_WORKER_MAX_ACTIVITIES` | `500` model and tool calls at once on each worker queue |
 | `DURAGENT_WORKER_MAX_WORKFLOW_TASKS` | `10` run steps (and store steps) at once per worker |
 | `DURAGENT_WORKER_CACHED_RUNS` | `1000` runs kept in a worker's memory between their steps |
 | `DURAGENT_WORKER_POLLERS` | `5` polls at once per worker for each of run steps and calls |
@@ -185,8 +185,9 @@ class Settings(BaseSettings):
     # Worker tuning: what one worker takes on at once. Past it, work waits in Temporal's
     # queues, in order and with no timeout, so an overloaded worker slows down evenly.
     worker_max_activities: int = Field(500, ge=1)
-    """Model and tool calls at once. They mostly wait (on the model, on a process), so
-    many fit; each running one is a coroutine and, for a tool, its process."""
+    """Model and tool calls at once on each of a worker's queues (the shared one, and its
+    host's, where its sessions' tool calls go). They mostly wait (on the model, on a
+    process), so many fit; each running one is a coroutine and, for a tool, its process."""
     worker_max_workflow_tasks: int = Field(10, ge=2)
     """Run steps (workflow tasks) at once; also the bound on local store steps. They
     are CPU work, one at a time under the GIL anyway: more at once only starve the event

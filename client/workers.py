@@ -146,9 +146,7 @@ def build_worker(
     # its client does not bring (a client of `connect_temporal` brings it); else none.
     interceptors = [*worker_interceptors(client, settings), *tracing.worker_interceptors(client)]
     host_worker = (
-        host_tool_worker(
-            client, db, settings.host_queue, tool_calls, settings.host, throttle, interceptors
-        )
+        host_tool_worker(client, db, settings, tool_calls, throttle, interceptors)
         if settings.host_queue is not None
         else None
     )
@@ -196,18 +194,19 @@ def build_worker(
 def host_tool_worker(
     client: Client,
     db: Database,
-    queue: str,
+    settings: Settings,
     tool_calls: ToolCalls,
-    host_name: str,
     throttle: timedelta,
     interceptors: Sequence[Interceptor],
 ) -> Worker:
-    """The worker of this host's queue: its sessions' tool calls, and the activities that
-    ask whether the host is up and move workspaces (`activities.hosts`)."""
-    host = HostActivities(host_name, db)
+    """The worker of this host's queue (`settings.host_queue`): its sessions' tool calls,
+    and the activities that ask whether the host is up and move workspaces
+    (`activities.hosts`)."""
+    assert settings.host_queue is not None
+    host = HostActivities(settings.host, db)
     return Worker(
         client,
-        task_queue=queue,
+        task_queue=settings.host_queue,
         activities=[
             tool_calls.run_tool,
             host.host_ready,
@@ -215,6 +214,9 @@ def host_tool_worker(
             host.unpack_workspace,
         ],
         activity_executor=ThreadPoolExecutor(max_workers=4),
+        # Tool calls are bounded as the shared queue's calls are (a bound of their own).
+        max_concurrent_activities=settings.worker_max_activities,
+        max_concurrent_activity_task_polls=settings.worker_pollers,
         max_heartbeat_throttle_interval=throttle,
         default_heartbeat_throttle_interval=throttle,
         # The same as the shared queue's: a tool call is measured wherever it runs.
