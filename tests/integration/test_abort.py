@@ -116,7 +116,7 @@ async def test_abort_kills_a_running_bash_command(stack: Stack) -> None:
                             }
                         },
                         {"tool_use": {"name": "bash", "input": {"command": "sleep 60"}}},
-                        {"tool_use": {"name": "read", "input": {"path": "done.txt"}}},
+                        {"tool_use": {"name": "read", "input": {"path": "notes.txt"}}},
                     ]
                 },
                 {"reply": [{"text": "Carrying on."}]},
@@ -126,6 +126,10 @@ async def test_abort_kills_a_running_bash_command(stack: Stack) -> None:
 )
 async def test_abort_during_a_parallel_batch_keeps_finished_results(stack: Stack) -> None:
     session = stack.client.create_session()
+    # The read runs beside the write, so it reads a file of its own, there before the run.
+    workspace = Path(session.workspace)
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "notes.txt").write_text("kept\n")
     async with stack.worker():
         await stack.client.prompt(session.id, "do three things")
         await eventually(

@@ -233,7 +233,7 @@ def test_recorded_histories_read(path: Path) -> None:
     if timeline.workflow_type == "SessionRun":
         assert timeline.run_id and of_kind(timeline, "model_call")
     else:  # a structural operation under the session's id
-        assert timeline.workflow_type in ("SessionCompaction", "SessionNavigation")
+        assert timeline.workflow_type in ("SessionCompaction", "SessionNavigation", "SessionMove")
     printed = io.StringIO()
     render([timeline], Console(file=printed, width=120))
     assert len(printed.getvalue().splitlines()) == len(timeline.items) + 1  # header + items

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import Stack
@@ -41,7 +42,7 @@ async def test_tool_calls_on_a_host_queue_keep_to_the_limit_too(
     two sessions' bash calls run one after the other (each notes when it started)."""
     starts = tmp_path / "starts"
     command = f"date +%s.%N >> {starts}; sleep {TOOL_S}"
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"reply": [{"tool_use": {"name": "bash", "input": {"command": command}}}]},
         {"reply": [{"text": "Done."}]},
     ]
