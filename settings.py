@@ -158,7 +158,7 @@ class Settings(BaseSettings):
         """The task queue of this host's tool calls; None with shared workspaces."""
         return None if self.shared_workspaces else host_task_queue(self.task_queue, self.host)
 
-    # Telemetry: metrics (docs/ARCHITECTURE.md, "Metrics")
+    # Telemetry: metrics (docs/ARCHITECTURE.md, "Metrics and traces")
     worker_metrics: str | None = None
     """`host:port` on which a worker serves Prometheus metrics at `/metrics` (Temporal's
     SDK metrics and duragent's own); None: no port is bound and nothing is recorded."""

@@ -1,6 +1,6 @@
 """`GET /metrics`: the API's Prometheus metrics, when `DURAGENT_API_METRICS` is on.
 
-Two kinds (docs/ARCHITECTURE.md, "Metrics"):
+Two kinds (docs/ARCHITECTURE.md, "Metrics and traces"):
 - what the store says, counted at each scrape (`store.metrics`, read through the
   client), so every API process reports the same figures whichever worker wrote them:
   `duragent_sessions`, `duragent_runs_in_progress{phase}`,

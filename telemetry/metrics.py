@@ -11,7 +11,7 @@ duragent's metrics are read from what activities take and return, by an activity
 interceptor, so the activities themselves know nothing of them. An activity counts when
 an attempt of it completes on this worker; an attempt that a dead worker never finished
 counts nowhere (replaying a workflow runs no activity, so counts nothing again). Names
-(docs/ARCHITECTURE.md, "Metrics"):
+(docs/ARCHITECTURE.md, "Metrics and traces"):
 
 - `duragent_runs_started_total{kind}`, `duragent_runs_finished_total{status}` (by outcome)
 - `duragent_turns_total{model}`: model turns completed
