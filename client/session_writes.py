@@ -153,7 +153,8 @@ class SessionWrites(SessionWorkflows):
         await self.change(session_id, self._change(entries=[entry]))
 
     async def pending_writes(self, session_id: str) -> list[SessionEntry]:
-        """Writes waiting for the open run's next save point (not in session reads yet)."""
+        """Writes of the open run that session reads may not show yet (a save point in
+        progress may be storing them)."""
         status = await self.status(session_id)
         return status.run.pending_writes if status.run else []
 

@@ -167,7 +167,8 @@ class RunView(BaseModel):
     steering: list[QueuedMessage] = Field(default_factory=list)
     follow_ups: list[QueuedMessage] = Field(default_factory=list)
     pending_writes: list[SessionEntry] = Field(default_factory=list)
-    """Writes waiting for the next save point; session reads do not include them."""
+    """Writes session reads may not show yet: those of a save point in progress, then
+    those waiting for the next one."""
     guidance: list[GuidanceItem] = Field(default_factory=list)
     """Guidance waiting for the nearest safe point."""
     awaiting_host: str | None = None

@@ -30,6 +30,8 @@ class Inbox:
         self.steering: list[QueuedMessage] = []
         self.follow_ups: list[QueuedMessage] = []
         self.pending_writes: list[SessionEntry] = []
+        self.saving: list[SessionEntry] = []
+        """Writes taken for a save point the run has not yet seen finish."""
         self.config: SessionConfig | None = None
         self.session_config_changed = False
         self.guidance: list[GuidanceItem] = []
@@ -79,9 +81,19 @@ class Inbox:
     def take_writes(self) -> tuple[list[SessionEntry], SessionConfig | None]:
         """Pending writes and (if changed) the session config, for a save point."""
         writes, self.pending_writes = self.pending_writes, []
+        self.saving += writes
         config = self.config if self.session_config_changed else None
         self.session_config_changed = False
         return writes, config
+
+    def writes_saved(self) -> None:
+        """The save point that took the writes has finished: session reads show them."""
+        self.saving = []
+
+    def unsaved_writes(self) -> list[SessionEntry]:
+        """Writes a session read may not show yet: those of a save point in progress,
+        then those waiting for the next one."""
+        return [*self.saving, *self.pending_writes]
 
     def clear_queues(self) -> tuple[list[QueuedMessage], list[QueuedMessage]]:
         steering, follow_ups = self.steering, self.follow_ups

@@ -152,6 +152,7 @@ class RunBase:
             )
         )
         self._leaf, self._unsaved = commit.leaf_after(self._leaf), []
+        self._inbox.writes_saved()
 
     def _time_to_continue_as_new(self) -> bool:
         """Before Temporal would suggest it (4,096 events or 4 MB), or after the

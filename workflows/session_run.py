@@ -147,7 +147,7 @@ class SessionRun(RunBase):
             config=self._inbox.config,
             steering=self._inbox.steering,
             follow_ups=self._inbox.follow_ups,
-            pending_writes=self._inbox.pending_writes,
+            pending_writes=self._inbox.unsaved_writes(),
             guidance=self._inbox.guidance,
             awaiting_host=self._host if self._phase == "awaiting_host" else None,
             budget=self.budget()
@@ -294,6 +294,7 @@ class SessionRun(RunBase):
         reply = await self._call_model(commit)
         if commit is not None:  # the model activity saved the previous turn first
             self._leaf, self._unsaved = commit.leaf_after(self._leaf), []
+            self._inbox.writes_saved()
         overflow = isinstance(reply, ProviderFailure) and reply.kind == "context_overflow"
         compacted = overflow and self._run.options.compaction.enabled
         if compacted and (await self._compact("overflow")).compacted:

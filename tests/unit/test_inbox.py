@@ -109,6 +109,21 @@ def test_a_config_change_applies_at_once_and_waits_for_the_save_point() -> None:
     assert inbox.take_writes() == ([], None)
 
 
+def test_taken_writes_stay_in_sight_until_their_save_point_finishes() -> None:
+    """A status read during a save point finds a write either among the run's unsaved
+    writes or in the store, never in neither."""
+    inbox = Inbox()
+    inbox.config = SessionConfig(model="claude-a")
+    inbox.change(SessionChange(id="c1", config=ConfigChange(model="claude-b"), timestamp=5))
+    (first,) = inbox.unsaved_writes()
+    inbox.take_writes()
+    inbox.change(SessionChange(id="c2", config=ConfigChange(model="claude-c"), timestamp=6))
+    (second,) = inbox.pending_writes
+    assert inbox.unsaved_writes() == [first, second]
+    inbox.writes_saved()
+    assert inbox.unsaved_writes() == [second]
+
+
 def test_a_branch_scoped_change_leaves_the_session_config_alone() -> None:
     inbox = Inbox()
     inbox.config = SessionConfig(model="claude-a")
