@@ -14,6 +14,7 @@
 | `DURAGENT_OFFLINE_SCRIPT` | the bundled demo script |
 | `DURAGENT_HEARTBEAT_TIMEOUT` | `10` seconds: a lost worker's model or tool call moves on then |
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
+| `DURAGENT_HEARTBEAT_RATE` | `100` heartbeats a second per worker process, all its calls together |
 | `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
 | `DURAGENT_API_TOKENS` | `token=user,...` for the HTTP API (none: `serve` makes one up) |
 | `DURAGENT_WORKSPACE_ROOTS` | none: `:`-separated folders API users may also put workspaces in |
@@ -100,8 +101,13 @@ class Settings(BaseSettings):
     one two-core machine: a quarter of the runs failed at 2 s). A Temporal server down
     longer than this (a restart) times out the calls running meanwhile too."""
     heartbeat_throttle_ms: int = 50
-    """At most one heartbeat per running activity this often: the abort latency bound,
-    against one RPC per running activity per interval."""
+    """At most one heartbeat per running activity this often, and this often while few
+    run: the abort latency bound."""
+    heartbeat_rate: float = Field(100.0, gt=0)
+    """Heartbeats a second a worker process's running model and tool calls send together,
+    once there are more than rate x throttle of them: each is one RPC the Temporal server
+    handles. They never go further apart than a quarter of the heartbeat timeout, and an
+    abort still reaches a call on the worker that ran its run's step at once."""
     api_tokens: Annotated[dict[str, str], NoDecode] = {}
     """Bearer token -> user name, for the HTTP API."""
     model_read_timeout_s: float = _env("DURAGENT_MODEL_READ_TIMEOUT", 120.0)

@@ -24,6 +24,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities.bookkeeping import Bookkeeping
 from activities.budgets import BudgetReads
 from activities.extensions import Extension, Extensions
+from activities.heartbeat import PACE
 from activities.hosts import HostActivities, MoveBookkeeping
 from activities.mcp.config import McpConfigError, load_config
 from activities.mcp.tools import mcp_providers
@@ -37,6 +38,7 @@ from activities.tools.environment import tool_environment
 from activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
 from activities.tree_ops import TreeOps
 from client.api import DuragentClient
+from client.cancel_hints import CancelHintingRunner
 from client.connection import connect_temporal, open_store
 from client.errors import DuragentError
 from client.facade import SessionFacade
@@ -142,6 +144,8 @@ def build_worker(
     # bounds abort latency (measured: about the throttle plus 5 ms). The default
     # would hold heartbeats back for seconds.
     throttle = timedelta(milliseconds=settings.heartbeat_throttle_ms)
+    # Under load the calls of the process spread their heartbeats (`activities.heartbeat`).
+    PACE.configure(rate=settings.heartbeat_rate, floor=throttle.total_seconds())
     # Metrics when the client's runtime serves them (`telemetry.metrics`), and tracing
     # its client does not bring (a client of `connect_temporal` brings it); else none.
     interceptors = [*worker_interceptors(client, settings), *tracing.worker_interceptors(client)]
@@ -270,11 +274,16 @@ class SessionWorker(Worker):
         await asyncio.gather(super().shutdown(), self.host_worker.shutdown())
 
 
-def workflow_runner() -> SandboxedWorkflowRunner:
+def workflow_runner() -> CancelHintingRunner:
     """The sandbox, with our pure domain package passed through (loaded once, shared), and
-    OpenTelemetry, as Temporal's own OpenTelemetry plugin does (traced workflows use it)."""
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules("domain", "opentelemetry")
+    OpenTelemetry, as Temporal's own OpenTelemetry plugin does (traced workflows use it);
+    activity cancellations hinted to this process's activities (`client.cancel_hints`)."""
+    return CancelHintingRunner(
+        SandboxedWorkflowRunner(
+            restrictions=SandboxRestrictions.default.with_passthrough_modules(
+                "domain", "opentelemetry"
+            )
+        )
     )
 
 

@@ -1,0 +1,63 @@
+"""Heartbeats paced across a worker process (`activities.heartbeat`): far apart under
+load, yet an abort reaches a running call at once, and a live call is never taken for
+lost."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from support import Stack, bash_then_text, event_seen, eventually
+from temporalio.api.enums.v1 import EventType
+
+from domain.entries import MessageEntry
+from domain.messages import ToolResultMessage, text_of
+from domain.runs import session_workflow_id
+
+
+@pytest.mark.script(bash_then_text("echo started; sleep 60", "Carrying on."))
+async def test_an_abort_reaches_a_call_at_once_when_heartbeats_are_far_apart(
+    stack: Stack,
+) -> None:
+    """At this rate a running call heartbeats every 15 s (a quarter of the 60 s timeout);
+    the workflow task that cancels it runs in the same process, which tells the call to
+    heartbeat now, so the abort does not wait for the next paced heartbeat."""
+    stack.settings = stack.settings.model_copy(
+        update={"heartbeat_rate": 0.01, "heartbeat_timeout_s": 60.0}
+    )
+    stack.client.settings = stack.settings
+    session = stack.client.create_session()
+    async with stack.worker():
+        await stack.client.prompt(session.id, "run it")
+        await eventually(lambda: event_seen(stack, session.id, "tool_execution_update"))
+        result = await asyncio.wait_for(stack.client.abort(session.id), timeout=10)
+    assert result.status == "aborted"
+    cancelled = stack.client.path(session.id)[2]
+    assert isinstance(cancelled, MessageEntry)
+    assert isinstance(cancelled.message, ToolResultMessage)
+    assert "cancelled before it finished" in text_of(cancelled.message.content)
+
+
+@pytest.mark.script(bash_then_text("sleep 3; echo done > done.txt", "Done."))
+async def test_a_call_far_slower_than_its_heartbeat_timeout_is_not_taken_for_lost(
+    stack: Stack,
+) -> None:
+    """With almost no heartbeat budget, a 3 s call still heartbeats within its 1 s
+    timeout: it completes on its first attempt."""
+    stack.settings = stack.settings.model_copy(
+        update={"heartbeat_rate": 0.01, "heartbeat_timeout_s": 1.0}
+    )
+    stack.client.settings = stack.settings
+    session = stack.client.create_session()
+    async with stack.worker():
+        result = await (await stack.client.prompt(session.id, "run it")).result()
+    assert result.status == "completed", result.error
+    assert (Path(session.workspace) / "done.txt").read_text() == "done\n"
+    handle = stack.temporal.get_workflow_handle(session_workflow_id(session.id))
+    attempts = [
+        event.activity_task_started_event_attributes.attempt
+        async for event in handle.fetch_history_events()
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    ]
+    assert attempts and set(attempts) == {1}
