@@ -15,8 +15,8 @@ from client.workers import (
     private_paths,
     run_worker,
     tool_registry,
-    workflow_runner,
 )
+from client.workflow_runner import workflow_runner
 from settings import Settings
 
 __all__ = [

@@ -9,7 +9,7 @@ quarter of the activity's heartbeat timeout (so a live worker is never taken for
 
 A cancellation the worker itself just asked the server for (its workflow task cancels
 the activity: an abort, a guidance interrupt) is hinted in process (`hint_cancel`, from
-`client.cancel_hints`): the activity heartbeats at once and then every `floor` until the
+`client.workflow_runner`): the activity heartbeats at once and then every `floor` until the
 reply carries the cancellation, so aborts stay fast under load on the common path. An
 activity on another process learns of it at its next paced heartbeat.
 """

@@ -19,7 +19,6 @@ import anthropic
 from sqlalchemy.engine import make_url
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.bookkeeping import Bookkeeping
 from activities.budgets import BudgetReads
@@ -38,11 +37,11 @@ from activities.tools.environment import tool_environment
 from activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
 from activities.tree_ops import TreeOps
 from client.api import DuragentClient
-from client.cancel_hints import CancelHintingRunner
 from client.connection import connect_temporal, open_store
 from client.errors import DuragentError
 from client.facade import SessionFacade
 from client.prices import price_table
+from client.workflow_runner import workflow_runner
 from settings import Settings
 from store.db import Database
 from store.entries import EntryCache
@@ -272,19 +271,6 @@ class SessionWorker(Worker):
             await super().shutdown()
             return
         await asyncio.gather(super().shutdown(), self.host_worker.shutdown())
-
-
-def workflow_runner() -> CancelHintingRunner:
-    """The sandbox, with our pure domain package passed through (loaded once, shared), and
-    OpenTelemetry, as Temporal's own OpenTelemetry plugin does (traced workflows use it);
-    activity cancellations hinted to this process's activities (`client.cancel_hints`)."""
-    return CancelHintingRunner(
-        SandboxedWorkflowRunner(
-            restrictions=SandboxRestrictions.default.with_passthrough_modules(
-                "domain", "opentelemetry"
-            )
-        )
-    )
 
 
 async def run_worker(settings: Settings) -> None:

@@ -1,14 +1,17 @@
-"""Tell this process's activities at once when their workflow cancels them.
+"""The workflow runner: Temporal's sandbox, and two things around it.
 
-Activities heartbeat at a pace shared across the process (`activities.heartbeat`), so
-under load a cancellation could wait a second or two for the next heartbeat's reply.
-The workflow task that cancels an activity (an abort, a guidance interrupt) usually runs
-in the same process as the activity: this runner wraps the workflow runner and reads
-each workflow task's commands as they leave. An activity's cancel request makes it
+Cancel hints. Activities heartbeat at a pace shared across the process
+(`activities.heartbeat`), so under load a cancellation could wait a second or two for
+the next heartbeat's reply. The workflow task that cancels an activity (an abort, a
+guidance interrupt) usually runs in the same process as the activity: the runner reads
+each workflow task's commands as they leave, and an activity's cancel request makes it
 heartbeat now, and every 50 ms until the reply carries the cancellation.
 
-It only reads the commands the workflow code produced; it changes none, so histories
-and replay are as without it.
+Serialization contexts asked once per command between two activations (see
+`get_serialization_context`), not once per payload list and pass.
+
+It only reads what the workflow code produced and changes none of it, so histories and
+replay are as without it.
 """
 
 from __future__ import annotations
@@ -20,9 +23,22 @@ from temporalio.bridge.proto.workflow_completion import WorkflowActivationComple
 from temporalio.converter import SerializationContext, StorageDriverStoreContext
 from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
 from temporalio.worker._command_aware_visitor import CommandInfo
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 from temporalio.workflow import Info, _Definition
 
 from activities.heartbeat import PACE, HeartbeatPace
+
+
+def workflow_runner() -> CancelHintingRunner:
+    """The sandbox, with our pure domain package passed through (loaded once, shared), and
+    OpenTelemetry, as Temporal's own OpenTelemetry plugin does (traced workflows use it)."""
+    return CancelHintingRunner(
+        SandboxedWorkflowRunner(
+            restrictions=SandboxRestrictions.default.with_passthrough_modules(
+                "domain", "opentelemetry"
+            )
+        )
+    )
 
 
 class CancelHintingRunner(WorkflowRunner):
@@ -51,9 +67,14 @@ class _HintingInstance(WorkflowInstance):
         self._pace = pace
         self._activity_ids: dict[int, str] = {}
         """Command sequence number -> activity id, of the activities this run scheduled."""
+        self._contexts: dict[tuple[int, int] | None, SerializationContext | None] = {}
 
     def activate(self, act: WorkflowActivation) -> WorkflowActivationCompletion:
-        completion = self._inner.activate(act)
+        self._contexts.clear()
+        try:
+            completion = self._inner.activate(act)
+        finally:
+            self._contexts.clear()
         for command in completion.successful.commands:
             variant = command.WhichOneof("variant")
             if variant == "schedule_activity":
@@ -71,7 +92,16 @@ class _HintingInstance(WorkflowInstance):
     def get_serialization_context(
         self, command_info: CommandInfo | None
     ) -> SerializationContext | None:
-        return self._inner.get_serialization_context(command_info)
+        # The SDK asks once per payload list and pass (three to decode an activation,
+        # four to encode its completion), and the sandbox answers each by running code
+        # in it. The answer depends only on the run's state, which changes only inside
+        # `activate`: so it is asked once per command between two activations.
+        key = (
+            None if command_info is None else (command_info.command_type, command_info.command_seq)
+        )
+        if key not in self._contexts:
+            self._contexts[key] = self._inner.get_serialization_context(command_info)
+        return self._contexts[key]
 
     def get_external_store_context(
         self, command_info: CommandInfo | None
