@@ -3,9 +3,11 @@
 Abort: from `cancel` sent to the running bash command's process group gone (polled every
 millisecond). Steer: with a steer queued while the model call is in flight, from the
 moment that call's reply is released to the next model request (carrying the steer)
-reaching the model server.
+reaching the model server. Aborts are measured again with `--busy` other calls running
+on the worker (each a `sleep 60`): their heartbeats are paced apart then (about
+busy / DURAGENT_HEARTBEAT_RATE seconds), and the abort must not wait for them.
 
-    python bench/abort_latency.py [--runs 15]
+    python bench/abort_latency.py [--runs 15] [--busy 50]
 
 Last line: `abort_latency: X ms` (median).
 """
@@ -19,7 +21,9 @@ from pathlib import Path
 
 from common import Bench, bench_stack, median, p95
 
+from activities.heartbeat import PACE
 from activities.tools import process_group_alive
+from client.run_control import RunHandle
 from worker import build_worker
 
 SCRIPT = {
@@ -65,6 +69,15 @@ async def one_abort(bench: Bench) -> float:
     return gone
 
 
+async def busy_calls(bench: Bench, count: int) -> list[RunHandle]:
+    """`count` sessions whose bash call runs until cancelled; their run handles."""
+    sessions = [bench.client.create_session() for _ in range(count)]
+    runs = [await bench.client.prompt(s.id, "run something long") for s in sessions]
+    pid_files = [Path(s.workspace) / "pid.txt" for s in sessions]
+    await wait_for(lambda: all(f.exists() and f.read_text().strip() for f in pid_files), 120)
+    return runs
+
+
 async def one_steer(bench: Bench) -> float:
     session = bench.client.create_session()
     gate = f"gate-{session.id}"
@@ -86,6 +99,7 @@ async def one_steer(bench: Bench) -> float:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--busy", type=int, default=50, help="other calls running meanwhile")
     args = parser.parse_args()
     async with bench_stack(SCRIPT) as bench:
         worker = build_worker(bench.client.temporal, bench.client.db, bench.settings)
@@ -93,7 +107,16 @@ async def main() -> None:
             await one_abort(bench)  # warm-up
             aborts = [await one_abort(bench) for _ in range(args.runs)]
             steers = [await one_steer(bench) for _ in range(args.runs)]
+            busy = await busy_calls(bench, args.busy)
+            paced_ms = PACE.interval(bench.settings.heartbeat_timeout_s) * 1000
+            busy_aborts = [await one_abort(bench) for _ in range(args.runs)]
+            for run in busy:
+                await run.workflow.cancel()
     print(f"runs: {args.runs} each")
+    print(
+        f"abort latency with {args.busy} other calls running (heartbeats {paced_ms:.0f} ms"
+        f" apart): median {median(busy_aborts):.1f} ms, p95 {p95(busy_aborts):.1f} ms"
+    )
     print(
         f"steer latency (reply done -> next request with the steer): "
         f"median {median(steers):.1f} ms, p95 {p95(steers):.1f} ms"
