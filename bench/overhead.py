@@ -6,7 +6,9 @@ loop that calls the same model server with the same SDK and runs the same tools,
 by side, alternating, several rounds. Per-turn time is the median turn duration. A third
 column runs duragent with tracing on (client, worker and model client tracing, spans
 exported in batches over OTLP/HTTP to a receiver in another process) in the same rounds,
-on a task queue of its own (`tracing_column.py`).
+on a task queue of its own (`tracing_column.py`). A fourth, `bare Temporal`, is the
+plain loop's work cut into the same two activities per turn with nothing else
+(`temporal_floor.py`): what Temporal's round trips alone cost per turn here.
 
     python bench/overhead.py [--rounds 5] [--turns 20] [--latency-ms 50]
 
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from common import Bench, bench_stack, median
+from temporal_floor import bare_temporal, floor_run
 from tracing_column import traced_duragent
 
 from activities.anthropic_format import request_params
@@ -105,23 +108,27 @@ async def main() -> None:
         workspace.mkdir()
         (workspace / "notes.txt").write_text("notes\n" * 50)
         worker = build_worker(bench.client.temporal, bench.client.db, bench.settings)
-        async with worker, traced_duragent(bench) as traced_bench:
+        async with worker, traced_duragent(bench) as traced_bench, bare_temporal(bench) as floor:
             await duragent_run(bench, workspace)  # warm-up: caches, sandbox, connections
             await duragent_run(traced_bench, workspace)
             await plain_loop(bench, workspace, args.turns)
+            await floor_run(floor, bench, workspace, args.turns)
             ours: list[float] = []
             traced: list[float] = []
             plain: list[float] = []
+            bare: list[float] = []
             for round_no in range(args.rounds):
                 d = await duragent_run(bench, workspace)
                 t = await duragent_run(traced_bench, workspace)
                 p = await plain_loop(bench, workspace, args.turns)
+                b = await floor_run(floor, bench, workspace, args.turns)
                 ours += d
                 traced += t
                 plain += p
+                bare += b
                 print(
                     f"round {round_no + 1}: duragent {median(d):.1f} ms/turn,"
-                    f" plain {median(p):.1f} ms/turn"
+                    f" plain {median(p):.1f} ms/turn, bare Temporal {median(b):.1f} ms/turn"
                 )
                 print(f"round {round_no + 1}: duragent with tracing {median(t):.1f} ms/turn")
     ours_ms, plain_ms = median(ours), median(plain)
@@ -131,6 +138,10 @@ async def main() -> None:
     print(f"duragent with tracing: {traced_ms:.1f} ms/turn (median of {len(traced)} turns)")
     print(f"tracing adds: {traced_ms - ours_ms:.1f} ms/turn")
     print(f"plain asyncio loop: {plain_ms:.1f} ms/turn (median of {len(plain)} turns)")
+    bare_ms = median(bare)
+    print(f"bare Temporal (two activities a turn, nothing else): {bare_ms:.1f} ms/turn")
+    print(f"Temporal's floor: {bare_ms - plain_ms:.1f} ms/turn over the plain loop")
+    print(f"duragent over bare Temporal: {ours_ms - bare_ms:.1f} ms/turn")
     print(f"ratio: {ours_ms / plain_ms:.2f}x")
     print(f"overhead: {ours_ms - plain_ms:.1f} ms/turn")
 

@@ -1,0 +1,142 @@
+"""The `bare Temporal` column of bench/overhead.py: what Temporal alone costs per turn.
+
+The plain loop's turn (the same model call through the same SDK, the same `read` tool)
+split into the two activities a duragent turn has, with nothing else: a workflow that
+calls a model activity on its own task queue (started eagerly, as duragent's is) and then
+a tool activity on a second queue served by a second worker in the process (as a host's
+tool calls are), keeping the conversation in the worker's memory. No store, no events,
+no heartbeats, no sandbox. Its per-turn time minus the plain loop's is the floor that
+Temporal's round trips (two workflow tasks, two activities, one dispatch to another
+queue) put under any harness built this way, on this machine and dev server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import anthropic
+from common import Bench
+from temporalio import activity, workflow
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from activities.anthropic_format import request_params
+from activities.anthropic_stream import ReplyStream, assistant_message
+from activities.tools import ToolContext, ToolRegistry, default_tools
+from domain.config import SessionConfig, TurnSnapshot
+from domain.messages import AgentMessage, AssistantMessage, user_text
+from domain.transcript import llm_transcript
+from worker import model_client
+
+
+@dataclass
+class FloorRun:
+    run_id: str
+    workspace: str
+    turns: int
+
+
+@workflow.defn(name="FloorTurns", sandboxed=False)
+class FloorTurns:
+    @workflow.run
+    async def run(self, data: FloorRun) -> None:
+        tool_queue = f"{workflow.info().task_queue}-tools"
+        for _ in range(data.turns + 1):
+            calls = await workflow.execute_activity(
+                "floor_model", data, result_type=int, start_to_close_timeout=timedelta(seconds=60)
+            )
+            for _ in range(calls):
+                await workflow.execute_activity(
+                    "floor_tool",
+                    data,
+                    task_queue=tool_queue,
+                    start_to_close_timeout=timedelta(seconds=60),
+                )
+
+
+class FloorActivities:
+    """The plain loop's work, cut at the two activities' boundaries."""
+
+    def __init__(self, bench: Bench, queue: str) -> None:
+        self.queue = queue
+        self._client: anthropic.AsyncAnthropic = model_client(bench.settings)
+        self._tools = ToolRegistry(default_tools())
+        config = SessionConfig(model=bench.settings.model)
+        self._snapshot = TurnSnapshot(
+            model=config.model,
+            thinking_level="off",
+            system_prompt=config.system_prompt,
+            active_tools=None,
+            max_tokens=config.max_tokens,
+        )
+        self._messages: dict[str, list[AgentMessage]] = {}
+        self.turn_starts: dict[str, list[float]] = {}
+
+    @activity.defn(name="floor_model")
+    async def floor_model(self, data: FloorRun) -> int:
+        self.turn_starts.setdefault(data.run_id, []).append(time.perf_counter())
+        messages = self._messages.setdefault(
+            data.run_id, [user_text("Read the notes, many times.", 0)]
+        )
+        params = request_params(
+            self._snapshot,
+            llm_transcript(messages),
+            self._tools.api_specs(None),
+            session_id=data.run_id,
+        )
+        final = await ReplyStream().run(self._client, params, lambda _: None)
+        reply = assistant_message(final, model=self._snapshot.model, timestamp=0)
+        messages.append(reply)
+        return len(reply.tool_calls)
+
+    @activity.defn(name="floor_tool")
+    async def floor_tool(self, data: FloorRun) -> None:
+        messages = self._messages[data.run_id]
+        reply = messages[-1]
+        assert isinstance(reply, AssistantMessage)
+        call = reply.tool_calls[0]
+        result = await self._tools.run(call.name, call.arguments, ToolContext(Path(data.workspace)))
+        messages.append(result.to_message(call.id, call.name, 0))
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+@contextlib.asynccontextmanager
+async def bare_temporal(bench: Bench) -> AsyncIterator[FloorActivities]:
+    """The two workers of the floor column, on task queues of their own."""
+    queue = f"floor-{uuid.uuid4().hex[:8]}"
+    work = FloorActivities(bench, queue)
+    client = bench.client.temporal
+    turns = Worker(
+        client,
+        task_queue=queue,
+        workflows=[FloorTurns],
+        activities=[work.floor_model],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+    )
+    tools = Worker(client, task_queue=f"{queue}-tools", activities=[work.floor_tool])
+    async with turns, tools:
+        yield work
+    await work.close()
+
+
+async def floor_run(
+    work: FloorActivities, bench: Bench, workspace: Path, turns: int
+) -> list[float]:
+    """One run's per-turn durations (ms), from one model activity's start to the next."""
+    data = FloorRun(run_id=uuid.uuid4().hex, workspace=str(workspace), turns=turns)
+    await bench.client.temporal.execute_workflow(
+        FloorTurns.run,
+        data,
+        id=f"floor-{data.run_id}",
+        task_queue=work.queue,
+    )
+    starts = work.turn_starts.pop(data.run_id)
+    return [(b - a) * 1000 for a, b in itertools.pairwise(starts)]
