@@ -11,7 +11,10 @@ A fresh worker serves each K. Printed per K: throughput; the worker's peak memor
 its memory per running session (peak above its settled size, over K) and per idle
 session (what it still holds once the runs have ended, over K: an upper bound, as a
 process does not hand all freed memory back); worker and Temporal server CPU time per
-model call (from /proc); and the model calls retried (a worker taken for lost).
+model call (from /proc); and the model calls retried (a worker taken for lost). Then the
+same K as bare Temporal (`temporal_floor.py`: the same model calls and tools in two
+activities a turn, nothing else, its workers in this process): the throughput Temporal's
+round trips alone allow on this machine.
 
     python bench/concurrency.py [--sessions 200] [--also 10,50,100] [--turns 5]
                                 [--latency-ms 1000]
@@ -31,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from common import Bench, bench_stack, kill, spawn_worker, worker_polling
+from temporal_floor import bare_temporal, floor_run
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -129,6 +133,17 @@ async def batch(bench: Bench, sessions: int, turns: int, latency_ms: int) -> Fig
     )
 
 
+async def bare_batch(bench: Bench, sessions: int, turns: int) -> float:
+    """K bare-Temporal runs at once; seconds from the first started to the last done."""
+    workspace = bench.home / "bare"
+    workspace.mkdir(exist_ok=True)
+    async with bare_temporal(bench) as floor:
+        await floor_run(floor, bench, workspace, turns)  # warm-up
+        began = time.monotonic()
+        await asyncio.gather(*(floor_run(floor, bench, workspace, turns) for _ in range(sessions)))
+        return time.monotonic() - began
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=200)
@@ -150,6 +165,10 @@ async def main() -> None:
                 f" {f.worker_ms_per_call:.1f} ms, Temporal server {f.server_ms_per_call:.1f} ms;"
                 f" {f.retried} model calls retried, {f.failed} runs not completed"
             )
+        for k in sizes:
+            wall = await bare_batch(bench, k, args.turns)
+            ideal = (args.turns + 1) * args.latency_ms / 1000
+            print(f"bare Temporal K={k}: {100 * ideal / wall:.0f} % of ideal ({wall:.1f} s)")
     print(f"{args.turns} tool turns per session, model latency {args.latency_ms} ms, one worker")
     print(f"concurrency: {figures[args.sessions].percent:.0f} %")
 

@@ -114,14 +114,22 @@ async def bare_temporal(bench: Bench) -> AsyncIterator[FloorActivities]:
     queue = f"floor-{uuid.uuid4().hex[:8]}"
     work = FloorActivities(bench, queue)
     client = bench.client.temporal
+    # As many calls at once as duragent's worker takes (DURAGENT_WORKER_MAX_ACTIVITIES).
+    calls = bench.settings.worker_max_activities
     turns = Worker(
         client,
         task_queue=queue,
         workflows=[FloorTurns],
         activities=[work.floor_model],
         workflow_runner=UnsandboxedWorkflowRunner(),
+        max_concurrent_activities=calls,
     )
-    tools = Worker(client, task_queue=f"{queue}-tools", activities=[work.floor_tool])
+    tools = Worker(
+        client,
+        task_queue=f"{queue}-tools",
+        activities=[work.floor_tool],
+        max_concurrent_activities=calls,
+    )
     async with turns, tools:
         yield work
     await work.close()
