@@ -20,6 +20,7 @@ from sqlalchemy import Update, bindparam, update
 from sqlalchemy.orm import Session
 
 from store.errors import SessionNotFound
+from store.statements import execute
 from store.tables import SessionRow, table_of
 
 Numbering = Literal["messages", "events"]
@@ -47,7 +48,7 @@ def take_numbers(db: Session, session_id: str, numbering: Numbering, count: int)
     transaction that inserts the rows, and insert them all (a number taken and not used
     leaves a gap, which readers tolerate, but nothing else does).
     """
-    last = db.execute(_TAKE[numbering], {"sid": session_id, "count": count}).scalar_one_or_none()
+    last = execute(db, _TAKE[numbering], {"sid": session_id, "count": count}).scalar_one_or_none()
     if last is None:
         raise SessionNotFound(session_id)
     return int(last) - count + 1
