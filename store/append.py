@@ -8,7 +8,7 @@ writes nothing twice: neither entries, nor display messages, nor a leaf move.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -37,16 +37,20 @@ def append_below(
     *,
     run_id: str | None,
     cache: entries.EntryCache | None = None,
+    known: Mapping[str, bool] | None = None,
 ) -> Appended:
     """Link `items` one after another below `parent_id`, store those not stored yet, show
     their messages, and move the session leaf to the chain's end. With `cache`, the chain
-    and its path are remembered there.
+    and its path are remembered there. `known` says of ids the caller already looked up
+    in this transaction whether each is stored; the others are looked up here.
 
     When everything was stored before, the leaf stays where it is: the first attempt
     moved it, and it may have moved on since.
     """
     committed = chain(parent_id, items)
-    done = entries.existing_ids(db, [e.id for e in committed])
+    known = known or {}
+    done = {i for i, stored in known.items() if stored}
+    done |= entries.existing_ids(db, [e.id for e in committed if e.id not in known])
     fresh = [e for e in committed if e.id not in done]
     entries.insert_entries(db, session_id, fresh, run_id=run_id)
     for entry in fresh:

@@ -43,7 +43,8 @@ def _row_values(session_id: str, entry: SessionEntry, run_id: str | None) -> dic
     }
 
 
-def _entry(row: EntryRow | Row[Any]) -> SessionEntry:
+def entry_of_row(row: EntryRow | Row[Any]) -> SessionEntry:
+    """The entry a row of `session_entries` (or a select of its columns) holds."""
     return parse_entry(
         {
             "id": row.id,
@@ -75,7 +76,7 @@ def existing_ids(db: Session, ids: Sequence[str]) -> set[str]:
 
 def get_entry(db: Session, entry_id: str) -> SessionEntry | None:
     row = execute(db, _BY_IDS, {"ids": [entry_id]}).first()
-    return _entry(row) if row else None
+    return entry_of_row(row) if row else None
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,7 @@ def load_config_path(db: Session, leaf_id: str | None) -> list[SessionEntry]:
         .where(EntryRow.type.in_(types))
         .order_by(path.c.depth.desc())
     )
-    return [_entry(row) for row in rows]
+    return [entry_of_row(row) for row in rows]
 
 
 def load_context_path(db: Session, leaf_id: str | None, cache: EntryCache) -> list[SessionEntry]:
@@ -252,7 +253,7 @@ def _read(db: Session, ids: Sequence[str], cache: EntryCache | None) -> list[Ses
     for start in range(0, len(missing), _BATCH):
         rows = execute(db, _BY_IDS, {"ids": missing[start : start + _BATCH]})
         for row in rows:
-            entry = _entry(row)
+            entry = entry_of_row(row)
             known[entry.id] = entry
             if cache is not None:
                 cache.put(entry)
@@ -266,13 +267,13 @@ def list_entries(db: Session, session_id: str) -> list[SessionEntry]:
     rows = db.scalars(
         select(EntryRow).where(EntryRow.session_id == session_id).order_by(EntryRow.seq)
     )
-    return [_entry(row) for row in rows]
+    return [entry_of_row(row) for row in rows]
 
 
 def get_entries(db: Session, ids: Sequence[str]) -> list[SessionEntry]:
     if not ids:
         return []
-    return [_entry(row) for row in execute(db, _BY_IDS, {"ids": list(ids)})]
+    return [entry_of_row(row) for row in execute(db, _BY_IDS, {"ids": list(ids)})]
 
 
 def belongs_to(db: Session, entry_id: str, session_id: str) -> bool:
