@@ -59,9 +59,12 @@ def append_below(
     if cache is not None:
         cache.extend(parent_id, committed)
     leaf_id = committed[-1].id if committed else parent_id
-    if fresh:
+    shown = displayed(fresh)
+    if fresh and not shown:
         sessions.set_leaf(db, session_id, leaf_id)
-    display.append_display(db, session_id, run_id, displayed(fresh))
+    # Shown messages are numbered in the statement that moves the leaf (fresh entries
+    # end in one: `leaf_id`).
+    display.append_display(db, session_id, run_id, shown, leaf_id=leaf_id if shown else None)
     return Appended(leaf_id=leaf_id, committed=committed, fresh=fresh)
 
 
