@@ -21,7 +21,7 @@ from activities.event_sink import EventSink
 from activities.extensions import Extensions, TurnContext
 from activities.heartbeat import heartbeating
 from activities.provider_errors import classify
-from activities.save_point import save_point
+from activities.save_point import find_commit, save_point
 from activities.snapshots import SnapshotTaker
 from activities.store_retry import with_store_retries
 from activities.tools import ToolRegistry
@@ -82,6 +82,7 @@ class ModelTurns:
             )
             snapshot, context, earlier, servers = prepared
             if earlier is not None:  # an earlier attempt got the whole reply: keep it
+                self._db.finished_replies.put(data.entry_id, earlier)
                 return self._result(data, snapshot, earlier, servers)
             if data.override is not None:
                 snapshot = snapshot.model_copy(update=data.override.model_dump(exclude_none=True))
@@ -153,6 +154,8 @@ class ModelTurns:
         message = assistant_message(reply, model=snapshot.model, timestamp=started)
         sink.add(MessageEnd(entry_id=data.entry_id, message=message))
         await sink.close((data.entry_id, message))
+        # Staged and committed: this turn's tool calls read it here, if they run here.
+        self._db.finished_replies.put(data.entry_id, message)
         return message
 
     def _result(
@@ -204,7 +207,11 @@ class ModelTurns:
         servers the session uses (session-wide config, as of this save point)."""
         with self._db.transaction() as db:
             leaf_id, ref = data.leaf_id, data.snapshot
+            earlier: AgentMessage | None = None
             if data.commit is not None:
+                # The save point's read also finds an earlier attempt's reply.
+                found = find_commit(db, data.commit, staged_too=[data.entry_id])
+                earlier = found.staged.get(data.entry_id)
                 leaf_id = save_point(
                     db,
                     session_id=data.session_id,
@@ -212,7 +219,10 @@ class ModelTurns:
                     parent_id=data.leaf_id,
                     data=data.commit,
                     cache=self._entries,
+                    found=found,
                 )
+            else:
+                earlier = staging.staged_message(db, data.entry_id)
             path = entries.load_context_path(db, leaf_id, self._entries)
             session = sessions.require_session(db, data.session_id)
             if data.commit is not None:
@@ -221,7 +231,6 @@ class ModelTurns:
             snapshot = self._snapshots.get(ref.id)
             if snapshot is None:
                 snapshot = self._snapshots[ref.id] = snapshots.get_snapshot(db, ref.id)
-            earlier = staging.staged_message(db, data.entry_id)
         finished = (
             earlier
             if isinstance(earlier, AssistantMessage)

@@ -41,14 +41,18 @@ def save_point(
     parent_id: str,
     data: TurnCommit,
     cache: entries.EntryCache | None = None,
+    found: staging.Found | None = None,
 ) -> str:
     """Commit `data` below `parent_id`; returns the new leaf id. With `cache`, the
-    appended entries and the new path are remembered there."""
+    appended entries and the new path are remembered there. `found` is what
+    `find_commit` read for `data` in this transaction, if the caller read it."""
     slot_ids = [slot.entry_id for slot in data.slots]
     # A save point may run again (a retried step, a replayed workflow task): what it
     # committed the first time is read back, so the chain and its leaf come out the same.
-    stored = {e.id: e for e in entries.get_entries(db, slot_ids) if isinstance(e, MessageEntry)}
-    staged = staging.staged_messages(db, [i for i in slot_ids if i not in stored])
+    # One statement tells what is stored and what is staged.
+    found = found or find_commit(db, data)
+    stored = {i: e for i, e in found.stored.items() if isinstance(e, MessageEntry)}
+    staged = found.staged
     turn_messages: list[tuple[str, AgentMessage]] = []
     for slot in data.slots:
         earlier = stored.get(slot.entry_id)
@@ -64,7 +68,13 @@ def save_point(
         for entry_id, m in with_missing_results(turn_messages)
     ]
     appended = append_below(
-        db, session_id, parent_id, [*turn_entries, *data.entries], run_id=run_id, cache=cache
+        db,
+        session_id,
+        parent_id,
+        [*turn_entries, *data.entries],
+        run_id=run_id,
+        cache=cache,
+        known=found.is_stored(),
     )
     committed = appended.committed
     staging.drop_staged(db, slot_ids)
@@ -105,6 +115,17 @@ def save_point(
     turn_events += data.events
     events.append_events(db, session_id, run_id, keyed(key, turn_events))
     return leaf_id
+
+
+def find_commit(db: Session, data: TurnCommit, staged_too: Sequence[str] = ()) -> staging.Found:
+    """What is stored of `data`'s entries, and what is staged for its slots (and for
+    `staged_too`), in one statement."""
+    slot_ids = [slot.entry_id for slot in data.slots]
+    return staging.find(
+        db,
+        stored_ids=[*slot_ids, *(e.id for e in data.entries)],
+        staged_ids=[*slot_ids, *staged_too],
+    )
 
 
 def with_missing_results(

@@ -27,7 +27,7 @@ from activities.tools import ToolContext, ToolRegistry
 from activities.tools.base import describe_os_error
 from activities.worker_loss import unstick_after_retry
 from domain.events import ToolExecutionStart, ToolExecutionUpdate, tool_call_ended
-from domain.messages import AssistantMessage, ToolCall, ToolResultMessage
+from domain.messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
 from domain.tools import ToolResult
 from domain.turns import RUN_TOOL, ToolCallInput, ToolCallOutcome
 from store import sessions, staging
@@ -234,10 +234,13 @@ class ToolCalls:
         return _interrupted(data.call.name, attempt, progress, record, fates, gated=gated)
 
     def _load(self, data: ToolCallInput) -> tuple[Path, AssistantMessage | None, ToolCall | None]:
-        """The workspace, and the call with its full arguments from the staged message."""
+        """The workspace, and the call with its full arguments from the staged message
+        (as this process staged it, when it did: `FinishedReplies`)."""
+        staged: AgentMessage | None = self._db.finished_replies.get(data.assistant_entry_id)
         with self._db.transaction() as db:
             session = sessions.require_session(db, data.session_id)
-            staged = staging.staged_message(db, data.assistant_entry_id)
+            if staged is None:
+                staged = staging.staged_message(db, data.assistant_entry_id)
         assistant = staged if isinstance(staged, AssistantMessage) else None
         call = (
             next((c for c in assistant.tool_calls if c.id == data.call.id), None)

@@ -8,7 +8,7 @@ writes nothing twice: neither entries, nor display messages, nor a leaf move.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -37,16 +37,20 @@ def append_below(
     *,
     run_id: str | None,
     cache: entries.EntryCache | None = None,
+    known: Mapping[str, bool] | None = None,
 ) -> Appended:
     """Link `items` one after another below `parent_id`, store those not stored yet, show
     their messages, and move the session leaf to the chain's end. With `cache`, the chain
-    and its path are remembered there.
+    and its path are remembered there. `known` says of ids the caller already looked up
+    in this transaction whether each is stored; the others are looked up here.
 
     When everything was stored before, the leaf stays where it is: the first attempt
     moved it, and it may have moved on since.
     """
     committed = chain(parent_id, items)
-    done = entries.existing_ids(db, [e.id for e in committed])
+    known = known or {}
+    done = {i for i, stored in known.items() if stored}
+    done |= entries.existing_ids(db, [e.id for e in committed if e.id not in known])
     fresh = [e for e in committed if e.id not in done]
     entries.insert_entries(db, session_id, fresh, run_id=run_id)
     for entry in fresh:
@@ -55,9 +59,12 @@ def append_below(
     if cache is not None:
         cache.extend(parent_id, committed)
     leaf_id = committed[-1].id if committed else parent_id
-    if fresh:
+    shown = displayed(fresh)
+    if fresh and not shown:
         sessions.set_leaf(db, session_id, leaf_id)
-    display.append_display(db, session_id, run_id, displayed(fresh))
+    # Shown messages are numbered in the statement that moves the leaf (fresh entries
+    # end in one: `leaf_id`).
+    display.append_display(db, session_id, run_id, shown, leaf_id=leaf_id if shown else None)
     return Appended(leaf_id=leaf_id, committed=committed, fresh=fresh)
 
 

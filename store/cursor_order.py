@@ -19,35 +19,52 @@ from typing import Literal
 from sqlalchemy import Update, bindparam, update
 from sqlalchemy.orm import Session
 
+from store.clock import now_ms
 from store.errors import SessionNotFound
+from store.statements import execute
 from store.tables import SessionRow, table_of
 
 Numbering = Literal["messages", "events"]
 
 
-def _take(counter: str) -> Update:
+def _take(counter: str, *, moving_leaf: bool = False) -> Update:
     sessions = table_of(SessionRow)
     column = sessions.c[counter]
+    values = {column: column + bindparam("count")}
+    if moving_leaf:
+        values |= {
+            sessions.c.leaf_id: bindparam("leaf_id"),
+            sessions.c.updated_at: bindparam("now"),
+        }
     return (
-        update(sessions)
-        .where(sessions.c.id == bindparam("sid"))
-        .values({column: column + bindparam("count")})
-        .returning(column)
+        update(sessions).where(sessions.c.id == bindparam("sid")).values(values).returning(column)
     )
 
 
 # Built once: building the statement on each call cost more than running it.
 _TAKE = {"messages": _take("last_message_seq"), "events": _take("last_event_seq")}
+_TAKE_MOVING_LEAF = {
+    "messages": _take("last_message_seq", moving_leaf=True),
+    "events": _take("last_event_seq", moving_leaf=True),
+}
 
 
-def take_numbers(db: Session, session_id: str, numbering: Numbering, count: int) -> int:
+def take_numbers(
+    db: Session, session_id: str, numbering: Numbering, count: int, *, leaf_id: str | None = None
+) -> int:
     """Hand out `count` consecutive numbers of the session's `numbering`; the first.
+    With `leaf_id`, the session's leaf moves there in the same statement (as
+    `sessions.set_leaf` would: a save point does both, and saves a round trip).
 
     Holds the session's numbering lock until this transaction ends: call it in the
     transaction that inserts the rows, and insert them all (a number taken and not used
     leaves a gap, which readers tolerate, but nothing else does).
     """
-    last = db.execute(_TAKE[numbering], {"sid": session_id, "count": count}).scalar_one_or_none()
+    params: dict[str, object] = {"sid": session_id, "count": count}
+    if leaf_id is not None:
+        params |= {"leaf_id": leaf_id, "now": now_ms()}
+    statement = (_TAKE if leaf_id is None else _TAKE_MOVING_LEAF)[numbering]
+    last = execute(db, statement, params).scalar_one_or_none()
     if last is None:
         raise SessionNotFound(session_id)
     return int(last) - count + 1

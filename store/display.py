@@ -22,8 +22,11 @@ def append_display(
     session_id: str,
     run_id: str | None,
     messages: Sequence[tuple[str, AgentMessage]],
+    *,
+    leaf_id: str | None = None,
 ) -> None:
-    """Append (id, message) pairs, numbered after the session's last message.
+    """Append (id, message) pairs, numbered after the session's last message; with
+    `leaf_id`, move the session's leaf there in the same statement that numbers them.
 
     Callers pass what they newly committed (a retried step finds its entries stored and
     shows nothing again), so there is no check first: an id shown already is skipped,
@@ -31,7 +34,7 @@ def append_display(
     """
     if not messages:
         return
-    first = take_numbers(db, session_id, "messages", len(messages))
+    first = take_numbers(db, session_id, "messages", len(messages), leaf_id=leaf_id)
     now = now_ms()
     rows = []
     for seq, (message_id, message) in enumerate(messages, first):

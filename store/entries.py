@@ -5,17 +5,29 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from sqlalchemy import CTE, literal, select
+from sqlalchemy import CTE, Row, bindparam, literal, select
 from sqlalchemy.orm import Session
 
 from domain.entries import CONFIG_ENTRIES, CompactionEntry, SessionEntry, parse_entry
+from store.statements import execute
 from store.tables import EntryRow, table_of
 from store.upsert import insert_ignore
 
 _ENVELOPE = ("id", "parent_id", "type", "timestamp")
 V = TypeVar("V")
+_entries = table_of(EntryRow)
+# Built once (see `store.statements`): what a turn reads of the tree.
+_ENTRY_COLUMNS = (
+    _entries.c.id,
+    _entries.c.parent_id,
+    _entries.c.type,
+    _entries.c.timestamp,
+    _entries.c.payload,
+)
+_BY_IDS = select(*_ENTRY_COLUMNS).where(_entries.c.id.in_(bindparam("ids", expanding=True)))
+_IDS = select(_entries.c.id).where(_entries.c.id.in_(bindparam("ids", expanding=True)))
 
 
 def _row_values(session_id: str, entry: SessionEntry, run_id: str | None) -> dict[str, object]:
@@ -31,7 +43,8 @@ def _row_values(session_id: str, entry: SessionEntry, run_id: str | None) -> dic
     }
 
 
-def _entry(row: EntryRow) -> SessionEntry:
+def entry_of_row(row: EntryRow | Row[Any]) -> SessionEntry:
+    """The entry a row of `session_entries` (or a select of its columns) holds."""
     return parse_entry(
         {
             "id": row.id,
@@ -58,12 +71,12 @@ def insert_entries(
 def existing_ids(db: Session, ids: Sequence[str]) -> set[str]:
     if not ids:
         return set()
-    return set(db.scalars(select(EntryRow.id).where(EntryRow.id.in_(list(ids)))))
+    return set(execute(db, _IDS, {"ids": list(ids)}).scalars())
 
 
 def get_entry(db: Session, entry_id: str) -> SessionEntry | None:
-    row = db.scalar(select(EntryRow).where(EntryRow.id == entry_id))
-    return _entry(row) if row else None
+    row = execute(db, _BY_IDS, {"ids": [entry_id]}).first()
+    return entry_of_row(row) if row else None
 
 
 @dataclass(frozen=True)
@@ -206,7 +219,7 @@ def load_config_path(db: Session, leaf_id: str | None) -> list[SessionEntry]:
         .where(EntryRow.type.in_(types))
         .order_by(path.c.depth.desc())
     )
-    return [_entry(row) for row in rows]
+    return [entry_of_row(row) for row in rows]
 
 
 def load_context_path(db: Session, leaf_id: str | None, cache: EntryCache) -> list[SessionEntry]:
@@ -238,9 +251,9 @@ def _read(db: Session, ids: Sequence[str], cache: EntryCache | None) -> list[Ses
     known = {i: e for i in ids if cache is not None and (e := cache.get(i)) is not None}
     missing = [i for i in ids if i not in known]
     for start in range(0, len(missing), _BATCH):
-        rows = db.scalars(select(EntryRow).where(EntryRow.id.in_(missing[start : start + _BATCH])))
+        rows = execute(db, _BY_IDS, {"ids": missing[start : start + _BATCH]})
         for row in rows:
-            entry = _entry(row)
+            entry = entry_of_row(row)
             known[entry.id] = entry
             if cache is not None:
                 cache.put(entry)
@@ -254,13 +267,13 @@ def list_entries(db: Session, session_id: str) -> list[SessionEntry]:
     rows = db.scalars(
         select(EntryRow).where(EntryRow.session_id == session_id).order_by(EntryRow.seq)
     )
-    return [_entry(row) for row in rows]
+    return [entry_of_row(row) for row in rows]
 
 
 def get_entries(db: Session, ids: Sequence[str]) -> list[SessionEntry]:
     if not ids:
         return []
-    return [_entry(row) for row in db.scalars(select(EntryRow).where(EntryRow.id.in_(list(ids))))]
+    return [entry_of_row(row) for row in execute(db, _BY_IDS, {"ids": list(ids)})]
 
 
 def belongs_to(db: Session, entry_id: str, session_id: str) -> bool:

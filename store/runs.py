@@ -1,18 +1,25 @@
-"""Run states: one row per run, the source of truth for a run's status and phase."""
+"""Run states: one row per run, the source of truth for a run's status and phase.
+
+Read and written with Core statements only (see `store.statements`).
+"""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Update, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from domain.messages import Usage
 from domain.runs import Phase, RunStatus
 from store.clock import now_ms
 from store.records import RunRecord
+from store.statements import execute
 from store.tables import RunStateRow, table_of
 from store.upsert import insert_ignore
+
+_runs = table_of(RunStateRow)
 
 
 def insert_run(
@@ -68,28 +75,41 @@ def update_run(
         values["error"] = error
     if ended:
         values["ended_at"] = now
-    db.execute(update(RunStateRow).where(RunStateRow.run_id == run_id).values(**values))
+    execute(db, _update(tuple(values)), {"rid": run_id, **values})
+
+
+@functools.cache
+def _update(columns: tuple[str, ...]) -> Update:
+    """The update of these columns, built once per set of columns (a turn's is always
+    the same)."""
+    return (
+        update(_runs)
+        .where(_runs.c.run_id == bindparam("rid"))
+        .values({c: bindparam(c) for c in columns})
+    )
+
+
+_BY_ID = select(_runs).where(_runs.c.run_id == bindparam("rid"))
 
 
 def get_run(db: Session, run_id: str) -> RunRecord | None:
-    row = db.get(RunStateRow, run_id)
+    row = execute(db, _BY_ID, {"rid": run_id}).first()
     return RunRecord.model_validate(row) if row else None
 
 
 def list_runs(db: Session, session_id: str, *, limit: int = 50) -> list[RunRecord]:
-    rows = db.scalars(
-        select(RunStateRow)
-        .where(RunStateRow.session_id == session_id)
-        .order_by(RunStateRow.started_at.desc())
-        .limit(limit)
+    rows = execute(
+        db,
+        select(_runs)
+        .where(_runs.c.session_id == session_id)
+        .order_by(_runs.c.started_at.desc())
+        .limit(limit),
     )
     return [RunRecord.model_validate(row) for row in rows]
 
 
 def running_runs(db: Session, session_id: str) -> list[RunRecord]:
-    rows = db.scalars(
-        select(RunStateRow).where(
-            RunStateRow.session_id == session_id, RunStateRow.status == "running"
-        )
+    rows = execute(
+        db, select(_runs).where(_runs.c.session_id == session_id, _runs.c.status == "running")
     )
     return [RunRecord.model_validate(row) for row in rows]

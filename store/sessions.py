@@ -1,15 +1,28 @@
-"""Sessions: one row each, with the latest harness config and the committed leaf."""
+"""Sessions: one row each, with the latest harness config and the committed leaf.
+
+Read and written with Core statements only (see `store.statements`).
+"""
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from domain.config import SessionConfig
 from store.clock import now_ms
 from store.errors import SessionNotFound
 from store.records import SessionRecord
-from store.tables import SessionRow
+from store.statements import execute
+from store.tables import SessionRow, table_of
+
+_sessions = table_of(SessionRow)
+# Built once: a turn reads its session and moves its leaf.
+_BY_ID = select(_sessions).where(_sessions.c.id == bindparam("id"))
+_SET_LEAF = (
+    update(_sessions)
+    .where(_sessions.c.id == bindparam("sid"))
+    .values(leaf_id=bindparam("leaf_id"), updated_at=bindparam("now"))
+)
 
 
 def create_session(
@@ -49,7 +62,7 @@ def create_session(
 
 
 def get_session(db: Session, session_id: str) -> SessionRecord | None:
-    row = db.get(SessionRow, session_id)
+    row = execute(db, _BY_ID, {"id": session_id}).first()
     return SessionRecord.model_validate(row) if row else None
 
 
@@ -63,23 +76,24 @@ def require_session(db: Session, session_id: str) -> SessionRecord:
 def list_sessions(
     db: Session, *, owner: str | None = None, limit: int = 100
 ) -> list[SessionRecord]:
-    query = select(SessionRow).order_by(SessionRow.updated_at.desc()).limit(limit)
+    query = select(_sessions).order_by(_sessions.c.updated_at.desc()).limit(limit)
     if owner is not None:
-        query = query.where(SessionRow.owner == owner)
-    return [SessionRecord.model_validate(row) for row in db.scalars(query)]
+        query = query.where(_sessions.c.owner == owner)
+    return [SessionRecord.model_validate(row) for row in execute(db, query)]
 
 
 def children(db: Session, session_id: str, *, limit: int = 500) -> list[SessionRecord]:
     """The sub-agent sessions the session's runs started, oldest first, at most `limit`
     (forks are not children: they answer no tool call)."""
-    rows = db.scalars(
-        select(SessionRow)
+    rows = execute(
+        db,
+        select(_sessions)
         .where(
-            SessionRow.parent_session_id == session_id,
-            SessionRow.parent_tool_call_id.is_not(None),
+            _sessions.c.parent_session_id == session_id,
+            _sessions.c.parent_tool_call_id.is_not(None),
         )
-        .order_by(SessionRow.created_at, SessionRow.id)
-        .limit(limit)
+        .order_by(_sessions.c.created_at, _sessions.c.id)
+        .limit(limit),
     )
     return [SessionRecord.model_validate(row) for row in rows]
 
@@ -98,44 +112,46 @@ def depth(db: Session, session_id: str) -> int:
 
 
 def set_leaf(db: Session, session_id: str, leaf_id: str | None) -> None:
-    db.execute(
-        update(SessionRow)
-        .where(SessionRow.id == session_id)
-        .values(leaf_id=leaf_id, updated_at=now_ms())
-    )
+    execute(db, _SET_LEAF, {"sid": session_id, "leaf_id": leaf_id, "now": now_ms()})
 
 
 def set_session_wide_config(db: Session, session_id: str, config: SessionConfig) -> None:
     """Store `config`'s session-wide settings; the branch-scoped ones stay as they were
     (they change as entries on a path: `domain.config.BRANCH_SCOPED`)."""
     stored = require_session(db, session_id).config.with_session_wide_of(config)
-    db.execute(
-        update(SessionRow)
-        .where(SessionRow.id == session_id)
-        .values(config=stored.model_dump(), updated_at=now_ms())
+    execute(
+        db,
+        update(_sessions)
+        .where(_sessions.c.id == session_id)
+        .values(config=stored.model_dump(), updated_at=now_ms()),
     )
 
 
 def set_name(db: Session, session_id: str, name: str) -> None:
-    db.execute(
-        update(SessionRow).where(SessionRow.id == session_id).values(name=name, updated_at=now_ms())
+    execute(
+        db,
+        update(_sessions)
+        .where(_sessions.c.id == session_id)
+        .values(name=name, updated_at=now_ms()),
     )
 
 
 def claim_host(db: Session, session_id: str, host: str) -> str:
     """The session's host: `host` if it had none (recorded now), else the one it has."""
-    db.execute(
-        update(SessionRow)
-        .where(SessionRow.id == session_id, SessionRow.host.is_(None))
-        .values(host=host)
+    execute(
+        db,
+        update(_sessions)
+        .where(_sessions.c.id == session_id, _sessions.c.host.is_(None))
+        .values(host=host),
     )
     return require_session(db, session_id).host or host
 
 
 def set_host(db: Session, session_id: str, host: str | None, *, workspace: str) -> None:
     """The session works on `host` now, in `workspace` there (`duragent move`)."""
-    db.execute(
-        update(SessionRow)
-        .where(SessionRow.id == session_id)
-        .values(host=host, workspace=workspace, updated_at=now_ms())
+    execute(
+        db,
+        update(_sessions)
+        .where(_sessions.c.id == session_id)
+        .values(host=host, workspace=workspace, updated_at=now_ms()),
     )

@@ -2,43 +2,71 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pydantic import TypeAdapter
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, literal_column, null, select, union_all
 from sqlalchemy.orm import Session
 
-from domain.messages import AgentMessage
+from domain.entries import SessionEntry
+from domain.messages import AgentMessage, AssistantMessage
 from store.clock import now_ms
-from store.tables import StagedMessageRow
+from store.entries import entry_of_row
+from store.statements import execute
+from store.tables import EntryRow, StagedMessageRow, table_of
+from store.upsert import insert_or_replace
 
 _message: TypeAdapter[AgentMessage] = TypeAdapter(AgentMessage)
+_staged = table_of(StagedMessageRow)
+
+
+# Built once (see `store.statements`).
+_READ = select(_staged.c.entry_id, _staged.c.payload).where(
+    _staged.c.entry_id.in_(bindparam("ids", expanding=True))
+)
+_entries = table_of(EntryRow)
+_FIND = union_all(
+    select(
+        _entries.c.id,
+        _entries.c.parent_id,
+        _entries.c.type,
+        _entries.c.timestamp,
+        _entries.c.payload,
+        literal_column("1").label("stored"),
+    ).where(_entries.c.id.in_(bindparam("stored_ids", expanding=True))),
+    select(
+        _staged.c.entry_id,
+        null(),
+        null(),
+        null(),
+        _staged.c.payload,
+        literal_column("0"),
+    ).where(_staged.c.entry_id.in_(bindparam("staged_ids", expanding=True))),
+)
+_DROP = delete(_staged).where(_staged.c.entry_id.in_(bindparam("ids", expanding=True)))
 
 
 def stage_message(
     db: Session, *, entry_id: str, session_id: str, run_id: str, message: AgentMessage
 ) -> None:
     """Store (or replace, on a retried attempt) the message an activity produced."""
-    payload = message.model_dump(mode="json")
-    row = db.get(StagedMessageRow, entry_id)
-    if row is None:
-        db.add(
-            StagedMessageRow(
-                entry_id=entry_id,
-                session_id=session_id,
-                run_id=run_id,
-                payload=payload,
-                created_at=now_ms(),
-            )
-        )
-    else:
-        row.payload = payload
+    row = {
+        "entry_id": entry_id,
+        "session_id": session_id,
+        "run_id": run_id,
+        "payload": message.model_dump(mode="json"),
+        "created_at": now_ms(),
+    }
+    # A retried attempt replaces the payload; the row keeps its session, run and time.
+    insert_or_replace(db, _staged, row, conflict=["entry_id"], replace=["payload"])
 
 
 def staged_messages(db: Session, entry_ids: Sequence[str]) -> dict[str, AgentMessage]:
     if not entry_ids:
         return {}
-    rows = db.scalars(select(StagedMessageRow).where(StagedMessageRow.entry_id.in_(entry_ids)))
+    rows = execute(db, _READ, {"ids": list(entry_ids)})
     return {row.entry_id: _message.validate_python(row.payload) for row in rows}
 
 
@@ -48,4 +76,65 @@ def staged_message(db: Session, entry_id: str) -> AgentMessage | None:
 
 def drop_staged(db: Session, entry_ids: Sequence[str]) -> None:
     if entry_ids:
-        db.execute(delete(StagedMessageRow).where(StagedMessageRow.entry_id.in_(entry_ids)))
+        execute(db, _DROP, {"ids": list(entry_ids)})
+
+
+@dataclass(frozen=True)
+class Found:
+    """What `find` read: the stored entries and the staged messages among the ids."""
+
+    checked: frozenset[str]
+    """The ids looked up among stored entries."""
+    stored: dict[str, SessionEntry]
+    staged: dict[str, AgentMessage]
+
+    def is_stored(self) -> dict[str, bool]:
+        """Whether each checked id is stored."""
+        return {i: i in self.stored for i in self.checked}
+
+
+def find(db: Session, *, stored_ids: Sequence[str], staged_ids: Sequence[str]) -> Found:
+    """The stored entries among `stored_ids` and the staged messages among `staged_ids`,
+    in one statement: what a save point needs to know before it writes (has this turn
+    been committed before, and what did its activities stage)."""
+    rows = execute(db, _FIND, {"stored_ids": list(stored_ids), "staged_ids": list(staged_ids)})
+    stored: dict[str, SessionEntry] = {}
+    staged: dict[str, AgentMessage] = {}
+    for row in rows:
+        if row.stored:
+            stored[row.id] = entry_of_row(row)
+        else:
+            staged[row.id] = _message.validate_python(row.payload)
+    return Found(checked=frozenset(stored_ids), stored=stored, staged=staged)
+
+
+class FinishedReplies:
+    """Finished assistant replies this process staged, by entry id: what a tool call
+    reads for its arguments right after the model activity staged them, without reading
+    and parsing the whole message again.
+
+    Only a finished reply goes in, once its transaction committed, and a finished reply
+    is final: a later attempt of its model activity returns it instead of asking the
+    model again, so nothing stages another message at its id. Two different messages put
+    at one id (two attempts of one activity racing in this process) drop the id. A miss
+    (another process staged it, or it was evicted) reads the store, as before.
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        # Replies can be long; tool calls read theirs within moments of the staging.
+        self._capacity = capacity
+        self._items: OrderedDict[str, AssistantMessage | None] = OrderedDict()
+
+    def put(self, entry_id: str, message: AssistantMessage) -> None:
+        if message.stop_reason in ("aborted", "error"):
+            return  # not final: a later attempt replaces it
+        if entry_id in self._items and self._items[entry_id] != message:
+            self._items[entry_id] = None  # never trust this id again
+        else:
+            self._items[entry_id] = message
+        self._items.move_to_end(entry_id)
+        while len(self._items) > self._capacity:
+            self._items.popitem(last=False)
+
+    def get(self, entry_id: str) -> AssistantMessage | None:
+        return self._items.get(entry_id)

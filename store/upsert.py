@@ -1,13 +1,41 @@
-"""Insert-if-absent for the dialects we support: how activities stay idempotent."""
+"""Insert-if-absent (and insert-or-replace) for the dialects we support: how activities
+stay idempotent.
+
+The statements are built once per table and conflict target (see `store.statements`):
+building one on each call cost more than running it.
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Table
+from sqlalchemy import Insert, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
+
+from store.statements import execute
+
+_INSERTS: dict[str, type[sqlite.Insert] | type[postgresql.Insert]] = {
+    "sqlite": sqlite.Insert,
+    "postgresql": postgresql.Insert,
+}
+
+
+@functools.cache
+def _ignoring(dialect: str, table: Table, conflict: tuple[str, ...]) -> Insert:
+    return _INSERTS[dialect](table).on_conflict_do_nothing(index_elements=list(conflict))
+
+
+@functools.cache
+def _replacing(
+    dialect: str, table: Table, conflict: tuple[str, ...], replace: tuple[str, ...]
+) -> Insert:
+    statement = _INSERTS[dialect](table)
+    return statement.on_conflict_do_update(
+        index_elements=list(conflict), set_={c: statement.excluded[c] for c in replace}
+    )
 
 
 def insert_ignore(
@@ -17,19 +45,32 @@ def insert_ignore(
     if not rows:
         return
     dialect = db.get_bind().dialect.name
-    if dialect == "sqlite":
-        db.execute(
-            sqlite.insert(table).on_conflict_do_nothing(index_elements=list(conflict)),
-            list(rows),
-        )
-    elif dialect == "postgresql":
-        db.execute(
-            postgresql.insert(table).on_conflict_do_nothing(index_elements=list(conflict)),
-            list(rows),
-        )
+    if dialect in _INSERTS:
+        execute(db, _ignoring(dialect, table, tuple(conflict)), list(rows))
     else:  # pragma: no cover - other dialects: check first, then insert
         for row in rows:
             key = {c: row[c] for c in conflict}
             exists = db.query(table).filter_by(**key).first()
             if exists is None:
                 db.execute(table.insert(), [row])
+
+
+def insert_or_replace(
+    db: Session,
+    table: Table,
+    row: dict[str, Any],
+    *,
+    conflict: Sequence[str],
+    replace: Sequence[str],
+) -> None:
+    """Insert `row`, or, if one collides on the `conflict` columns, set its `replace`
+    columns to `row`'s (the others keep what the first insert stored)."""
+    dialect = db.get_bind().dialect.name
+    if dialect in _INSERTS:
+        execute(db, _replacing(dialect, table, tuple(conflict), tuple(replace)), row)
+        return
+    key = {c: row[c] for c in conflict}  # pragma: no cover - other dialects
+    if db.query(table).filter_by(**key).first() is None:  # pragma: no cover
+        db.execute(table.insert(), [row])
+    else:  # pragma: no cover
+        db.execute(table.update().filter_by(**key).values({c: row[c] for c in replace}))

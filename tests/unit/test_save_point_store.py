@@ -1,0 +1,174 @@
+"""The save point's store work: committing a turn twice changes nothing, and the
+finished replies a worker remembers never differ from what the store holds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from postgres_server import new_database
+from support import BOTH_STORES
+
+from activities.save_point import save_point
+from domain.config import SessionConfig
+from domain.entries import MessageEntry
+from domain.messages import (
+    AssistantMessage,
+    StopReason,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    user_text,
+)
+from domain.turns import CommitSlot, TurnCommit
+from store import display, entries, events, runs, sessions, staging
+from store.append import append_below
+from store.db import Database
+from store.staging import FinishedReplies
+
+
+@pytest.fixture
+def db(request: pytest.FixtureRequest, tmp_path: Path, database: str) -> Iterator[Database]:
+    """A migrated store of the test's kind, with session `s` (a prompt `p`) and run `r`."""
+    if database == "postgresql":
+        url = new_database(request.getfixturevalue("postgres_server"))
+    else:
+        url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = Database(url)
+    with store.transaction() as tx:
+        sessions.create_session(
+            tx, session_id="s", workspace=str(tmp_path / "ws"), config=SessionConfig(model="m")
+        )
+        runs.insert_run(tx, run_id="r", session_id="s", workflow_id="w")
+        prompt = MessageEntry(id="p", parent_id=None, timestamp=0, message=user_text("go", 0))
+        append_below(tx, "s", None, [prompt], run_id="r")
+    yield store
+    store.dispose()
+
+
+def reply(*calls: str, stop_reason: StopReason = "toolUse") -> AssistantMessage:
+    return AssistantMessage(
+        content=[
+            TextContent(text="Reading."),
+            *(ToolCall(id=c, name="read", arguments={"path": f"{c}.txt"}) for c in calls),
+        ],
+        model="m",
+        stop_reason=stop_reason,
+        timestamp=1,
+    )
+
+
+def stage(db: Database, entry_id: str, message: AssistantMessage | ToolResultMessage) -> None:
+    with db.transaction() as tx:
+        staging.stage_message(tx, entry_id=entry_id, session_id="s", run_id="r", message=message)
+
+
+State = tuple[str | None, list[dict[str, Any]], list[Any], list[Any], dict[str, Any]]
+
+
+def stored_state(db: Database) -> State:
+    with db.transaction() as tx:
+        return (
+            sessions.require_session(tx, "s").leaf_id,
+            [e.model_dump() for e in entries.list_entries(tx, "s")],
+            [(m.seq, m.id, m.message) for m in display.list_display(tx, "s")],
+            [(e.seq, e.type, e.payload) for e in events.read_events(tx, "s")],
+            staging.staged_messages(tx, ["a", "t1", "t2"]),
+        )
+
+
+@BOTH_STORES
+def test_a_save_point_committed_twice_changes_nothing(db: Database) -> None:
+    """The second run (a retried activity) stores, shows and emits nothing again and
+    leaves the leaf where the first put it, also with a call left without a result (its
+    error result is made up again) and a pending write after the turn."""
+    stage(db, "a", reply("c1", "c2"))
+    result = ToolResultMessage(
+        tool_call_id="c1", tool_name="read", content=[TextContent(text="x")], timestamp=2
+    )
+    stage(db, "t1", result)
+    written = MessageEntry(id="w", parent_id=None, timestamp=3, message=user_text("later", 3))
+    commit = TurnCommit(
+        turn=1,
+        slots=[CommitSlot(entry_id="a"), CommitSlot(entry_id="t1")],
+        entries=[written],
+        usage=Usage(input_tokens=5),
+    )
+    with db.transaction() as tx:
+        leaf = save_point(tx, session_id="s", run_id="r", parent_id="p", data=commit)
+    first = stored_state(db)
+    assert leaf == "w" == first[0]
+    ids = [e["id"] for e in first[1]]
+    assert ids[:3] == ["p", "a", "t1"] and ids[-1] == "w" and len(ids) == 5  # + c2's error
+    # The session moved on meanwhile; the retried save point must not move it back.
+    later = MessageEntry(id="n", parent_id=None, timestamp=4, message=user_text("next", 4))
+    with db.transaction() as tx:
+        append_below(tx, "s", "w", [later], run_id="r")
+    moved_on = stored_state(db)
+    with db.transaction() as tx:
+        again = save_point(tx, session_id="s", run_id="r", parent_id="p", data=commit)
+    assert again == "w"
+    assert stored_state(db) == moved_on
+
+
+def test_remembered_replies_are_final_ones_only() -> None:
+    """What could still be replaced in the store (an aborted or failed reply), or was put
+    twice with different content, is never handed out."""
+    replies = FinishedReplies(capacity=2)
+    replies.put("aborted", reply("c", stop_reason="aborted"))
+    replies.put("error", reply("c", stop_reason="error"))
+    assert replies.get("aborted") is None and replies.get("error") is None
+    replies.put("a", reply("c1"))
+    replies.put("a", reply("c2"))
+    assert replies.get("a") is None
+    replies.put("b", reply("c1"))
+    replies.put("c", reply("c1"))
+    replies.put("d", reply("c1"))
+    assert replies.get("b") is None and replies.get("d") == reply("c1")  # bounded
+
+
+TOOL_LOAD = """
+import json, sys
+from pathlib import Path
+from activities.extensions import Extensions
+from activities.orphans import ProcessRecords
+from activities.tool_call import ToolCalls
+from activities.tools import ToolRegistry, default_tools
+from domain.tools import ToolCallRef
+from domain.turns import ToolCallInput
+from store.db import Database
+
+url, records = sys.argv[1:]
+registry = ToolRegistry(default_tools())
+calls = ToolCalls(Database(url), registry, Extensions(), ProcessRecords(Path(records)))
+call = ToolCallRef(id="c2", name="read", args_preview="")
+data = ToolCallInput(session_id="s", run_id="r", turn=1, assistant_entry_id="a",
+                     result_entry_id="t2", call=call)
+_, _, found = calls._load(data)
+print(json.dumps(found.arguments if found else None))
+"""
+
+
+@BOTH_STORES
+def test_a_tool_call_in_another_worker_process_reads_its_arguments_from_the_store(
+    db: Database, tmp_path: Path
+) -> None:
+    """The reply was staged (and remembered) by this process; a worker process that did
+    not stage it finds the call's full arguments in the store."""
+    message = reply("c1", "c2")
+    stage(db, "a", message)
+    db.finished_replies.put("a", message)
+    loaded = subprocess.run(
+        [sys.executable, "-c", TOOL_LOAD, db.url, str(tmp_path / "records")],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[2],
+    )
+    assert json.loads(loaded.stdout) == {"path": "c2.txt"}
