@@ -67,10 +67,6 @@ class HeartbeatPace:
     def configure(self, *, rate: float, floor: float) -> None:
         self.rate, self.floor = rate, floor
 
-    @property
-    def running(self) -> int:
-        return len(self._running)
-
     def interval(self, heartbeat_timeout: float | None) -> float:
         """Seconds until an activity's next heartbeat, with this many running now."""
         return pace_interval(len(self._running), self.rate, self.floor, heartbeat_timeout)

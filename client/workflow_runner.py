@@ -42,7 +42,8 @@ def workflow_runner() -> CancelHintingRunner:
 
 
 class CancelHintingRunner(WorkflowRunner):
-    """`inner`, with each activity cancellation its workflows ask for hinted to `pace`."""
+    """`inner`, with each activity cancellation its workflows ask for hinted to `pace`,
+    and each command's serialization context asked once between two activations."""
 
     def __init__(self, inner: WorkflowRunner, pace: HeartbeatPace = PACE) -> None:
         self.inner = inner

@@ -122,9 +122,15 @@ async def run_through_outage(
 async def test_temporal_restarted_while_a_tool_runs(
     tmp_path: Path, how: Literal["stop", "kill"]
 ) -> None:
-    """Down for ~1.5-2.5 s of a 4 s command: it finishes after the server is back."""
+    """Down for ~1.5-2.5 s of a 4 s command: it finishes after the server is back.
+
+    The outage must stay inside the call's heartbeat timeout: a stop, the wait and a
+    start take longer than the suite's 3 s on a loaded machine (the server then times the
+    call out as soon as it is back), so these runs get 10 s."""
     command = "echo begun >> log.txt; sleep 4; echo ended"
     async with private_stack(tmp_path, bash_then_final(command)) as (stack, outage):
+        stack.settings = stack.settings.model_copy(update={"heartbeat_timeout_s": 10.0})
+        stack.client.settings = stack.settings
         _, _, output = await run_through_outage(stack, outage, how, down_until=1.5)
         assert not output.is_error, text_of(output.content)
         assert text_of(output.content) == "ended"
