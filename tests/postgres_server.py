@@ -15,6 +15,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, make_url, text
 
 
@@ -61,6 +62,14 @@ class PostgresServer:
             self._run(str(self.binaries / "pg_ctl"), "-D", data, "-m", "fast", "stop")
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def store_url(request: pytest.FixtureRequest, tmp_path: Path, database: str) -> str:
+    """A fresh store of the test's kind: a new database on the suite's PostgreSQL server,
+    or a SQLite file under `tmp_path`."""
+    if database == "postgresql":
+        return new_database(request.getfixturevalue("postgres_server"))
+    return f"sqlite:///{tmp_path / 'store.db'}"
 
 
 def new_database(server_url: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from postgres_server import new_database
+from postgres_server import store_url
 from support import BOTH_STORES
 
 from activities.save_point import save_point
@@ -36,11 +36,7 @@ from store.staging import FinishedReplies
 @pytest.fixture
 def db(request: pytest.FixtureRequest, tmp_path: Path, database: str) -> Iterator[Database]:
     """A migrated store of the test's kind, with session `s` (a prompt `p`) and run `r`."""
-    if database == "postgresql":
-        url = new_database(request.getfixturevalue("postgres_server"))
-    else:
-        url = f"sqlite:///{tmp_path / 'store.db'}"
-    store = Database(url)
+    store = Database(store_url(request, tmp_path, database))
     with store.transaction() as tx:
         sessions.create_session(
             tx, session_id="s", workspace=str(tmp_path / "ws"), config=SessionConfig(model="m")

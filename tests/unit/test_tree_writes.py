@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anthropic
 import pytest
-from postgres_server import new_database
+from postgres_server import store_url
 from support import BOTH_STORES
 
 from activities.tree_ops import TreeOps
@@ -26,11 +26,7 @@ from store.entries import EntryCache
 @pytest.fixture
 def db(request: pytest.FixtureRequest, tmp_path: Path, database: str) -> Iterator[Database]:
     """A migrated, empty store of the test's kind."""
-    if database == "postgresql":
-        url = new_database(request.getfixturevalue("postgres_server"))
-    else:
-        url = f"sqlite:///{tmp_path / 'store.db'}"
-    store = Database(url)
+    store = Database(store_url(request, tmp_path, database))
     yield store
     store.dispose()
 
