@@ -59,6 +59,7 @@ class ModelTurns:
         snapshot_taker: SnapshotTaker,
         cache: entries.EntryCache,
         prices: PriceTable | None = None,
+        replies: staging.FinishedReplies | None = None,
     ) -> None:
         self._db = db
         self._prices = prices
@@ -70,6 +71,8 @@ class ModelTurns:
         # Both are immutable once stored: snapshots are content-addressed, entries final.
         self._snapshots: dict[str, TurnSnapshot] = {}
         self._entries = cache
+        self._replies = replies or staging.FinishedReplies()
+        """Finished replies, for this worker's tool calls (shared with `ToolCalls`)."""
 
     @activity.defn(name=MODEL_TURN)
     async def model_turn(self, data: ModelTurnInput) -> ModelTurnResult:
@@ -82,7 +85,7 @@ class ModelTurns:
             )
             snapshot, context, earlier, servers = prepared
             if earlier is not None:  # an earlier attempt got the whole reply: keep it
-                self._db.finished_replies.put(data.entry_id, earlier)
+                self._replies.put(data.entry_id, earlier)
                 return self._result(data, snapshot, earlier, servers)
             if data.override is not None:
                 snapshot = snapshot.model_copy(update=data.override.model_dump(exclude_none=True))
@@ -155,7 +158,7 @@ class ModelTurns:
         sink.add(MessageEnd(entry_id=data.entry_id, message=message))
         await sink.close((data.entry_id, message))
         # Staged and committed: this turn's tool calls read it here, if they run here.
-        self._db.finished_replies.put(data.entry_id, message)
+        self._replies.put(data.entry_id, message)
         return message
 
     def _result(

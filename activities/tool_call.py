@@ -54,8 +54,11 @@ class ToolCalls:
         extensions: Extensions,
         records: ProcessRecords,
         host: str | None = None,
+        replies: staging.FinishedReplies | None = None,
     ) -> None:
         self._db = db
+        self._replies = replies or staging.FinishedReplies()
+        """The replies this worker's model calls staged (`ModelTurns` fills it)."""
         self._registry = registry
         self._extensions = extensions
         self._records = records
@@ -236,7 +239,7 @@ class ToolCalls:
     def _load(self, data: ToolCallInput) -> tuple[Path, AssistantMessage | None, ToolCall | None]:
         """The workspace, and the call with its full arguments from the staged message
         (as this process staged it, when it did: `FinishedReplies`)."""
-        staged: AgentMessage | None = self._db.finished_replies.get(data.assistant_entry_id)
+        staged: AgentMessage | None = self._replies.get(data.assistant_entry_id)
         with self._db.transaction() as db:
             session = sessions.require_session(db, data.session_id)
             if staged is None:

@@ -45,6 +45,7 @@ from client.workflow_runner import workflow_runner
 from settings import Settings
 from store.db import Database
 from store.entries import EntryCache
+from store.staging import FinishedReplies
 from telemetry import tracing
 from telemetry.metrics import worker_interceptors, worker_runtime
 from workflows.session_changes import SessionChanges
@@ -133,12 +134,16 @@ def build_worker(
     anthropic_client = model or model_client(settings)
     # Entries and paths read by one activity are there for the next: they never change.
     cache = EntryCache()
+    # Replies the model calls staged, read by the tool calls that follow on this worker.
+    replies = FinishedReplies()
     prices = price_table(settings.prices_file)  # turns are priced for budgets
-    models = ModelTurns(db, anthropic_client, registry, hooks, taker, cache, prices)
+    models = ModelTurns(db, anthropic_client, registry, hooks, taker, cache, prices, replies)
     tree = TreeOps(db, anthropic_client, cache)
     subagents = Subagents(db, registry)
     moves = MoveBookkeeping(db)
-    tool_calls = ToolCalls(db, registry, hooks, ProcessRecords(settings.tool_processes), host)
+    tool_calls = ToolCalls(
+        db, registry, hooks, ProcessRecords(settings.tool_processes), host, replies
+    )
     # Cancellation reaches an activity in the reply to a heartbeat, so the throttle
     # bounds abort latency (measured: about the throttle plus 5 ms). The default
     # would hold heartbeats back for seconds.

@@ -24,8 +24,6 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from store.staging import FinishedReplies
-
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 5000
 DEFAULT_POOL_SIZE = 10
@@ -109,8 +107,6 @@ class Database:
         if run_migrations:
             migrate(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        self.finished_replies = FinishedReplies()
-        """Replies the model activities of this process staged (`FinishedReplies`)."""
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Session]:

@@ -155,11 +155,10 @@ print(json.dumps(found.arguments if found else None))
 def test_a_tool_call_in_another_worker_process_reads_its_arguments_from_the_store(
     db: Database, tmp_path: Path
 ) -> None:
-    """The reply was staged (and remembered) by this process; a worker process that did
-    not stage it finds the call's full arguments in the store."""
+    """The reply was staged by this process; a worker process that did not stage it
+    finds the call's full arguments in the store."""
     message = reply("c1", "c2")
     stage(db, "a", message)
-    db.finished_replies.put("a", message)
     loaded = subprocess.run(
         [sys.executable, "-c", TOOL_LOAD, db.url, str(tmp_path / "records")],
         capture_output=True,
