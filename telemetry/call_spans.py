@@ -5,7 +5,9 @@ A model call's span is the Anthropic SDK's own (the OpenTelemetry GenAI conventi
 tokens, cache reads and writes, stop reason, time to first chunk), made inside the
 `model_turn` activity's span; `CallContext` adds the session, run, turn and attempt to it.
 A tool call's span is made from the `run_tool` activity's input and result once its
-attempt has ended. Either way an attempt whose worker died never ends, so it leaves no span
+attempt has ended; a `delegate` call's (which never reaches `run_tool`) from the
+`finish_subagent` activity's, spanning the sub-agent's run from its start to its answer.
+Either way an attempt whose worker died never ends, so it leaves no span
 behind, and its retry leaves its own.
 
 Loaded only when tracing is on (`telemetry.tracing`).
@@ -28,6 +30,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
 from temporalio.worker import Interceptor as WorkerInterceptor
 
+from domain.subagents import FINISH_SUBAGENT, FinishSubagentInput
+from domain.tools import ToolCallRef
 from domain.turns import RUN_TOOL, ToolCallInput, ToolCallOutcome
 
 TRACER_NAME = "duragent"
@@ -97,15 +101,22 @@ class _CallSpansInbound(ActivityInboundInterceptor):
             context["duragent.turn"] = turn
         token = _RUN_CONTEXT.set(context)
         try:
+            if info.activity_type == FINISH_SUBAGENT and isinstance(data, FinishSubagentInput):
+                result = await super().execute_activity(input)
+                began, ended = data.started_at_ms * 1_000_000, data.finished_at_ms * 1_000_000
+                child = {"duragent.subagent.session.id": data.child_session_id or ""}
+                times = (began, ended)
+                _tool_span(self._tracer, data.call, result, times, {**context, **child}, None)
+                return result
             if info.activity_type != RUN_TOOL or not isinstance(data, ToolCallInput):
                 return await super().execute_activity(input)
             began = time.time_ns()
             try:
                 result = await super().execute_activity(input)
             except BaseException as exc:
-                _tool_span(self._tracer, data, None, began, context, exc)
+                _tool_span(self._tracer, data.call, None, (began, None), context, exc)
                 raise
-            _tool_span(self._tracer, data, result, began, context, None)
+            _tool_span(self._tracer, data.call, result, (began, None), context, None)
             return result
         finally:
             _RUN_CONTEXT.reset(token)
@@ -113,14 +124,14 @@ class _CallSpansInbound(ActivityInboundInterceptor):
 
 def _tool_span(
     tracer: Tracer,
-    data: ToolCallInput,
+    call: ToolCallRef,
     result: Any,
-    began: int,
+    times: tuple[int, int | None],
     context: Mapping[str, AttributeValue],
     error: BaseException | None,
 ) -> None:
-    """`execute_tool <name>`: the attempt, with the call's outcome; made once it ended."""
-    call = data.call
+    """`execute_tool <name>`: the attempt, with the call's outcome; made once it ended.
+    `times`: when it began and ended (None: now), in nanoseconds since the epoch."""
     attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": call.name,
@@ -144,13 +155,14 @@ def _tool_span(
             attributes["error.type"] = outcome
     elif error is not None:
         attributes["error.type"] = _error_type(error)
+    began, ended = times
     span = tracer.start_span(
         f"execute_tool {call.name}", kind=SpanKind.INTERNAL, attributes=attributes, start_time=began
     )
     if "error.type" in attributes:
         description = f"{type(error).__name__}: {error}" if error else str(attributes["error.type"])
         span.set_status(Status(StatusCode.ERROR, description))
-    span.end()
+    span.end(end_time=ended)
 
 
 def _error_type(error: BaseException) -> str:

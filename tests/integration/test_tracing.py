@@ -56,6 +56,8 @@ class Span:
     attributes: dict[str, Any]
     error: bool
     service: str
+    start_ns: int
+    end_ns: int
 
     @classmethod
     def of(cls, span: ReadableSpan) -> Span:
@@ -69,6 +71,8 @@ class Span:
             attributes=dict(span.attributes or {}),
             error=span.status.status_code == StatusCode.ERROR,
             service=str(span.resource.attributes.get("service.name")),
+            start_ns=span.start_time or 0,
+            end_ns=span.end_time or 0,
         )
 
 
@@ -115,6 +119,8 @@ class Receiver:
                             attributes={a.key: _value(a.value) for a in span.attributes},
                             error=span.status.code == 2,  # STATUS_CODE_ERROR
                             service=str(resource.get("service.name")),
+                            start_ns=span.start_time_unix_nano,
+                            end_ns=span.end_time_unix_nano,
                         )
                     )
         with self._lock:
@@ -473,3 +479,82 @@ def test_the_standard_variables_turn_tracing_on(
 def test_an_unsupported_exporter_is_refused_by_name(environ: dict[str, str], message: str) -> None:
     with pytest.raises(tracing.TracingConfigError, match=message):
         tracing.tracing_config(environ)
+
+
+CHILD_LISTS_THEN_ANSWERS = {
+    "conversations": {
+        "*": [
+            {"match": "^Child", "reply": [{"tool_use": {"name": "ls", "input": {}}}]},
+            {"reply": [{"text": "child answer"}]},
+        ]
+    }
+}
+
+
+async def test_a_sub_agents_run_is_in_its_parents_trace(traced: Any) -> None:
+    async with traced(CHILD_LISTS_THEN_ANSWERS) as t:
+        stack = t.stack
+        parent = stack.client.create_session()
+        delegate = {"prompt": "Child: look around", "name": "helper"}
+        stack.model.add_steps(
+            parent.id,
+            [
+                {"reply": [{"tool_use": {"name": "delegate", "input": delegate}}]},
+                {"reply": [{"text": "ok"}]},
+            ],
+            replace=True,
+        )
+        async with t.worker():
+            run = await stack.client.prompt(parent.id, "go")
+            result = await asyncio.wait_for(run.result(), timeout=30)
+        assert result.status == "completed", result.error
+        (child,) = stack.client.children(parent.id)
+        spans = t.client_spans()
+
+    # One trace: the parent's run, and below it the sub-agent's, started by the parent
+    # (Temporal's workflow spans hang off the span that started their workflow).
+    (root,) = [s for s in spans if s.name == "StartWorkflow:SessionRun"]
+    run_spans = [s for s in spans if s.trace_id == root.trace_id]
+    parents = by_id(run_spans)
+    runs = [s for s in run_spans if s.name == "RunWorkflow:SessionRun"]
+    assert len(runs) == 2
+    (parent_run,) = [r for r in runs if parents[str(r.parent_id)] == root]
+    (child_run,) = [r for r in runs if r != parent_run]
+    started_by = parents[str(child_run.parent_id)]
+    assert started_by.name == "StartChildWorkflow:SessionRun"
+    assert started_by.attributes["temporalWorkflowID"] == session_workflow_id(parent.id)
+    assert child_run.attributes["temporalWorkflowID"] == session_workflow_id(child.id)
+
+    def ancestors(span: Span) -> list[Span]:
+        found = []
+        while span.parent_id is not None:
+            span = parents[span.parent_id]
+            found.append(span)
+        return found
+
+    # Each model call is the parent's or the sub-agent's, below the span of its own run.
+    chats = [s for s in run_spans if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert sorted(c.attributes["gen_ai.conversation.id"] for c in chats) == sorted(
+        [parent.id, parent.id, child.id, child.id]
+    )
+    for chat in chats:
+        lineage = ancestors(chat)
+        assert (started_by in lineage) == (chat.attributes["gen_ai.conversation.id"] == child.id)
+        assert root in lineage
+    # Tool calls: the sub-agent's ls in its run; the parent's delegate call, a span from the
+    # sub-agent's start to its answer, in the parent's.
+    tools = {
+        s.name: s for s in run_spans if s.attributes.get("gen_ai.operation.name") == "execute_tool"
+    }
+    assert sorted(tools) == ["execute_tool delegate", "execute_tool ls"]
+    listing, delegated = tools["execute_tool ls"], tools["execute_tool delegate"]
+    assert started_by in ancestors(listing)
+    assert listing.attributes["gen_ai.conversation.id"] == child.id
+    assert started_by not in ancestors(delegated)
+    assert delegated.attributes["gen_ai.conversation.id"] == parent.id
+    assert delegated.attributes["duragent.subagent.session.id"] == child.id
+    assert delegated.attributes["duragent.tool.outcome"] == "ok"
+    assert delegated.attributes["gen_ai.tool.call.id"] == child.parent_tool_call_id
+    child_chats = [c for c in chats if c.attributes["gen_ai.conversation.id"] == child.id]
+    assert delegated.start_ns <= min(c.start_ns for c in child_chats)
+    assert delegated.end_ns >= max(c.end_ns for c in child_chats)
