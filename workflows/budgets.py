@@ -138,7 +138,8 @@ class BudgetKeeper:
             session_budget=session_budget,
             run_spent=spent,
             session_spent=self.session_spent(spent),
-            waiting=list(self.waiting),
+            # What is still reached: a raise answers before the waiting run wakes up.
+            waiting=self.reached(spent, session_budget) if self.waiting else [],
         )
 
     def child_budget(self, spent: Spent, session_budget: Budget | None) -> Budget | None:

@@ -152,6 +152,7 @@ async def test_ask_waits_and_a_raise_lets_it_go_on(stack: Stack) -> None:
             session.id, Budget(max_turns=2, on_exceed="ask"), by="alice"
         )
         assert raised.run_budget == Budget(max_turns=2, on_exceed="ask")
+        assert raised.waiting == []  # what the raise answers says the run waits no more
         # Two turns spent, the limit is two: it waits again before the third.
         await eventually(lambda: len(events_of(stack, session.id, "budget_reached")) == 2)
         await stack.client.raise_budget(session.id, Budget(max_turns=5))
