@@ -221,7 +221,9 @@ def host_tool_worker(
             host.pack_workspace,
             host.unpack_workspace,
         ],
-        activity_executor=ThreadPoolExecutor(max_workers=4),
+        # Threads for host_ready and the workspace moves, started as they are needed
+        # (as many as the bound below, so the SDK sees no bound it could not keep).
+        activity_executor=ThreadPoolExecutor(max_workers=settings.worker_max_activities),
         # Tool calls are bounded as the shared queue's calls are (a bound of their own).
         max_concurrent_activities=settings.worker_max_activities,
         max_concurrent_activity_task_polls=settings.worker_pollers,

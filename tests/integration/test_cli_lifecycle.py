@@ -176,6 +176,7 @@ def test_forty_runs_with_a_tool_call_each_exit_with_their_outcome(
         assert run.returncode == 0, run.stderr
         assert "run completed" in run.stdout and "from the tool" in run.stdout
         assert "Started a worker in this process" in run.stderr
+        assert "Warning" not in run.stderr, run.stderr  # nothing but what we say
 
 
 def test_a_failed_run_exits_1_and_an_aborted_one_130(tmp_path: Path, temporal: DevServer) -> None:
