@@ -23,6 +23,7 @@ from fastapi import FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from client.api import DuragentClient
@@ -43,7 +44,7 @@ def mount_metrics(app: FastAPI, client: DuragentClient) -> None:
         ["method", "route", "code"],
         registry=registry,
     )
-    app.add_middleware(RequestCounter, counter=requests)
+    app.add_middleware(RequestCounter, counter=requests, routes=app.router.routes)
 
     # A plain `def`: the store is read on a worker thread, not the event loop.
     @app.get(PATH, include_in_schema=False)
@@ -90,9 +91,10 @@ class RequestCounter:
     """Counts each HTTP request once it is answered (pure ASGI: a streamed response,
     such as the event stream, passes through untouched)."""
 
-    def __init__(self, app: ASGIApp, counter: Counter) -> None:
+    def __init__(self, app: ASGIApp, counter: Counter, routes: list[BaseRoute]) -> None:
         self._app = app
         self._counter = counter
+        self._routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -109,7 +111,14 @@ class RequestCounter:
         try:
             await self._app(scope, receive, answered)
         finally:
-            # The router leaves the matched route in the scope; a path no route matched
-            # is counted under one label, so ids in paths never become series.
-            route = getattr(scope.get("route"), "path", None)
-            self._counter.labels(scope["method"], route or "unmatched", str(code)).inc()
+            route = getattr(scope.get("route"), "path", None) or self._template(scope)
+            self._counter.labels(scope["method"], route, str(code)).inc()
+
+    def _template(self, scope: Scope) -> str:
+        """The template of the route a request refused before routing (a body over the
+        size limit: 413) was for. A path no route matches is counted under one label, so
+        ids in paths never become series."""
+        for route in self._routes:
+            if isinstance(route, Route) and route.matches(scope)[0] is Match.FULL:
+                return route.path
+        return "unmatched"

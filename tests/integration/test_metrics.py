@@ -15,6 +15,7 @@ from processes import WORKER_ARGS, spawn_python, stack_env
 from prometheus_client.parser import text_string_to_metric_families
 from support import BOTH_STORES, ApiServer, Stack, eventually
 
+from api.app import MAX_BODY_BYTES
 from client.api import DuragentClient
 from client.connection import connect_temporal
 from client.errors import DuragentError
@@ -134,6 +135,9 @@ async def test_worker_and_api_metrics_move_as_a_run_does(stack: Stack) -> None:
         async with api.client() as http:
             assert (await http.get(f"/api/sessions/{session.id}/state")).status_code == 200
             assert (await http.get(f"/no/such/{session.id}")).status_code == 404
+            too_large = b"x" * (MAX_BODY_BYTES + 1)
+            refused = await http.post(f"/api/sessions/{session.id}/input", content=too_large)
+            assert refused.status_code == 413
         shown = await scrape(api_url)
         assert value(shown, "duragent_approvals_waiting") == 0
         assert value(shown, "duragent_runs_in_progress") == 0
@@ -143,6 +147,9 @@ async def test_worker_and_api_metrics_move_as_a_run_does(stack: Stack) -> None:
         state = "/api/sessions/{session_id}/state"
         assert value(shown, "duragent_api_requests_total", route=state, code="200") == 1
         assert value(shown, "duragent_api_requests_total", route="unmatched", code="404") == 1
+        # Refused before routing (too large), but counted under the route it was for.
+        sent = "/api/sessions/{session_id}/input"
+        assert value(shown, "duragent_api_requests_total", route=sent, code="413") == 1
         assert not any(session.id in str(labels) for _, labels in shown)
     finally:
         await api.stop()
