@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 #: Custom search attributes registered at every start (name -> Temporal type).
@@ -79,3 +80,11 @@ def start_dev_argv(
     else:
         argv += ["--ui-port", str(ui_port)]
     return argv
+
+
+def server_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The server's environment: ours without OpenTelemetry's variables. They are set for
+    the processes that start the dev server; the server reads them too, and fails to start
+    on an exporter it lacks (``OTEL_TRACES_EXPORTER=console``) or sends its own spans to
+    the collector the user meant for theirs."""
+    return {key: value for key, value in environ.items() if not key.startswith("OTEL_")}

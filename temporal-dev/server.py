@@ -34,7 +34,7 @@ from typing import Any, Final, Self, TypeVar
 
 from .binary import find_temporal_binary
 from .errors import DevServerError, PortInUseError
-from .flags import start_dev_argv
+from .flags import server_environment, start_dev_argv
 from .ports import connect_host, free_port
 from .probe import PROBE_RPC_TIMEOUT, probe, tcp_open, tcp_open_sync
 from .process import signal_group, wait_unreaped
@@ -241,6 +241,7 @@ class DevServer:
                     # signal the whole group.
                     start_new_session=True,
                     close_fds=True,
+                    env=server_environment(os.environ),
                 )
             except OSError as exc:
                 self._proc = None

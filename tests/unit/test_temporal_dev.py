@@ -256,3 +256,12 @@ def test_default_binary_and_command_line(tmp_path: Path, monkeypatch: pytest.Mon
     assert "--ui-port 18999" in joined and "--headless" not in joined
     assert server.ui_url == "http://127.0.0.1:18999"
     assert "--namespace" not in temporal_dev.DevServer(tmp_path / "t.db").command(binary)
+
+
+async def test_opentelemetry_variables_are_not_the_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Set for duragent's own traces; the server refuses an exporter it lacks.
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    async with temporal_dev.DevServer(tmp_path / "temporal.db") as server:
+        assert await temporal_dev.is_reachable(server.address)
