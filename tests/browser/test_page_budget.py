@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from approval_support import bash_call, calls_then_text
 from playwright.async_api import expect
-from support import ApiServer, Stack, event_seen, eventually, run_finished
+from support import UNTIL_GO, ApiServer, Stack, event_seen, eventually, let_go, run_finished
 
 from browser.pages import loaded, new_session, open_session, screenshot, send, signed_in
 from client.prices import bundled_prices
@@ -148,3 +148,38 @@ async def test_a_budget_stop_leaves_a_note_and_the_header_shows_the_use(
         )
         await expect(page.locator(CARD)).to_have_count(0)
         await screenshot(page, "budget-stop-note")
+
+
+@pytest.mark.script(calls_then_text([bash_call(UNTIL_GO, "call_wait")], "All done."))
+async def test_a_runs_own_budget_shows_while_it_works_and_is_raised_from_its_card(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session_id = await new_session(http)
+        page = await signed_in(browser_context, api)
+        await open_session(page, session_id)
+        await stack.client.prompt(session_id, "go", budget=Budget(max_turns=1, on_exceed="ask"))
+        await eventually(lambda: event_seen(stack, session_id, "tool_execution_start"))
+        # Mid-turn, before any limit is reached: the run's budget and what it spent.
+        await expect(page.locator(".run-header .budget")).to_have_text("budget: 1 of 1 turn")
+        let_go(stack, session_id)
+        card = page.locator(CARD)
+        await expect(card.locator(".budget-message")).to_have_text(
+            "The run's turn limit (1 turn) is reached: 1 turn spent. "
+            "The run waits for the budget to be raised."
+        )
+        turns = card.locator('.budget-input[data-scope="run"][data-limit="max_turns"]')
+        await expect(turns).to_have_value("1")
+        await turns.fill("2")
+        await turns.press("Enter")
+        await expect(card).to_have_count(0)
+        await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
+        await eventually(lambda: run_finished(stack, session_id))
+        [run] = stack.client.runs(session_id)
+        assert run.status == "completed" and run.error is None
+        raised = [
+            e.payload
+            async for e in stack.client.events(session_id, follow=False)
+            if e.type == "budget_raised"
+        ]
+        assert [(r["scope"], r["budget"]["max_turns"]) for r in raised] == [("run", 2)]
