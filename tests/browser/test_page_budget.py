@@ -58,7 +58,7 @@ async def test_the_card_says_what_was_reached_and_a_raise_lets_the_run_finish(
 
         # The same limit again is no raise: the server's refusal shows, the card stays.
         await card.locator("button.budget-raise").click()
-        await expect(card.locator(".budget-error")).to_contain_text(
+        await expect(card.locator(".budget-error")).to_have_text(
             "a raise must raise the limits reached: the session's turn limit of 1 turn "
             "is still reached (1 turn spent)"
         )
