@@ -20,6 +20,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.body_limit import BodyLimit
 from api.models import (
+    BudgetState,
     CreateSession,
     Cursor,
     InputResult,
@@ -202,7 +203,8 @@ def create_app(
         status = await client.status(session_id)
         phase = status.phase
         # Asked only where there is one to show: it costs the run a query.
-        budgeted = session.config.budget is not None or phase == "awaiting_budget"
+        run_budget = status.run is not None and status.run.budget is not None
+        budgeted = session.config.budget is not None or run_budget or phase == "awaiting_budget"
         return SessionState(
             messages=shown(page.messages),
             activity_events=page.events,
@@ -220,7 +222,7 @@ def create_app(
             events_more=page.events_more,
             messages_earlier=page.messages_earlier,
             links=await asyncio.to_thread(session_links, client, session),
-            budget=await client.budget(session_id) if budgeted else None,
+            budget=BudgetState.of(await client.budget(session_id)) if budgeted else None,
         )
 
     @app.get("/api/sessions/{session_id}/messages")

@@ -15,7 +15,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from api.subagent_links import SessionLinks
-from domain.budgets import BudgetView
+from domain.budgets import BudgetView, waiting_text
 from domain.cost import Cost, TurnCost
 from domain.guidance import GuidanceIntent
 from store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
@@ -132,6 +132,19 @@ Cursor = Annotated[
 """A per-session `seq` sent by a client (query parameter or `Last-Event-ID`)."""
 
 
+class BudgetState(BudgetView):
+    """A session's budget and spending, with what a run that waits for a raise says of
+    its wait (the page shows it after a reload, as it showed the live event's)."""
+
+    waiting_message: str | None = None
+    """The `message` of the run's `budget_reached` events; None when it does not wait."""
+
+    @classmethod
+    def of(cls, view: BudgetView) -> BudgetState:
+        message = waiting_text(view.waiting) if view.waiting else None
+        return cls(**dict(view), waiting_message=message)
+
+
 class SessionState(_Body):
     """Everything a UI needs to rebuild itself: the newest page of messages and events,
     or the page after each cursor sent; the cursors to ask for what comes next."""
@@ -152,8 +165,9 @@ class SessionState(_Body):
     """Messages before the first one returned exist (`GET .../messages?before=`)."""
     links: SessionLinks = Field(default_factory=SessionLinks)
     """The session's sub-agents and, for a sub-agent, its parent (to open either)."""
-    budget: BudgetView | None = None
-    """The session's budget and spending (and a waiting run's), when it has one."""
+    budget: BudgetState | None = None
+    """The session's budget and spending (and the open run's), when either has one or the
+    run waits for a raise."""
 
 
 class MessagesPage(_Body):

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import FailureError
 from temporalio.service import RPCError
 
 from client.bounds import one_line
@@ -113,6 +114,15 @@ class Budgets(SessionWrites):
                 timeout=RAISE_TIMEOUT.total_seconds(),
             )
         except WorkflowUpdateFailedError as err:
-            raise BudgetRefused(root_message(err)) from err
+            raise BudgetRefused(_refusal(err)) from err
         except (RPCError, TimeoutError) as err:
             raise BudgetNotRaised(session_id, "the budget was not raised") from err
+
+
+def _refusal(err: WorkflowUpdateFailedError) -> str:
+    """Why the run refused a raise, as its validator said it: a failure's text carries the
+    exception's type name before it (`BudgetRefused: a raise must ...`), which is no reason."""
+    cause: BaseException = err
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    return cause.message if isinstance(cause, FailureError) and cause.message else root_message(err)

@@ -6,6 +6,7 @@ import { clockTime, duration, el, shortId } from "./dom.js";
 
 const MAX_ROWS = 1000;
 const QUIET = new Set(["message_update", "message_start", "message_end", "tool_execution_update"]);
+const LIMIT_NAMES = { turns: "turn", tokens: "token", cost: "cost", wall: "wall-time" };
 const QUEUES = { steering: "A steering message", follow_up: "A follow-up", next_turn: "A queued input" };
 
 function tokens(usage) {
@@ -53,6 +54,9 @@ function describe(type, p) {
     case "branch_summary": return `Branch summarised (${p.summary_chars} characters)`;
     case "continued_as_new":
       return `Continued as new after turn ${p.turn} (history ${p.history_events} events, ${Math.round(p.history_bytes / 1024)} KB)`;
+    case "budget_reached":
+      return `The ${p.scope}'s ${LIMIT_NAMES[p.limit] || p.limit} limit is reached: the run ${p.stopped ? "stops" : "waits for a raise"}`;
+    case "budget_raised": return `The ${p.scope}'s budget was raised${p.by ? ` by ${p.by}` : ""}`;
     case "subagent_started": return `Sub-agent ${p.name} started in a session of its own`;
     default: return "";
   }

@@ -125,6 +125,7 @@ function showSession(id) {
     root: $("session"),
     header: $("run-header"),
     conversation: $("conversation"),
+    budget: $("budget"),
     composer: $("composer"),
     activity: $("activity"),
     tree: $("tree"),

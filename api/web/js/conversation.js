@@ -2,6 +2,7 @@
 // that is not stored yet built from run events (streamed text, running tools). A stored
 // message replaces its live version (same id), so what a reload shows is what was shown.
 
+import { withoutHeading } from "./budget.js";
 import { costText, rateText } from "./cost.js";
 import { duration, el, textOf } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
@@ -320,6 +321,12 @@ export class Conversation {
       if (message.stop_reason === "aborted") node.append(el("div", { class: "note" }, "Stopped."));
     } else if (role === "toolResult") {
       node.append(this.card({ id: message.tool_call_id, name: message.tool_name, arguments: {} }, entry.runId));
+    } else if (message.custom_type === "budget") {
+      // The note a budget stop leaves (domain/budgets.py): said to the model as well, so
+      // it begins "Budget reached: "; the person reads that as the note's heading.
+      node.classList.add("notice", "budget-note");
+      node.append(el("div", { class: "who" }, "Budget reached"),
+        el("div", { class: "text plain" }, withoutHeading(textOf(message.content))));
     } else {
       const text = message.custom_type === "abort" ? "The run was stopped here." : textOf(message.content);
       node.classList.add("notice");

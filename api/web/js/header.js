@@ -1,9 +1,13 @@
 // The run header: the session's name, the phase, turn, tokens and elapsed time of the
-// latest run, what it and the whole session cost (and the prompt cache's hit rate), the
-// model, and the Stop button.
+// latest run, what it and the whole session cost (and the prompt cache's hit rate), what
+// the budget allows and what is spent when there is one, the model, and the Stop button.
 
+import { budgetUse } from "./budget.js";
 import { costText, rateText } from "./cost.js";
 import { duration, el, shortId } from "./dom.js";
+
+// Phases as the header says them (the others by their name).
+const PHASE_TEXT = { awaiting_budget: "waiting for a budget raise" };
 
 function totalTokens(usage) {
   if (!usage) return 0;
@@ -19,6 +23,7 @@ export class RunHeader {
     this.tokens = el("span", { class: "tokens" });
     this.elapsed = el("span", { class: "elapsed" });
     this.cost = el("span", { class: "cost" });
+    this.budget = el("span", { class: "budget" });
     this.model = el("span", { class: "model" });
     this.compactButton = el("button", { type: "button", class: "compact", onclick: () => compact() }, "Compact");
     this.stopButton = el("button", { type: "button", class: "stop", onclick: () => stop() }, "Stop");
@@ -28,7 +33,7 @@ export class RunHeader {
     root.replaceChildren(
       el("div", { class: "run-header" },
         el("div", { class: "title" }, this.name, this.renameButton),
-        el("div", { class: "figures" }, this.phase, this.turn, this.tokens, this.elapsed, this.cost, this.model),
+        el("div", { class: "figures" }, this.phase, this.turn, this.tokens, this.elapsed, this.cost, this.budget, this.model),
         el("div", { class: "actions" }, this.compactButton, this.stopButton)),
       this.workerBanner);
     this.run = null;
@@ -68,8 +73,15 @@ export class RunHeader {
       : "";
   }
 
+  // What the budget allows and what is spent, from /state's budget view.
+  setBudget(view) {
+    const { text, title } = budgetUse(view);
+    this.budget.textContent = text;
+    this.budget.title = title;
+  }
+
   setPhase(phase) {
-    this.phase.textContent = phase;
+    this.phase.textContent = PHASE_TEXT[phase] || phase;
     this.phase.dataset.phase = phase;
     this.stopButton.disabled = phase === "idle";
     if (phase === "idle") this.workerBanner.hidden = true;

@@ -5,6 +5,7 @@
 
 import { Activity } from "./activity.js";
 import { Approvals } from "./approvals.js";
+import { BudgetCard } from "./budget.js";
 import { Composer } from "./composer.js";
 import { Conversation } from "./conversation.js";
 import { api, EventStream } from "./http.js";
@@ -15,6 +16,7 @@ import { TreePanel } from "./tree.js";
 const REFRESH_ON = new Set([
   "agent_start", "agent_end", "turn_start", "turn_end", "save_point", "queue_consumed",
   "run_aborted", "runtime_guidance_injected", "compaction_end", "branch_summary", "phase_changed",
+  "budget_reached", "budget_raised",
 ]);
 const STRUCTURE_ON = new Set(["agent_end", "compaction_end", "branch_summary"]);
 const POLL_MS = 3000;
@@ -37,6 +39,9 @@ export class SessionView {
       decide: (callId, action, body) => this.call(`/approvals/${encodeURIComponent(callId)}/${action}`, { method: "POST", body }),
     });
     this.conversation = new Conversation(parts.conversation, { onLoadEarlier: () => this.loadEarlier(), approvals });
+    this.budget = new BudgetCard(parts.budget, {
+      raise: (scope, budget) => this.call("/budget/raise", { method: "POST", body: { budget, scope } }),
+    });
     this.activity = new Activity(parts.activity);
     this.composer = new Composer(parts.composer, {
       send: (mode, text) => this.send(mode, text),
@@ -97,6 +102,7 @@ export class SessionView {
       this.composer.setQueue(state.input_queue);
       this.setRun(state.run);
       this.header.setCost(state.run.cost, state.session_cost);
+      this.showBudget(state, { rebuild: true });
       this.root.dataset.loaded = "true";
       this.scroller.scrollTop = this.scroller.scrollHeight;
       this.stream = new EventStream(this.id, {
@@ -148,6 +154,7 @@ export class SessionView {
     this.conversation.onEvent(event);
     this.activity.add(event);
     this.composer.onEvent(event);
+    this.budget.onEvent(event);
     this.header.onEvent(event);
     this.phase = this.header.phase.dataset.phase;
     if (event.type === "agent_start" || event.type === "agent_end") this.app.sessionsChanged();
@@ -159,6 +166,12 @@ export class SessionView {
   setRun(run) {
     this.header.setRun(run);
     this.phase = this.header.phase.dataset.phase;
+  }
+
+  showBudget(state, { rebuild = false } = {}) {
+    const runId = state.run.latest ? state.run.latest.run_id : null;
+    this.budget.setView(state.budget, { rebuild: rebuild && state.run.phase === "awaiting_budget", runId });
+    this.header.setBudget(state.budget);
   }
 
   // New display messages, queue and run state since the cursors. Calls that come while
@@ -179,6 +192,7 @@ export class SessionView {
         this.composer.setQueue(state.input_queue);
         this.setRun(state.run);
         this.header.setCost(state.run.cost, state.session_cost);
+        this.showBudget(state);
         if (state.messages_more) this.refreshAgain = true;
       } while (this.refreshAgain && !this.closed);
     }, { quiet: true }).finally(() => { this.refreshing = null; });

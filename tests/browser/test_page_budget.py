@@ -1,0 +1,185 @@
+"""Budgets on the page: a run that waits for a raise shows the budget card above the
+composer (what was reached, the limits to raise, the server's refusal), which goes when the
+budget is raised here or elsewhere, or the run ends; a reload shows the same. The run
+header shows the budget's use, and a budget stop's note reads as one in the conversation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from approval_support import bash_call, calls_then_text
+from playwright.async_api import expect
+from support import UNTIL_GO, ApiServer, Stack, event_seen, eventually, let_go, run_finished
+
+from browser.pages import loaded, new_session, open_session, screenshot, send, signed_in
+from client.prices import bundled_prices
+from domain.budgets import Budget
+from domain.cost import cost_text, usage_cost
+
+pytestmark = pytest.mark.browser
+
+SCRIPT = calls_then_text([bash_call("echo one", "call_one")], "All done.")
+CARD = "#budget .budget-card"
+TURNS = f'{CARD} .budget-input[data-scope="session"][data-limit="max_turns"]'
+REACHED = "the session's turn limit (1 turn) is reached: 1 turn spent"
+SAID = f"T{REACHED[1:]}. The run waits for the budget to be raised."
+"""The card's words: the server's message, without the "Budget reached: " its head says."""
+
+
+async def waiting_page(stack: Stack, api: ApiServer, http: Any, context: Any) -> tuple[str, Any]:
+    """A session whose budget of one turn asks for a raise, its run waiting, open in the
+    page."""
+    session_id = await new_session(http)
+    put = await http.put(
+        f"/api/sessions/{session_id}/budget",
+        json={"budget": {"max_turns": 1, "on_exceed": "ask"}},
+    )
+    assert put.status_code == 200, put.text
+    page = await signed_in(context, api)
+    await open_session(page, session_id)
+    await send(page, "go")
+    await expect(page.locator(CARD)).to_be_visible()
+    return session_id, page
+
+
+@pytest.mark.script(SCRIPT)
+async def test_the_card_says_what_was_reached_and_a_raise_lets_the_run_finish(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session_id, page = await waiting_page(stack, api, http, browser_context)
+        card = page.locator(CARD)
+        await expect(card.locator(".budget-message")).to_have_text(SAID)
+        await expect(page.locator(".run-header .phase")).to_have_text("waiting for a budget raise")
+        await expect(page.locator(".run-header .budget")).to_have_text("budget: 1 of 1 turn")
+        await expect(page.locator(TURNS)).to_have_value("1")
+        await screenshot(page, "budget-card")
+
+        # The same limit again is no raise: the server's refusal shows, the card stays.
+        await card.locator("button.budget-raise").click()
+        await expect(card.locator(".budget-error")).to_have_text(
+            "a raise must raise the limits reached: the session's turn limit of 1 turn "
+            "is still reached (1 turn spent)"
+        )
+        await expect(card).to_be_visible()
+        await screenshot(page, "budget-card-refused")
+
+        await page.locator(TURNS).fill("3")
+        await card.locator("button.budget-raise").click()
+        await expect(card).to_have_count(0)
+        await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
+        await eventually(lambda: run_finished(stack, session_id))
+        [run] = stack.client.runs(session_id)
+        assert run.status == "completed" and run.error is None
+        assert stack.client.get_session(session_id).config.budget == Budget(
+            max_turns=3, on_exceed="ask"
+        )
+        await expect(page.locator(".run-header .budget")).to_have_text("budget: 2 of 3 turns")
+        await expect(page.locator(".run-header .phase")).to_have_text("idle")
+        await expect(page.locator("#budget")).to_be_hidden()
+
+
+@pytest.mark.script(SCRIPT)
+async def test_a_reload_while_waiting_shows_the_card_and_another_clients_raise_clears_it(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session_id, page = await waiting_page(stack, api, http, browser_context)
+        # What the card says after a reload, when the event is no longer among those loaded.
+        state = (await http.get(f"/api/sessions/{session_id}/state")).json()
+        assert (
+            state["budget"]["waiting_message"]
+            == f"Budget reached: {REACHED}. The run waits for the budget to be raised."
+        )
+        await page.reload()
+        await loaded(page, session_id)
+        card = page.locator(CARD)
+        await expect(card.locator(".budget-message")).to_have_text(SAID)
+        await expect(page.locator(TURNS)).to_have_value("1")
+        await expect(page.locator(".run-header .phase")).to_have_text("waiting for a budget raise")
+        await stack.client.raise_budget(session_id, Budget(max_turns=5, on_exceed="ask"))
+        await expect(card).to_have_count(0)
+        await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
+        await eventually(lambda: run_finished(stack, session_id))
+
+
+@pytest.mark.script(SCRIPT)
+async def test_stop_ends_a_run_that_waits_for_a_raise(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session_id, page = await waiting_page(stack, api, http, browser_context)
+        await page.locator(".run-header button.stop").click()
+        await expect(page.locator(CARD)).to_have_count(0)
+        await eventually(lambda: run_finished(stack, session_id))
+        [run] = stack.client.runs(session_id)
+        assert run.status == "aborted"
+        await expect(page.locator(".run-header .phase")).to_have_text("idle")
+
+
+@pytest.mark.script(SCRIPT)
+async def test_a_budget_stop_leaves_a_note_and_the_header_shows_the_use(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session_id = await new_session(http)
+        put = await http.put(
+            f"/api/sessions/{session_id}/budget",
+            json={"budget": {"max_turns": 1, "max_cost_usd": 0.5}},
+        )
+        assert put.status_code == 200, put.text
+        page = await signed_in(browser_context, api)
+        await open_session(page, session_id)
+        await send(page, "go")
+        await eventually(lambda: run_finished(stack, session_id))
+        await eventually(lambda: event_seen(stack, session_id, "budget_reached", stopped=True))
+        note = page.locator(".msg.budget-note")
+        await expect(note.locator(".who")).to_have_text("Budget reached")
+        await expect(note).to_contain_text(
+            "The session's turn limit (1 turn) is reached: 1 turn spent. The run stopped here"
+        )
+        [run] = stack.client.runs(session_id)
+        price = bundled_prices().price_of(stack.settings.model)
+        assert price is not None
+        spent = cost_text(usage_cost(run.usage, price))
+        await expect(page.locator(".run-header .budget")).to_have_text(
+            f"budget: 1 of 1 turn · {spent} of $0.5000"
+        )
+        await expect(page.locator(CARD)).to_have_count(0)
+        await screenshot(page, "budget-stop-note")
+
+
+@pytest.mark.script(calls_then_text([bash_call(UNTIL_GO, "call_wait")], "All done."))
+async def test_a_runs_own_budget_shows_while_it_works_and_is_raised_from_its_card(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session_id = await new_session(http)
+        page = await signed_in(browser_context, api)
+        await open_session(page, session_id)
+        await stack.client.prompt(session_id, "go", budget=Budget(max_turns=1, on_exceed="ask"))
+        await eventually(lambda: event_seen(stack, session_id, "tool_execution_start"))
+        # Mid-turn, before any limit is reached: the run's budget and what it spent.
+        await expect(page.locator(".run-header .budget")).to_have_text("budget: 1 of 1 turn")
+        let_go(stack, session_id)
+        card = page.locator(CARD)
+        await expect(card.locator(".budget-message")).to_have_text(
+            "The run's turn limit (1 turn) is reached: 1 turn spent. "
+            "The run waits for the budget to be raised."
+        )
+        turns = card.locator('.budget-input[data-scope="run"][data-limit="max_turns"]')
+        await expect(turns).to_have_value("1")
+        await turns.fill("2")
+        await turns.press("Enter")
+        await expect(card).to_have_count(0)
+        await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
+        await eventually(lambda: run_finished(stack, session_id))
+        [run] = stack.client.runs(session_id)
+        assert run.status == "completed" and run.error is None
+        raised = [
+            e.payload
+            async for e in stack.client.events(session_id, follow=False)
+            if e.type == "budget_raised"
+        ]
+        assert [(r["scope"], r["budget"]["max_turns"]) for r in raised] == [("run", 2)]
