@@ -23,6 +23,7 @@ from client.errors import (
     InvalidChange,
     SessionIdle,
     WorkerNotAnswering,
+    failure_text,
 )
 from client.session_writes import SessionWrites
 from domain.approvals import (
@@ -33,7 +34,6 @@ from domain.approvals import (
     PendingApproval,
 )
 from domain.entries import ApprovalPolicyChangeEntry
-from domain.fallbacks import root_message
 from domain.messages import AssistantMessage
 from store import staging
 from workflows.session_run import SessionRun
@@ -121,7 +121,7 @@ class Approvals(SessionWrites):
                 timeout=DECIDE_TIMEOUT.total_seconds(),
             )
         except WorkflowUpdateFailedError as err:
-            raise ApprovalRefused(root_message(err)) from err
+            raise ApprovalRefused(failure_text(err)) from err
         except (RPCError, TimeoutError) as err:
             detail = f"no worker took it within {DECIDE_TIMEOUT.total_seconds():g} s"
             raise ApprovalNotRecorded(session_id, detail) from err

@@ -15,14 +15,12 @@ from typing import Any
 
 from pydantic import ValidationError
 from temporalio.client import WorkflowUpdateFailedError
-from temporalio.exceptions import FailureError
 from temporalio.service import RPCError
 
 from client.bounds import one_line
-from client.errors import InvalidChange, SessionIdle, WorkerNotAnswering
+from client.errors import InvalidChange, SessionIdle, WorkerNotAnswering, failure_text
 from client.session_writes import SessionWrites
 from domain.budgets import Budget, BudgetRaise, BudgetView, Scope, Spent
-from domain.fallbacks import root_message
 from domain.prices import PriceTable
 from store.spend import session_spend
 from workflows.session_run import SessionRun
@@ -114,15 +112,6 @@ class Budgets(SessionWrites):
                 timeout=RAISE_TIMEOUT.total_seconds(),
             )
         except WorkflowUpdateFailedError as err:
-            raise BudgetRefused(_refusal(err)) from err
+            raise BudgetRefused(failure_text(err)) from err
         except (RPCError, TimeoutError) as err:
             raise BudgetNotRaised(session_id, "the budget was not raised") from err
-
-
-def _refusal(err: WorkflowUpdateFailedError) -> str:
-    """Why the run refused a raise, as its validator said it: a failure's text carries the
-    exception's type name before it (`BudgetRefused: a raise must ...`), which is no reason."""
-    cause: BaseException = err
-    while cause.__cause__ is not None:
-        cause = cause.__cause__
-    return cause.message if isinstance(cause, FailureError) and cause.message else root_message(err)

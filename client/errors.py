@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from temporalio.exceptions import FailureError
+
+from domain.fallbacks import root_message
+
 
 class DuragentError(Exception):
     """Base class: every client error says what went wrong in its message."""
@@ -144,3 +148,13 @@ class ApprovalNotRecorded(DuragentError):
             f"{session_id} lists what waits)"
         )
         self.session_id = session_id
+
+
+def failure_text(err: BaseException) -> str:
+    """Why a workflow refused an update or failed, as its code said it: the innermost
+    failure's message. Its `str()` puts the exception's type name first (`BudgetRefused: a
+    raise must ...`), which tells a person nothing."""
+    cause: BaseException = err
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    return cause.message if isinstance(cause, FailureError) and cause.message else root_message(err)

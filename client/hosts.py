@@ -9,9 +9,8 @@ from pathlib import Path
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from client.errors import DuragentError, InvalidHost
+from client.errors import DuragentError, InvalidHost, failure_text
 from client.session_workflows import SessionWorkflows
-from domain.fallbacks import root_message
 from domain.hosts import MoveInput, MoveResult, is_host_name
 from workflows.session_move import SessionMove
 
@@ -81,5 +80,5 @@ class Hosts(SessionWorkflows):
         try:
             result: MoveResult = await handle.result()
         except WorkflowFailureError as err:
-            raise MoveFailed(session_id, host, root_message(err)) from None
+            raise MoveFailed(session_id, host, failure_text(err)) from None
         return result

@@ -196,7 +196,7 @@ async def test_move_is_refused_while_a_run_is_in_progress_or_a_host_is_down(
     (workspace_on(a, "s") / "go").touch()
     assert (await asyncio.wait_for(run.result(), timeout=60)).status == "completed"
 
-    with pytest.raises(MoveFailed, match="host 'host-c' is not up"):
+    with pytest.raises(MoveFailed, match="'host-c': host 'host-c' is not up"):
         await stack.client.move(session.id, "host-c", start_within_s=1.0)
     assert stack.client.get_session(session.id).host == a.name  # nothing changed
 
