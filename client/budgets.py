@@ -59,6 +59,12 @@ def check_priced(budget: Budget | None, model: str, prices: PriceTable) -> None:
     )
 
 
+def in_force(budget: Budget | None) -> Budget | None:
+    """None for a budget without limits: a removed session budget is kept as one (a
+    setting is never unset), and reads as none."""
+    return budget if budget is not None and budget.limited else None
+
+
 class Budgets(SessionWrites):
     """A session's budget and its runs' spending."""
 
@@ -78,9 +84,9 @@ class Budgets(SessionWrites):
             if view.session_spent is None:  # the run has not read it (no session budget)
                 spent = await asyncio.to_thread(self._session_spent, session_id)
                 view = view.model_copy(update={"session_spent": spent})
-            return view
+            return view.model_copy(update={"session_budget": in_force(view.session_budget)})
         spent = await asyncio.to_thread(self._session_spent, session_id)
-        return BudgetView(session_budget=status.config.budget, session_spent=spent)
+        return BudgetView(session_budget=in_force(status.config.budget), session_spent=spent)
 
     def _session_spent(self, session_id: str) -> Spent:
         with self.db.transaction() as db:

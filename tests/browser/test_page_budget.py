@@ -1,7 +1,9 @@
 """Budgets on the page: a run that waits for a raise shows the budget card above the
 composer (what was reached, the limits to raise, the server's refusal), which goes when the
 budget is raised here or elsewhere, or the run ends; a reload shows the same. The run
-header shows the budget's use, and a budget stop's note reads as one in the conversation."""
+header shows the budget's use, and a budget stop's note reads as one in the conversation.
+The session's budget is set, changed and removed in its editor (the header's "Budget", or a
+stop note's "Change budget"), which shows what was spent next to each limit."""
 
 from __future__ import annotations
 
@@ -25,6 +27,20 @@ TURNS = f'{CARD} .budget-input[data-scope="session"][data-limit="max_turns"]'
 REACHED = "the session's turn limit (1 turn) is reached: 1 turn spent"
 SAID = f"T{REACHED[1:]}. The run waits for the budget to be raised."
 """The card's words: the server's message, without the "Budget reached: " its head says."""
+EDITOR = "#budget-editor .budget-editor"
+
+
+def limit_box(limit: str) -> str:
+    """The editor's box of one limit (`max_turns`, `max_tokens`, ...)."""
+    return f'{EDITOR} .budget-input[data-limit="{limit}"]'
+
+
+async def stored_budget(http: Any, session_id: str) -> dict[str, Any] | None:
+    """The session's budget as GET /budget answers it (None: no budget)."""
+    got = await http.get(f"/api/sessions/{session_id}/budget")
+    assert got.status_code == 200, got.text
+    budget: dict[str, Any] | None = got.json()["session_budget"]
+    return budget
 
 
 async def waiting_page(stack: Stack, api: ApiServer, http: Any, context: Any) -> tuple[str, Any]:
@@ -183,3 +199,147 @@ async def test_a_runs_own_budget_shows_while_it_works_and_is_raised_from_its_car
             if e.type == "budget_raised"
         ]
         assert [(r["scope"], r["budget"]["max_turns"]) for r in raised] == [("run", 2)]
+
+
+@pytest.mark.script(SCRIPT)
+async def test_a_budget_set_on_the_page_stops_a_run_and_its_notes_button_raises_it(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session_id = await new_session(http)
+        page = await signed_in(browser_context, api)
+        await open_session(page, session_id)
+        # An idle session without a budget: the header's Budget opens an empty editor.
+        await page.locator(".run-header button.edit-budget").click()
+        editor = page.locator(EDITOR)
+        await expect(page.locator(limit_box("max_turns"))).to_have_value("")
+        await expect(editor.locator("button.budget-remove")).to_be_disabled()
+        await page.locator(limit_box("max_turns")).fill("1")
+        await page.locator(limit_box("max_tokens")).fill("1000000")
+        await editor.locator("button.budget-save").click()
+        await expect(editor).to_have_count(0)
+        assert stack.client.get_session(session_id).config.budget == Budget(
+            max_turns=1, max_tokens=1_000_000
+        )
+        assert await stored_budget(http, session_id) == {
+            "max_turns": 1,
+            "max_tokens": 1_000_000,
+            "max_cost_usd": None,
+            "max_wall_s": None,
+            "on_exceed": "stop",
+        }
+        await expect(page.locator(".run-header .budget")).to_have_text(
+            "budget: 0 of 1 turn · 0 of 1,000,000 tokens"
+        )
+
+        # The run stops at it; its note's button opens the editor at what was spent.
+        await send(page, "go")
+        await eventually(lambda: run_finished(stack, session_id))
+        note = page.locator(".msg.budget-note")
+        await expect(note).to_contain_text("The session's turn limit (1 turn) is reached")
+        await note.locator("button.change-budget").click()
+        await expect(page.locator(limit_box("max_turns"))).to_have_value("1")
+        await expect(page.locator(limit_box("max_turns"))).to_be_focused()
+        turns = editor.locator('.budget-limit[data-limit="max_turns"] .budget-spent')
+        await expect(turns).to_have_text("1 turn spent")
+        await expect(editor.locator('input[name="on_exceed"][value="stop"]')).to_be_checked()
+        await screenshot(page, "budget-editor")
+
+        await page.locator(limit_box("max_turns")).fill("3")
+        await page.locator(limit_box("max_turns")).press("Enter")
+        await expect(editor).to_have_count(0)
+        assert stack.client.get_session(session_id).config.budget == Budget(
+            max_turns=3, max_tokens=1_000_000
+        )
+        await expect(page.locator(".run-header .budget")).to_contain_text("budget: 1 of 3 turns")
+
+        # The next run goes on past the old limit of one turn.
+        await send(page, "go on")
+        await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
+        await eventually(lambda: run_finished(stack, session_id))
+        latest = stack.client.runs(session_id)[0]
+        assert latest.status == "completed" and latest.error is None
+        await expect(page.locator(".run-header .budget")).to_contain_text("budget: 2 of 3 turns")
+        assert await page.locator(".msg.budget-note").count() == 1
+
+
+@pytest.mark.script(SCRIPT)
+async def test_a_bad_limit_is_named_in_the_editor_and_nothing_is_stored(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session_id = await new_session(http)
+        put = await http.put(
+            f"/api/sessions/{session_id}/budget",
+            json={"budget": {"max_turns": 2, "on_exceed": "ask"}},
+        )
+        assert put.status_code == 200, put.text
+        before = await stored_budget(http, session_id)
+        page = await signed_in(browser_context, api)
+        await open_session(page, session_id)
+        puts: list[str] = []
+        page.on("request", lambda r: puts.append(r.url) if r.method == "PUT" else None)
+        await page.locator(".run-header button.edit-budget").click()
+        editor = page.locator(EDITOR)
+        error = editor.locator(".budget-error")
+        await expect(page.locator(limit_box("max_turns"))).to_have_value("2")
+        await expect(editor.locator('input[name="on_exceed"][value="ask"]')).to_be_checked()
+
+        # Not a number: named on the page, nothing sent.
+        await page.locator(limit_box("max_tokens")).fill("abc")
+        await editor.locator("button.budget-save").click()
+        await expect(error).to_have_text(
+            'Tokens: "abc" is not a number (leave the box empty for no limit)'
+        )
+        await expect(page.locator(limit_box("max_tokens"))).to_have_value("abc")
+        await expect(page.locator(limit_box("max_tokens"))).to_have_attribute(
+            "aria-invalid", "true"
+        )
+        assert puts == []
+
+        # A limit of 0: the server's refusal, said with the box's name; what was typed stays.
+        await page.locator(limit_box("max_tokens")).fill("")
+        await page.locator(limit_box("max_turns")).fill("0")
+        await editor.locator("button.budget-save").click()
+        await expect(error).to_have_text("Not saved: Turns should be greater than or equal to 1")
+        await expect(page.locator(limit_box("max_turns"))).to_have_attribute("aria-invalid", "true")
+        await expect(page.locator(limit_box("max_tokens"))).not_to_have_attribute(
+            "aria-invalid", "true"
+        )
+        assert len(puts) == 1
+        await expect(page.locator(limit_box("max_turns"))).to_have_value("0")
+        await expect(editor.locator("button.budget-save")).to_be_enabled()
+        await screenshot(page, "budget-editor-refused")
+        assert await stored_budget(http, session_id) == before
+        assert stack.client.get_session(session_id).config.budget == Budget(
+            max_turns=2, on_exceed="ask"
+        )
+
+
+@pytest.mark.script(SCRIPT)
+async def test_remove_budget_clears_the_sessions_budget(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session_id = await new_session(http)
+        put = await http.put(
+            f"/api/sessions/{session_id}/budget", json={"budget": {"max_turns": 2}}
+        )
+        assert put.status_code == 200, put.text
+        page = await signed_in(browser_context, api)
+        await open_session(page, session_id)
+        await expect(page.locator(".run-header .budget")).to_have_text("budget: 0 of 2 turns")
+        await page.locator(".run-header button.edit-budget").click()
+        editor = page.locator(EDITOR)
+        await expect(page.locator(limit_box("max_turns"))).to_have_value("2")
+        await editor.locator("button.budget-remove").click()
+        await expect(editor).to_have_count(0)
+        assert await stored_budget(http, session_id) is None
+        assert not (await stack.client.budget(session_id)).session_budget
+        await expect(page.locator(".run-header .budget")).to_have_text("")
+        # Opened again: no limits, nothing to remove.
+        await page.locator(".run-header button.edit-budget").click()
+        await expect(page.locator(limit_box("max_turns"))).to_have_value("")
+        await expect(editor.locator("button.budget-remove")).to_be_disabled()
+        await editor.locator("button.budget-close").click()
+        await expect(editor).to_have_count(0)

@@ -89,7 +89,7 @@ async def test_two_approvers_race_and_one_wins(stack: Stack) -> None:
         await stack.client.set_approval_policy(session.id, ASK_BASH)
         run = await stack.client.prompt(session.id, "write it")
         await waiting_calls(stack, session.id)
-        with pytest.raises(ApprovalRefused, match="^no tool call 'nope' is waiting"):
+        with pytest.raises(ApprovalRefused, match=r"^no tool call 'nope' is waiting"):
             await stack.client.approve(session.id, "nope")
         outcomes = await asyncio.gather(
             stack.client.approve(session.id, "call_write"),

@@ -126,6 +126,7 @@ function showSession(id) {
     header: $("run-header"),
     conversation: $("conversation"),
     budget: $("budget"),
+    budgetEditor: $("budget-editor"),
     composer: $("composer"),
     activity: $("activity"),
     tree: $("tree"),

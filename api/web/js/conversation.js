@@ -44,8 +44,9 @@ function argumentSummary(args) {
 }
 
 export class Conversation {
-  constructor(root, { onLoadEarlier, approvals = null }) {
+  constructor(root, { onLoadEarlier, approvals = null, editBudget = () => {} }) {
     this.root = root;
+    this.editBudget = editBudget; // opens the session budget's editor (a budget stop's note)
     this.approvals = approvals; // approvals.js: the cards of calls that wait for a person
     this.list = el("div", { class: "messages" });
     this.earlierButton = el("button", { class: "earlier", hidden: true, onclick: () => onLoadEarlier() }, "Load earlier messages");
@@ -325,8 +326,10 @@ export class Conversation {
       // The note a budget stop leaves (domain/budgets.py): said to the model as well, so
       // it begins "Budget reached: "; the person reads that as the note's heading.
       node.classList.add("notice", "budget-note");
+      // "Raise the budget to go on": its button opens the session budget's editor.
       node.append(el("div", { class: "who" }, "Budget reached"),
-        el("div", { class: "text plain" }, withoutHeading(textOf(message.content))));
+        el("div", { class: "text plain" }, withoutHeading(textOf(message.content))),
+        el("button", { type: "button", class: "change-budget", onclick: () => this.editBudget() }, "Change budget"));
     } else {
       const text = message.custom_type === "abort" ? "The run was stopped here." : textOf(message.content);
       node.classList.add("notice");

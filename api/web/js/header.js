@@ -1,6 +1,7 @@
 // The run header: the session's name, the phase, turn, tokens and elapsed time of the
 // latest run, what it and the whole session cost (and the prompt cache's hit rate), what
-// the budget allows and what is spent when there is one, the model, and the Stop button.
+// the budget allows and what is spent when there is one, the model, the Budget button (the
+// session budget's editor), and the Stop button.
 
 import { budgetUse } from "./budget.js";
 import { costText, rateText } from "./cost.js";
@@ -15,7 +16,7 @@ function totalTokens(usage) {
 }
 
 export class RunHeader {
-  constructor(root, { stop, rename, compact }) {
+  constructor(root, { stop, rename, compact, editBudget }) {
     this.name = el("h2", { class: "name" });
     this.renameButton = el("button", { type: "button", class: "rename", onclick: () => this.startRename() }, "Rename");
     this.phase = el("span", { class: "phase", dataset: { phase: "idle" } }, "idle");
@@ -25,6 +26,10 @@ export class RunHeader {
     this.cost = el("span", { class: "cost" });
     this.budget = el("span", { class: "budget" });
     this.model = el("span", { class: "model" });
+    this.budgetButton = el("button", {
+      type: "button", class: "edit-budget", "aria-expanded": "false", title: "What the session's runs together may spend",
+      onclick: () => editBudget(),
+    }, "Budget");
     this.compactButton = el("button", { type: "button", class: "compact", onclick: () => compact() }, "Compact");
     this.stopButton = el("button", { type: "button", class: "stop", onclick: () => stop() }, "Stop");
     this.workerBanner = el("div", { class: "banner worker-down", role: "status", hidden: true },
@@ -34,7 +39,7 @@ export class RunHeader {
       el("div", { class: "run-header" },
         el("div", { class: "title" }, this.name, this.renameButton),
         el("div", { class: "figures" }, this.phase, this.turn, this.tokens, this.elapsed, this.cost, this.budget, this.model),
-        el("div", { class: "actions" }, this.compactButton, this.stopButton)),
+        el("div", { class: "actions" }, this.budgetButton, this.compactButton, this.stopButton)),
       this.workerBanner);
     this.run = null;
     this.currentTurn = null;

@@ -6,6 +6,7 @@
 import { Activity } from "./activity.js";
 import { Approvals } from "./approvals.js";
 import { BudgetCard } from "./budget.js";
+import { BudgetEditor } from "./budget_editor.js";
 import { Composer } from "./composer.js";
 import { Conversation } from "./conversation.js";
 import { api, EventStream } from "./http.js";
@@ -38,7 +39,15 @@ export class SessionView {
     const approvals = new Approvals({
       decide: (callId, action, body) => this.call(`/approvals/${encodeURIComponent(callId)}/${action}`, { method: "POST", body }),
     });
-    this.conversation = new Conversation(parts.conversation, { onLoadEarlier: () => this.loadEarlier(), approvals });
+    this.budgetEditor = new BudgetEditor(parts.budgetEditor, {
+      load: () => this.call("/budget"),
+      save: (budget) => this.saveBudget(budget),
+    });
+    this.conversation = new Conversation(parts.conversation, {
+      onLoadEarlier: () => this.loadEarlier(),
+      approvals,
+      editBudget: () => this.budgetEditor.open(),
+    });
     this.budget = new BudgetCard(parts.budget, {
       raise: (scope, budget) => this.call("/budget/raise", { method: "POST", body: { budget, scope } }),
     });
@@ -52,7 +61,9 @@ export class SessionView {
       stop: () => this.stop(),
       rename: (name) => this.rename(name),
       compact: () => this.compact(),
+      editBudget: () => this.budgetEditor.toggle(),
     });
+    this.budgetEditor.onToggle = (open) => this.header.budgetButton.setAttribute("aria-expanded", String(open));
     this.tree = new TreePanel(parts.tree, {
       goto: (node) => this.goto(node),
       fork: (node) => this.fork(node),
@@ -279,6 +290,13 @@ export class SessionView {
       this.header.setSession(await this.call("", { method: "PATCH", body: { name } }));
       this.app.sessionsChanged();
     });
+  }
+
+  // The session's budget (null: none), from its editor; a refusal is the editor's to show.
+  async saveBudget(budget) {
+    const view = await this.call("/budget", { method: "PUT", body: { budget } });
+    this.refresh();
+    return view;
   }
 
   async compact() {
