@@ -76,8 +76,8 @@ class Budgets(SessionWrites):
         await self.configure(session_id, budget=checked)
 
     async def budget(self, session_id: str) -> BudgetView:
-        """The session's budget and spending; with the open run's budget and spending
-        (and the limits it waits on) while one runs with a budget."""
+        """The session's budget (None: none, or removed) and spending; with the open run's
+        budget and spending (and the limits it waits on) while one runs with a budget."""
         status = await self.status(session_id)
         if status.run is not None and status.run.budget is not None:
             view = status.run.budget

@@ -310,6 +310,17 @@ async def test_a_bad_limit_is_named_in_the_editor_and_nothing_is_stored(
         await expect(page.locator(limit_box("max_turns"))).to_have_value("0")
         await expect(editor.locator("button.budget-save")).to_be_enabled()
         await screenshot(page, "budget-editor-refused")
+
+        # A cost limit for a model without a price: the server's reason.
+        await stack.client.set_model(session_id, "claude-unpriced-1")
+        await page.locator(limit_box("max_turns")).fill("2")
+        await page.locator(limit_box("max_cost_usd")).fill("0.5")
+        await editor.locator("button.budget-save").click()
+        await expect(error).to_contain_text(
+            "Not saved: a cost limit needs a price for model 'claude-unpriced-1'"
+        )
+        await expect(page.locator(limit_box("max_cost_usd"))).to_have_value("0.5")
+        assert len(puts) == 2
         assert await stored_budget(http, session_id) == before
         assert stack.client.get_session(session_id).config.budget == Budget(
             max_turns=2, on_exceed="ask"
@@ -343,3 +354,27 @@ async def test_remove_budget_clears_the_sessions_budget(
         await expect(editor.locator("button.budget-remove")).to_be_disabled()
         await editor.locator("button.budget-close").click()
         await expect(editor).to_have_count(0)
+
+
+@pytest.mark.script(SCRIPT)
+async def test_a_budget_saved_in_the_editor_while_a_run_waits_lets_it_go_on(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session_id, page = await waiting_page(stack, api, http, browser_context)
+        await page.locator(".run-header button.edit-budget").click()
+        editor = page.locator(EDITOR)
+        await expect(page.locator(limit_box("max_turns"))).to_have_value("1")
+        await expect(editor.locator('input[name="on_exceed"][value="ask"]')).to_be_checked()
+        await page.locator(limit_box("max_turns")).fill("3")
+        await editor.locator("button.budget-save").click()
+        await expect(editor).to_have_count(0)
+        # A new session budget that leaves no limit reached: the run goes on, its card goes.
+        await expect(page.locator(CARD)).to_have_count(0)
+        await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
+        await eventually(lambda: run_finished(stack, session_id))
+        [run] = stack.client.runs(session_id)
+        assert run.status == "completed" and run.error is None
+        assert stack.client.get_session(session_id).config.budget == Budget(
+            max_turns=3, on_exceed="ask"
+        )
