@@ -80,6 +80,18 @@ def assistant_usage(entries: list[SessionEntry]) -> Usage:
     return total
 
 
+def summaries_usage(stack: Stack, session_id: str) -> Usage:
+    """What the summaries used, as the model reported it for each summary request."""
+    summaries = Usage()
+    for request in stack.model.requests_for(session_id):
+        sent = str(request.body["messages"][-1]["content"])
+        if "You are compacting" in sent:
+            summaries = summaries.plus(Usage(**SUMMARY_USAGE))
+        elif "beginning of a turn" in sent:
+            summaries = summaries.plus(Usage(input_tokens=5_000, output_tokens=100))
+    return summaries
+
+
 async def cli(stack: Stack, *args: str) -> str:
     code, out, err = await stack.cli(*args)
     assert code == 0, err
@@ -102,14 +114,7 @@ async def test_a_runs_compaction_counts_in_its_cost_and_tokens(
             result = await asyncio.wait_for(run.result(), timeout=120)
         assert result.status == "completed"
         state = (await http.get(f"/api/sessions/{session_id}/state")).json()
-    # What the summaries used, as the model reported it for each summary request.
-    summaries = Usage()
-    for request in stack.model.requests_for(session_id):
-        sent = str(request.body["messages"][-1]["content"])
-        if "You are compacting" in sent:
-            summaries = summaries.plus(Usage(**SUMMARY_USAGE))
-        elif "beginning of a turn" in sent:
-            summaries = summaries.plus(Usage(input_tokens=5_000, output_tokens=100))
+    summaries = summaries_usage(stack, session_id)
     assert summaries.input_tokens >= 300_000
     entries = stack.client.entries(session_id)
     turns = assistant_usage(entries)
@@ -222,3 +227,25 @@ async def test_a_branch_summary_counts_toward_the_session_budget(stack: Stack) -
     entries = stack.client.entries(session.id)
     [summary] = [e for e in entries if isinstance(e, BranchSummaryEntry)]
     assert summary.model == stack.settings.model and summary.usage == Usage(**SUMMARY_USAGE)
+
+
+@pytest.mark.script(
+    {"conversations": {"*": [*reads(3), {"reply": [{"text": "read them"}]}, SUMMARY, TURN_START]}}
+)
+async def test_a_manual_compaction_says_and_counts_what_its_summary_cost(stack: Stack) -> None:
+    price = bundled_prices().price_of(stack.settings.model)
+    assert price is not None
+    session = stack.client.create_session()
+    write_parts(session.workspace)
+    async with stack.worker():
+        await (await stack.client.prompt(session.id, "read the parts")).result()
+        before = stack.client.costs(session.id).session.cost_usd
+        assert before is not None
+        out = await cli(stack, "compact", session.id, "--keep", "500")
+    summary = summaries_usage(stack, session.id)
+    summary_usd = usage_cost(summary, price)
+    assert f", the summary {cost_text(summary_usd)}): " in out
+    status = await cli(stack, "status", session.id)
+    assert f"session cost {cost_text(before + summary_usd)}" in status
+    [compaction] = [e for e in stack.client.entries(session.id) if isinstance(e, CompactionEntry)]
+    assert compaction.usage == summary and out.strip().endswith(compaction.id)
