@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ApiServer, Stack, assert_valid_pairing
+from support import BOTH_STORES, ApiServer, Stack, assert_valid_pairing
 
 from client.prices import bundled_prices
 from domain.budgets import BUDGET_NOTE, Budget
@@ -98,6 +98,7 @@ async def cli(stack: Stack, *args: str) -> str:
     return out
 
 
+@BOTH_STORES
 @pytest.mark.script(READS)
 async def test_a_runs_compaction_counts_in_its_cost_and_tokens(
     stack: Stack, api: ApiServer
