@@ -29,6 +29,7 @@ from domain.compaction import (
     turn_prefix_prompt,
 )
 from domain.context import derive_path_state, entry_messages
+from domain.cost import turn_cost
 from domain.entries import (
     BranchSummaryEntry,
     CompactionEntry,
@@ -38,6 +39,7 @@ from domain.entries import (
 )
 from domain.events import BranchSummarized, CompactionEnded
 from domain.messages import AgentMessage, CustomMessage, TextContent, Usage, UserMessage, text_of
+from domain.prices import PriceTable
 from domain.tree_ops import (
     COMMIT_COMPACTION,
     COMMIT_NAVIGATION,
@@ -56,8 +58,8 @@ from domain.tree_ops import (
     SummarizeResult,
 )
 from domain.turns import PROVIDER_ERROR
-from store import entries, events, sessions, staging
-from store.append import append_below
+from store import display, entries, events, sessions, staging
+from store.append import append_below, displayed
 from store.db import Database
 from store.errors import EntryNotFound
 from store.events import keyed
@@ -71,11 +73,17 @@ BRANCH_PROMPT = (
 
 class TreeOps:
     def __init__(
-        self, db: Database, client: anthropic.AsyncAnthropic, cache: entries.EntryCache
+        self,
+        db: Database,
+        client: anthropic.AsyncAnthropic,
+        cache: entries.EntryCache,
+        prices: PriceTable | None = None,
     ) -> None:
         self._db = db
         self._client = client
         self._cache = cache
+        self._prices = prices
+        """Prices each summary for a run's budget, as the model turns are priced."""
 
     @activity.defn(name=PLAN_COMPACTION)
     def plan_compaction(self, data: PlanCompactionInput) -> PlanCompactionResult:
@@ -103,17 +111,22 @@ class TreeOps:
                 text, usage, details = await self._compaction_summary(
                     data, summarized, split, previous
                 )
+            # The model and usage go with the text: the commit stores them on the summary
+            # entry, where the session's cost finds them.
             staged = CustomMessage(
                 custom_type=f"{data.kind}_summary",
                 content=[TextContent(text=text)],
                 display=False,
                 details=details,
                 timestamp=0,
+                model=data.model,
+                usage=usage,
             )
             await with_store_retries(
                 lambda: self._stage_summary(data, staged), what="staging the summary"
             )
-        return SummarizeResult(summary_chars=len(text), preview=text[:200], usage=usage)
+        cost = None if self._prices is None else turn_cost(data.model, usage, self._prices)
+        return SummarizeResult(summary_chars=len(text), preview=text[:200], usage=usage, cost=cost)
 
     async def _compaction_summary(
         self,
@@ -161,7 +174,10 @@ class TreeOps:
             ) from exc
         text = "".join(block.text for block in reply.content if block.type == "text")
         usage = Usage(
-            input_tokens=reply.usage.input_tokens, output_tokens=reply.usage.output_tokens
+            input_tokens=reply.usage.input_tokens,
+            output_tokens=reply.usage.output_tokens,
+            cache_read_tokens=reply.usage.cache_read_input_tokens or 0,
+            cache_write_tokens=reply.usage.cache_creation_input_tokens or 0,
         )
         return text, usage
 
@@ -212,6 +228,8 @@ class TreeOps:
                     first_kept_entry_id=plan.first_kept_entry_id,
                     tokens_before=plan.tokens_before,
                     details=staged.details,
+                    model=staged.model,
+                    usage=staged.usage,
                 )
                 append_below(db, data.session_id, plan.leaf_id, [entry], run_id=data.op_id)
                 staging.drop_staged(db, [data.entry_id])
@@ -283,6 +301,8 @@ class TreeOps:
                             timestamp=0,
                             from_entry_id=plan.old_leaf_id or data.target_entry_id,
                             summary=text_of(staged.content),
+                            model=staged.model,
+                            usage=staged.usage,
                         )
                     )
                     leaf = data.summary_entry_id
@@ -298,7 +318,10 @@ class TreeOps:
                         keyed(f"{data.op_id}/summary", [summarized]),
                     )
             done = entries.existing_ids(db, [e.id for e in new])
-            entries.insert_entries(db, data.session_id, [e for e in new if e.id not in done])
+            fresh = [e for e in new if e.id not in done]
+            entries.insert_entries(db, data.session_id, fresh)
+            # The summary's model call, shown hidden: the session's cost counts it.
+            display.append_display(db, data.session_id, data.op_id, displayed(fresh))
             if data.summary_entry_id:
                 staging.drop_staged(db, [data.summary_entry_id])
             sessions.set_leaf(db, data.session_id, leaf)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,8 +161,16 @@ class EventPrinter:
     """Prints one event at a time; streamed text is written as it arrives, and a running
     tool's output while it runs (`ToolOutput`)."""
 
-    def __init__(self, console: Console, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        console: Console,
+        session_id: str | None = None,
+        run_cost: Callable[[str], str] | None = None,
+    ) -> None:
+        """`run_cost` says what a run (by id) cost, for its closing line; without it the
+        line gives the run's tokens."""
         self.console = console
+        self._run_cost = run_cost
         self._streaming = False
         self._started: set[str] = set()
         self._tools = ToolOutput(console, session_id)
@@ -267,9 +276,12 @@ class EventPrinter:
             self._tools.close()
             usage = payload.get("usage") or {}
             tokens = sum(v for v in usage.values() if isinstance(v, int))
+            spent = f"{tokens} tokens"
+            if self._run_cost is not None:
+                spent = self._run_cost(payload["run_id"])
             style = "green" if payload["status"] == "completed" else "red"
             error = f": {escape(payload['error'])}" if payload.get("error") else ""
             self.console.print(
                 f"[{style}]run {payload['status']}[/] after {payload['turns']} turn(s),"
-                f" {tokens} tokens{error}"
+                f" {escape(spent)}{error}"
             )

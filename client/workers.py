@@ -138,7 +138,7 @@ def build_worker(
     replies = FinishedReplies()
     prices = price_table(settings.prices_file)  # turns are priced for budgets
     models = ModelTurns(db, anthropic_client, registry, hooks, taker, cache, prices, replies)
-    tree = TreeOps(db, anthropic_client, cache)
+    tree = TreeOps(db, anthropic_client, cache, prices)
     subagents = Subagents(db, registry)
     moves = MoveBookkeeping(db)
     tool_calls = ToolCalls(

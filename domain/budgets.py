@@ -8,11 +8,12 @@ in the transcript saying which limit and what was spent, or waits for a person t
 the budget (`"ask"`), as a tool call waits for approval.
 
 What counts:
-- turns: model calls of the run (a session: of all its runs);
+- turns: model calls of the run's loop (a session: of all its runs); a compaction's
+  summary is no turn;
 - tokens: every token the model calls reported (input, output, cache reads and writes),
-  sub-agents' included;
-- cost: each turn priced by the worker's price table (`domain.cost`), sub-agents'
-  included; a turn whose model has no price counts nothing and is named in
+  compaction summaries' and sub-agents' included;
+- cost: each turn and summary priced by the worker's price table (`domain.cost`),
+  sub-agents' included; a turn whose model has no price counts nothing and is named in
   `unpriced_models` (the client refuses a cost limit for a model it cannot price);
 - wall time: from the run's start (waiting for a raise included); a session's is the sum
   of its runs'.

@@ -124,6 +124,17 @@ def entry_messages(entry: SessionEntry) -> list[AgentMessage]:
     return []
 
 
+def summary_call(entry: SessionEntry) -> CustomMessage | None:
+    """A summary entry as the model call that wrote it: its message with that call's model
+    and usage (shown hidden, and counted in the session's cost); None for any other entry,
+    and for a summary stored before usage was kept."""
+    if not isinstance(entry, CompactionEntry | BranchSummaryEntry) or entry.usage is None:
+        return None
+    message = entry_messages(entry)[0]
+    assert isinstance(message, CustomMessage)
+    return message.model_copy(update={"model": entry.model, "usage": entry.usage})
+
+
 def context_messages(path: Sequence[SessionEntry]) -> list[AgentMessage]:
     """The messages the model sees for a path: compaction applied, entries projected."""
     return [m for entry in context_entries(path) for m in entry_messages(entry)]

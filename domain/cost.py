@@ -2,7 +2,9 @@
 
 A turn's cost is its assistant message's usage under the price of the model that wrote
 it; a run's is the sum of its turns (a run may switch models between turns, so each turn
-is priced by its own model); a session's is the sum of its runs. A model the table has no
+is priced by its own model) and of the summaries its compactions asked a model for; a
+session's is the sum of its runs, and of the compactions and branch summaries made while
+it was idle. A model the table has no
 price for makes the cost unknown (None), and says which model that was: never a guess.
 """
 
@@ -149,8 +151,10 @@ def turn_cost(model: str | None, usage: Usage, prices: PriceTable) -> TurnCost:
 
 
 def message_turn_cost(message: dict[str, object], prices: PriceTable) -> TurnCost | None:
-    """`turn_cost` of a stored message (as JSON); None unless it is an assistant's."""
-    if message.get("role") != "assistant":
+    """`turn_cost` of a stored message (as JSON) that a model call wrote: an assistant's,
+    or a compaction or branch summary (a custom message with a usage); None otherwise."""
+    role = message.get("role")
+    if role != "assistant" and not (role == "custom" and message.get("usage") is not None):
         return None
     model = message.get("model")
     usage = Usage.model_validate(message.get("usage") or {})

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from domain.approvals import ApprovalPolicy
 from domain.config import ThinkingLevel
-from domain.messages import AgentMessage, UserContent
+from domain.messages import AgentMessage, Usage, UserContent
 
 
 class _Entry(BaseModel):
@@ -53,7 +53,15 @@ class ApprovalPolicyChangeEntry(_Entry):
     policy: ApprovalPolicy
 
 
-class CompactionEntry(_Entry):
+class _Summary(_Entry):
+    """An entry whose text a model call wrote: what that call used, for the cost."""
+
+    model: str | None = None
+    usage: Usage | None = None
+    """None: stored before summaries' usage was kept."""
+
+
+class CompactionEntry(_Summary):
     """Everything on the path before `first_kept_entry_id` is replaced by `summary`."""
 
     type: Literal["compaction"] = "compaction"
@@ -63,7 +71,7 @@ class CompactionEntry(_Entry):
     details: dict[str, Any] | None = None
 
 
-class BranchSummaryEntry(_Entry):
+class BranchSummaryEntry(_Summary):
     """A summary of the path the user navigated away from, for the model to keep."""
 
     type: Literal["branch_summary"] = "branch_summary"

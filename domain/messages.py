@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 class TextContent(BaseModel):
@@ -136,6 +136,20 @@ class CustomMessage(BaseModel):
     send_to_model: bool = True
     details: dict[str, Any] | None = None
     timestamp: int
+    model: str | None = None
+    """For a message a model call wrote (a compaction or branch summary): its model."""
+    usage: Usage | None = None
+    """For a message a model call wrote: the usage it reported, counted in the session's
+    cost as an assistant message's is (`store.usage`)."""
+
+    @model_serializer(mode="wrap")
+    def _without_call(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Only a model's message carries these: every other one is stored as it always was.
+        data: dict[str, Any] = handler(self)
+        for key in ("model", "usage"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
 
 
 AgentMessage = Annotated[

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from domain.compaction import CompactionPlan, CompactionSettings
+from domain.cost import TurnCost
 from domain.messages import Usage
 from domain.turns import TurnCommit
 
@@ -42,6 +43,10 @@ class CompactResult(_Contract):
     tokens_before: int = 0
     reason: str = ""
     """Why nothing was compacted, when nothing was."""
+    usage: Usage | None = None
+    """What the summary's model calls used (None: nothing was compacted)."""
+    cost: TurnCost | None = None
+    """What they cost (None also from a worker that does not price)."""
 
 
 class PlanCompactionInput(_Contract):
@@ -76,6 +81,9 @@ class SummarizeResult(_Contract):
     summary_chars: int
     preview: str
     usage: Usage
+    cost: TurnCost | None = None
+    """The summary's usage priced at its model's price (None: a worker that does not
+    price), for a run's budget: the workflow never reads prices."""
 
 
 class CommitCompactionInput(_Contract):

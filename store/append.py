@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from domain.context import entry_messages
+from domain.context import entry_messages, summary_call
 from domain.entries import CustomMessageEntry, MessageEntry, SessionEntry, SessionInfoEntry
 from domain.messages import AgentMessage
 from store import display, entries, sessions
@@ -78,11 +78,14 @@ def chain(parent_id: str | None, items: Sequence[SessionEntry]) -> list[SessionE
 
 
 def displayed(items: Sequence[SessionEntry]) -> list[tuple[str, AgentMessage]]:
-    """The chat messages among entries: every message, and custom messages marked display."""
-    return [
-        (entry.id, message)
-        for entry in items
-        if isinstance(entry, MessageEntry)
-        or (isinstance(entry, CustomMessageEntry) and entry.display)
-        for message in entry_messages(entry)
-    ]
+    """The chat messages among entries: every message, custom messages marked display,
+    and the summaries a model call wrote (hidden, but their usage is part of the cost)."""
+    shown: list[tuple[str, AgentMessage]] = []
+    for entry in items:
+        if isinstance(entry, MessageEntry) or (
+            isinstance(entry, CustomMessageEntry) and entry.display
+        ):
+            shown += [(entry.id, message) for message in entry_messages(entry)]
+        elif (call := summary_call(entry)) is not None:
+            shown.append((entry.id, call))
+    return shown

@@ -1,8 +1,10 @@
 """What a session's runs have spent, in the units budgets limit (domain.budgets).
 
 Turns, tokens and wall time come from the run states (a run's stored usage includes its
-sub-agents'); cost from the assistant messages of the session and of its sub-agents'
-sessions, each priced by the model that wrote it (`domain.cost`).
+sub-agents' and its compactions'); cost from the model calls' messages of the session and
+of its sub-agents' sessions, each priced by the model that wrote it (`domain.cost`). A
+compaction or branch summary made outside any run (on an idle session) adds its tokens
+from its message, having no run state.
 """
 
 from __future__ import annotations
@@ -37,13 +39,16 @@ def session_spend(
         ).where(RunStateRow.session_id == session_id)
     )
     turns, tokens, wall_ms = 0, 0, 0
+    runs = set()
     for run_id, run_turns, usage, started, updated, ended in rows:
+        runs.add(run_id)
         if run_id == except_run:
             continue
         turns += run_turns
         tokens += Usage.model_validate(usage or {}).total_tokens
         wall_ms += max(0, (ended or updated) - started)
-    parts = _priced_parts(db, session_id, except_run)
+    parts, outside_runs = _priced_parts(db, session_id, except_run, runs)
+    tokens += sum(part.usage.total_tokens for part in outside_runs)
     cost = cost_of(parts, prices)
     known = sum(p.cost_usd for p in cost.by_model if p.cost_usd is not None)
     return Spent(
@@ -55,10 +60,14 @@ def session_spend(
     )
 
 
-def _priced_parts(db: Session, session_id: str, except_run: str | None) -> list[ModelUsage]:
+def _priced_parts(
+    db: Session, session_id: str, except_run: str | None, runs: set[str]
+) -> tuple[list[ModelUsage], list[ModelUsage]]:
     """The model calls of the session's runs and of its sub-agents' sessions (those the
-    excepted run started are its own spend), grouped by model."""
+    excepted run started are its own spend), grouped by model; and those of the session's
+    own that no run made (`runs` are its runs), whose tokens no run state holds."""
     parts: list[ModelUsage] = []
+    outside_runs: list[ModelUsage] = []
     todo, seen = [session_id], {session_id}
     while todo and len(seen) <= MAX_SESSIONS:
         current = todo.pop()
@@ -67,8 +76,10 @@ def _priced_parts(db: Session, session_id: str, except_run: str | None) -> list[
         for run_id, run_parts in model_usage(sums).items():
             if run_id != except_run:
                 parts += run_parts
+            if current == session_id and run_id not in runs:
+                outside_runs += run_parts
         for child in sessions.children(db, current):
             if child.id not in seen and child.parent_run_id != except_run:
                 seen.add(child.id)
                 todo.append(child.id)
-    return parts
+    return parts, outside_runs

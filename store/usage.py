@@ -1,9 +1,11 @@
-"""What a session's model calls used, per run and model, summed from the assistant
-messages its runs stored (each carries the model that wrote it and the usage it reported).
+"""What a session's model calls used, per run and model, summed from the messages they
+wrote: the assistant messages its runs stored, and the compaction and branch summaries
+(hidden custom messages), each carrying the model that wrote it and the usage it reported.
 
 Read from the display messages, which keep every assistant message a run committed,
-branches and compacted turns included, and nothing a fork copied in (those belong to the
-session they were copied from). They are append-only and numbered in the order they
+branches and compacted turns included, every summary's model call (under the run that
+compacted, or the compaction or navigation's own id), and nothing a fork copied in (those
+belong to the session they were copied from). They are append-only and numbered in the order they
 become visible, so a reader that has summed the messages up to `seq` N needs only those
 after N to stay up to date (`client.usage_tally`).
 """
@@ -20,13 +22,14 @@ from store.tables import DisplayMessageRow
 COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 RunUsage = dict[str, dict[str | None, list[int]]]
-"""run id -> model (as the assistant messages name it) -> [calls, *COUNTS]: plain sums,
+"""run id -> model (as the messages name it) -> [calls, *COUNTS]: plain sums,
 cheap to add to row by row."""
 
 
 def usage_after(db: Session, session_id: str, after: int, into: RunUsage) -> int:
-    """Add the usage of the session's assistant messages numbered after `after` to
-    `into`; returns the number of the last one read (`after` when none was).
+    """Add the usage of the session's model calls (assistant messages and summaries)
+    numbered after `after` to `into`; returns the number of the last one read (`after`
+    when none was).
 
     One grouped query: the database reads the model and the token counts out of each
     message's JSON and sums them per run and model; no message reaches Python.
@@ -41,7 +44,10 @@ def usage_after(db: Session, session_id: str, after: int, into: RunUsage) -> int
         .where(
             DisplayMessageRow.session_id == session_id,
             DisplayMessageRow.seq > after,
-            DisplayMessageRow.role == "assistant",
+            # An assistant message always has a usage; a custom one only when a model
+            # call wrote it (a summary).
+            DisplayMessageRow.role.in_(("assistant", "custom")),
+            payload[("usage", "input_tokens")].as_integer().is_not(None),
             DisplayMessageRow.run_id.is_not(None),
         )
         .group_by(DisplayMessageRow.run_id, model)

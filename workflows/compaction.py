@@ -58,7 +58,7 @@ async def compact(
             events=[CompactionStarted(reason=reason, tokens_before=plan.tokens_before)],
         )
     )
-    await steps.summarize(
+    summary = await steps.summarize(
         SummarizeInput(
             session_id=session_id,
             op_id=op_id,
@@ -78,4 +78,10 @@ async def compact(
             session_id=session_id, op_id=op_id, entry_id=entry_id, plan=plan, reason=reason
         )
     )
-    return CompactResult(compacted=True, entry_id=entry_id, tokens_before=plan.tokens_before)
+    return CompactResult(
+        compacted=True,
+        entry_id=entry_id,
+        tokens_before=plan.tokens_before,
+        usage=summary.usage,
+        cost=summary.cost,
+    )

@@ -46,6 +46,8 @@ from workflows.inbox import Inbox, queued_entries
 # execution's history stays under it.
 CONTINUE_AT_EVENTS = 3_500
 CONTINUE_AT_BYTES = 3_500_000
+SUMMARY_USAGE_PATCH = "summary-usage"
+"""Marks the histories of runs whose compaction summaries count in their usage."""
 _REPORTED = {"session_id", "run_id", "status", "turns", "usage", "error"}
 """What a run's result says as its finish recorded it."""
 
@@ -137,6 +139,11 @@ class RunBase:
         )
         if result.compacted and result.entry_id:
             self._leaf = result.entry_id
+        if result.usage is not None and workflow.patched(SUMMARY_USAGE_PATCH):
+            # The summary is a model call of the run: its tokens and cost count toward
+            # the run's usage and budget (not its turns: a turn is a call of the loop).
+            self._usage = self._usage.plus(result.usage)
+            self._budgets.add_turn(result.cost)
         await self._set_phase("turn")
         return result
 

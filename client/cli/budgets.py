@@ -15,12 +15,18 @@ from client.services import local_services
 from domain.budgets import Budget, BudgetView, Scope
 from settings import Settings
 
-Turns = Annotated[int | None, typer.Option(help="Turn limit (model calls).", min=1)]
+# No `min=` here: a limit of 0 is refused by `check_limits`, on one line that says how to
+# have no such limit (0 never means "unlimited": that would be a trap).
+Turns = Annotated[int | None, typer.Option(help="Turn limit (model calls), 1 or more.")]
 Tokens = Annotated[
-    int | None, typer.Option(help="Token limit (all tokens the model reported).", min=1)
+    int | None, typer.Option(help="Token limit (all tokens the model reported), 1 or more.")
 ]
-Cost = Annotated[float | None, typer.Option(help="Cost limit in US dollars.", min=0)]
-Wall = Annotated[float | None, typer.Option(help="Wall-time limit in seconds.", min=0)]
+Cost = Annotated[float | None, typer.Option(help="Cost limit in US dollars, above 0.")]
+Wall = Annotated[float | None, typer.Option(help="Wall-time limit in seconds, above 0.")]
+
+KINDS = {"turns": "turn", "tokens": "token", "cost": "cost", "wall": "wall-time"}
+SET_HOW = "for no {kind} limit, leave {option} out (the limits given are the whole budget)"
+"""How `duragent budget` sets a budget without a limit of a kind."""
 
 
 def budget(
@@ -43,6 +49,8 @@ def budget(
     """Show what the session's runs may spend together and what they spent, or set it
     (any limit given: the whole budget). A running run checks it from its next save point."""
     settings: Settings = ctx.obj
+    given = {"--turns": turns, "--tokens": tokens, "--cost": cost, "--wall": wall}
+    check_limits(given, SET_HOW)
     require_session(store_client(settings), session)
     new: Budget | None = None
     if clear:
@@ -80,6 +88,10 @@ def raise_budget(
         fail(f"--scope must be run or session (got {scope!r})")
     if all(v is None for v in (turns, tokens, cost, wall)):
         fail("give the limits to raise: --turns, --tokens, --cost or --wall")
+    given = {"--turns": turns, "--tokens": tokens, "--cost": cost, "--wall": wall}
+    check_limits(
+        given, "a raise gives a higher limit (leave {option} out to keep the {kind} limit)"
+    )
 
     async def main() -> None:
         async with local_services(settings, announce, worker=False) as ready:
@@ -100,16 +112,30 @@ def raise_budget(
     command.run(main())
 
 
+def check_limits(given: dict[str, float | None], how: str) -> None:
+    """Refuse a limit of 0 or less by its option's name (the API refuses such limits too),
+    then `how`, formatted with the option and the limit's kind (`cost`), says what to do
+    instead."""
+    for option, value in given.items():
+        if value is None or value > 0:
+            continue
+        rule = "1 or more" if isinstance(value, int) else "above 0"
+        shown = value if isinstance(value, int) else f"{value:g}"
+        kind = KINDS[option.removeprefix("--").removeprefix("max-")]
+        fail(f"{option} must be {rule} (got {shown}); {how.format(option=option, kind=kind)}")
+
+
 def budget_of(
     turns: int | None, tokens: int | None, cost: float | None, wall: float | None, on: str
 ) -> Budget:
+    """The budget of the limits given (each checked by `check_limits` first)."""
     try:
         return Budget.model_validate(
             {
                 "max_turns": turns,
                 "max_tokens": tokens,
-                "max_cost_usd": cost or None,
-                "max_wall_s": wall or None,
+                "max_cost_usd": cost,
+                "max_wall_s": wall,
                 "on_exceed": on,
             }
         )

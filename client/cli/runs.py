@@ -12,9 +12,9 @@ from rich.markup import escape
 
 from client.api import DuragentClient, RunHandle
 from client.cli import command
-from client.cli.budgets import budget_of
+from client.cli.budgets import budget_of, check_limits
 from client.cli.command import SessionArg, fail
-from client.cli.views import announce, console
+from client.cli.views import announce, console, cost_line
 from client.render import EventPrinter
 from client.services import local_services
 from settings import Settings
@@ -42,13 +42,16 @@ def run(
     ] = None,
     max_turns: Annotated[int | None, typer.Option(help="Stop after this many turns.")] = None,
     max_tokens: Annotated[
-        int | None, typer.Option(help="Budget: stop once the run used this many tokens.", min=1)
+        int | None,
+        typer.Option(help="Budget: stop once the run used this many tokens (1 or more)."),
     ] = None,
     max_cost: Annotated[
-        float | None, typer.Option(help="Budget: stop once the run cost this many US dollars.")
+        float | None,
+        typer.Option(help="Budget: stop once the run cost this many US dollars (above 0)."),
     ] = None,
     max_wall: Annotated[
-        float | None, typer.Option(help="Budget: stop once the run ran this many seconds.")
+        float | None,
+        typer.Option(help="Budget: stop once the run ran this many seconds (above 0)."),
     ] = None,
     budget_ask: Annotated[
         bool,
@@ -66,6 +69,8 @@ def run(
     if max_turns is not None and max_turns < 1:
         fail(f"--max-turns is at least 1 (got {max_turns})")
     limits = (max_tokens, max_cost, max_wall)
+    given = {"--max-tokens": max_tokens, "--max-cost": max_cost, "--max-wall": max_wall}
+    check_limits(given, "for no {kind} limit, leave {option} out")
     on = "ask" if budget_ask else "stop"
     budget = budget_of(None, *limits, on) if any(v is not None for v in limits) else None
 
@@ -147,8 +152,13 @@ async def _follow(
 
 
 async def show_run(client: DuragentClient, session_id: str, handle: RunHandle, cursor: int) -> int:
-    """Print a run's events from `cursor` until it ends; its exit code."""
-    printer = EventPrinter(console, session_id)
+    """Print a run's events from `cursor` until it ends (the last line with what the run
+    cost, as `status` says it); its exit code."""
+
+    def run_cost(run_id: str) -> str:
+        return cost_line(client.costs(session_id).of_run(run_id))
+
+    printer = EventPrinter(console, session_id, run_cost)
     try:
         async for event in client.events(session_id, run_id=handle.run_id, after=cursor):
             printer.show(event)

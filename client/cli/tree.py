@@ -100,7 +100,11 @@ def compact(
             if not result.compacted:
                 console.print(result.reason)
                 return 1
-            console.print(f"compacted ({result.tokens_before} tokens before): {result.entry_id}")
+            # The summary is a model call: say what it cost (it counts in the session's).
+            spent = f", the summary {result.cost.text}" if result.cost is not None else ""
+            console.print(
+                f"compacted ({result.tokens_before} tokens before{spent}): {result.entry_id}"
+            )
             return 0
 
     raise typer.Exit(command.run(main()))

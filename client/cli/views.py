@@ -16,8 +16,14 @@ from rich.text import Text
 
 from domain.config import SessionConfig
 from domain.cost import Cost, cost_text, rate_text, turn_cost
-from domain.entries import CompactionEntry, LeafEntry, MessageEntry, SessionEntry
-from domain.messages import AssistantMessage, ToolResultMessage, text_of
+from domain.entries import (
+    BranchSummaryEntry,
+    CompactionEntry,
+    LeafEntry,
+    MessageEntry,
+    SessionEntry,
+)
+from domain.messages import AssistantMessage, ToolResultMessage, Usage, text_of
 from domain.prices import PriceTable
 
 console = Console()
@@ -80,13 +86,19 @@ def queue_line(item_id: str, kind: str, text: str) -> Text:
 
 def print_entry(entry: SessionEntry, limits: ShowLimits, prices: PriceTable | None = None) -> bool:
     """Print one entry of the transcript; True when some of it was cut. With `prices`,
-    an assistant message is followed by its model call's model, tokens and cost.
+    an assistant message is followed by its model call's model, tokens and cost, and so
+    is a compaction or branch summary (the call that wrote it).
 
     Model output is printed as plain `Text`: no markup parsing and no highlighting, whose
     regular expressions take minutes over a long unbroken string. Wrapping stays linear.
     """
     if not isinstance(entry, MessageEntry):
-        say(Text(f"· {entry.type}", style="dim"))
+        kind = f"· {entry.type}"
+        summary = entry if isinstance(entry, CompactionEntry | BranchSummaryEntry) else None
+        if summary is not None and summary.usage is not None and prices is not None:
+            # The summary is a model call of its own: its line says what it cost.
+            kind += f" · {call_line(summary.model, summary.usage, prices)}"
+        say(Text(kind, style="dim"))
         return False
     message = entry.message
     cut = 0
@@ -149,14 +161,18 @@ def one_line(entry: SessionEntry) -> str:
 def turn_line(message: AssistantMessage, prices: PriceTable) -> str:
     """`claude-x · 1,200 in / 80 out tokens · $0.0042`, with the cache's reads and writes
     when there were any."""
-    usage = message.usage
+    return call_line(message.model, message.usage, prices)
+
+
+def call_line(model: str | None, usage: Usage, prices: PriceTable) -> str:
+    """`turn_line` of any model call (a turn's, a summary's)."""
     tokens = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out"
     if usage.cache_read_tokens or usage.cache_write_tokens:
         tokens += (
             f" / {usage.cache_read_tokens:,} cache read / {usage.cache_write_tokens:,} cache write"
         )
-    cost = turn_cost(message.model, usage, prices)
-    return f"{message.model or 'model'} · {tokens} tokens · {cost.text}"
+    cost = turn_cost(model, usage, prices)
+    return f"{model or 'model'} · {tokens} tokens · {cost.text}"
 
 
 def cost_line(cost: Cost) -> str:

@@ -1,6 +1,7 @@
-"""What a timeline's model calls cost: each completed call at the price of its turn's
-model, and each run's end with the run's total (over every execution of a continue-as-new
-chain), added to the items' summaries and details (`cost_usd`, `cache_hit_rate`).
+"""What a timeline's model calls cost: each completed call (a turn's, or a compaction's
+or branch summary's) at the price of its model, and each run's end with the run's total
+(over every execution of a continue-as-new chain, its summaries included), added to the
+items' summaries and details (`cost_usd`, `cache_hit_rate`).
 
 Kept apart from the reader, which stays a pure reading of the history: prices are not in
 the history, and today's price table is applied to what the history recorded.
@@ -22,7 +23,8 @@ def price_timelines(timelines: list[RunTimeline], prices: PriceTable) -> None:
     spent: dict[str | None, list[ModelUsage]] = {}
     for timeline in timelines:
         for item in timeline.items:
-            if item.kind == "model_call" and isinstance(item.details.get("usage"), dict):
+            priced = item.kind in ("model_call", "summary_call")
+            if priced and isinstance(item.details.get("usage"), dict):
                 model = item.details.get("model")
                 usage = _usage(item.details["usage"])
                 cost = turn_cost(model if isinstance(model, str) else None, usage, prices)

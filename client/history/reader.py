@@ -256,7 +256,11 @@ class _Reader(ChildWorkflows):
         if activity_type == "model_turn" and isinstance(data, dict) and data.get("commit"):
             summary, details = save_point(data["commit"], activity_id)
             self._add(event, "save_point", summary, **details)
-        kind = {"model_turn": "model_call", "run_tool": "tool_call"}.get(activity_type, "activity")
+        kind = {
+            "model_turn": "model_call",
+            "run_tool": "tool_call",
+            "summarize": "summary_call",
+        }.get(activity_type, "activity")
         item = self._add(event, kind, "", activity_type=activity_type, activity_id=activity_id)
         if event.HasField("user_metadata") and event.user_metadata.HasField("summary"):
             item.details["ui_summary"] = decode_one(event.user_metadata.summary)

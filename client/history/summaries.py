@@ -62,6 +62,8 @@ def summarize_activity(activity: ScheduledActivity) -> None:
         item.summary = _model_summary(activity, data, result)
     elif activity.activity_type == "run_tool":
         item.summary = _tool_summary(activity, data, result)
+    elif activity.activity_type == "summarize" and activity.outcome == "completed":
+        item.summary = _summary_call(activity, data, result)
     else:
         returned = "" if activity.result is None else preview(compact(activity.result))
         label = activity_label(activity) + attempts_note(activity)
@@ -135,6 +137,16 @@ def _model_summary(
         message = (provider or {}).get("message") or failure_text(activity.failure)
         return f"{prefix}: {activity.outcome} ({provider_kind(provider)}): {preview(message)}"
     return f"{prefix}: {activity.outcome}"
+
+
+def _summary_call(activity: ScheduledActivity, data: dict[str, Any], result: dict[str, Any]) -> str:
+    """A compaction's or branch summary's model call, a line of its own (with its model
+    and usage, for its cost: it is no turn of the run, but the run pays for it)."""
+    usage = result.get("usage") or {}
+    model = str(data.get("model") or "model")
+    activity.item.details.update(model=model, usage=usage, summary_kind=data.get("kind"))
+    line = f"{data.get('kind')} summary with {model}{attempts_note(activity)}"
+    return f"{line}: {token_counts(usage)}, {result.get('summary_chars', '?')} chars"
 
 
 def _tool_summary(activity: ScheduledActivity, data: dict[str, Any], result: dict[str, Any]) -> str:

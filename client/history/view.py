@@ -72,6 +72,7 @@ _LABELS = {
     "run_started": ("run started", "bold"),
     "start_run": ("start run", "dim"),
     "model_call": ("model", "cyan"),
+    "summary_call": ("summary", "cyan"),
     "save_point": ("  save point", "green"),
     "tool_call": ("  tool", "yellow"),
     "subagent": ("  sub-agent", "yellow"),

@@ -22,7 +22,13 @@ from support import user_texts as user_texts  # the fault tests read it from her
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from domain.entries import CustomMessageEntry, MessageEntry, SessionEntry
+from domain.entries import (
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomMessageEntry,
+    MessageEntry,
+    SessionEntry,
+)
 from domain.messages import (
     AgentMessage,
     AssistantMessage,
@@ -254,12 +260,15 @@ def assert_session_sound(
     assert sorted(e.id for e in path) == sorted(ids), "entries off the session's branch"
     assert_valid_pairing(path)
 
-    # The display history is the transcript, message for message.
+    # The display history is the transcript, message for message (and each compaction's
+    # summary, the model call that wrote it).
     shown = stack.client.display_messages(session_id)
     expected = [
         (e.id, e.message.role if isinstance(e, MessageEntry) else "custom")
         for e in path
-        if isinstance(e, MessageEntry) or (isinstance(e, CustomMessageEntry) and e.display)
+        if isinstance(e, MessageEntry)
+        or (isinstance(e, CustomMessageEntry) and e.display)
+        or (isinstance(e, CompactionEntry | BranchSummaryEntry) and e.usage is not None)
     ]
     assert [(d.id, d.role) for d in shown] == expected
     assert [d.role for d in shown if d.role != "custom"] == transcript_roles(path)

@@ -69,7 +69,10 @@ async def one_compaction(stack: Stack, session_id: str) -> CompactionEntry:
     kinds = [e.type async for e in stack.client.events(session_id, follow=False)]
     assert kinds.count("compaction_end") == 1
     messages = [e for e in path if isinstance(e, MessageEntry)]
-    assert len(stack.client.display_messages(session_id)) == len(messages)
+    # The messages, and the summary's model call once (hidden, for its cost).
+    shown = stack.client.display_messages(session_id)
+    assert [d.id for d in shown if d.role == "custom"] == [compactions[0].id]
+    assert len(shown) == len(messages) + 1
     return compactions[0]
 
 

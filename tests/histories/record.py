@@ -123,6 +123,24 @@ async def budget_wait_raise_stop(stack: Stack, session_id: str) -> None:
     await run.result()
 
 
+async def compaction_reaches_the_budget(stack: Stack, session_id: str) -> None:
+    """A run compacts itself, and its summary's tokens reach the run's token budget."""
+    from domain.budgets import Budget
+
+    part = Path(stack.client.get_session(session_id).workspace) / "part.txt"
+    part.write_text("0123456789 " * 400)
+    options = stack.client.default_options().model_copy(
+        update={
+            "compaction": CompactionSettings(
+                context_window=4500, reserve_tokens=0, keep_recent_tokens=1200
+            ),
+        }
+    )
+    budget = Budget(max_tokens=200_000)
+    run = await stack.client.prompt(session_id, "Read it, many times.", options=options, budget=budget)
+    await run.result()
+
+
 def bash(command: str, call_id: str) -> dict[str, Any]:
     return {"tool_use": {"id": call_id, "name": "bash", "input": {"command": command}}}
 
@@ -316,6 +334,20 @@ SCENARIOS = [
             }
         },
         budget_wait_raise_stop,
+    ),
+    Scenario(
+        "summary_budget",
+        {
+            "conversations": {
+                "*": [
+                    {**SUMMARIES[0], "usage": {"input_tokens": 300_000, "output_tokens": 100}},
+                    SUMMARIES[1],
+                    *[READ_PART] * 7,
+                    {"reply": [{"text": "Done."}]},
+                ]
+            }
+        },
+        compaction_reaches_the_budget,
     ),
 ]
 

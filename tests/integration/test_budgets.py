@@ -333,3 +333,31 @@ async def test_a_budget_is_carried_across_continue_as_new(stack: Stack) -> None:
     # $0.20 a turn, one turn per execution: counted across them, it stops after three.
     assert_stopped_by_budget(stack, session.id, result, "$0.6000 spent")
     assert result.turns == 3 and len(events_of(stack, session.id, "continued_as_new")) >= 2
+
+
+async def test_the_command_line_refuses_a_limit_of_zero(stack: Stack) -> None:
+    """0 is no way to say "no limit": refused on one line naming the option, as the API
+    refuses it, saying how to have no such limit; nothing is stored or started."""
+    session = stack.client.create_session()
+    refused = [
+        (["budget", session.id, "--cost", "0"], "--cost must be above 0 (got 0)"),
+        (["budget", session.id, "--wall", "0"], "--wall must be above 0 (got 0)"),
+        (["budget", session.id, "--turns", "0"], "--turns must be 1 or more (got 0)"),
+        (["run", "--session", session.id, "--max-cost", "0", "go"], "--max-cost must be above 0"),
+        (["run", "--session", session.id, "--max-wall", "0", "go"], "--max-wall must be above 0"),
+        (["raise-budget", session.id, "--cost", "0"], "--cost must be above 0 (got 0)"),
+    ]
+    async with stack.worker():  # a command that took 0 would go ahead, and not hang
+        for args, message in refused:
+            code, _, err = await stack.cli(*args)
+            lines = [line for line in err.splitlines() if line.strip()]
+            assert code == 2 and len(lines) == 1, err
+            assert lines[0].startswith(f"error: {message}"), err
+            assert "for no" in lines[0] or "a raise gives a higher limit" in lines[0]
+        code, _, err = await stack.cli("budget", session.id, "--cost", "0")
+        assert "leave --cost out" in err
+        assert stack.client.get_session(session.id).config.budget is None
+        assert stack.client.runs(session.id) == []
+        # Leaving the option out is how: the budget is the limits given.
+        code, out, err = await stack.cli("budget", session.id, "--turns", "3")
+    assert code == 0 and "session budget: 3 turns; when reached: stop" in out, err

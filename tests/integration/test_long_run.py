@@ -85,7 +85,9 @@ async def test_two_thousand_turns(stack: Stack) -> None:
     path = stack.client.path(session.id)
     assert_valid_pairing(path)
     assert [m.id for m in messages] == [e.id for e in path if isinstance(e, MessageEntry)]
-    assert len(stack.client.display_messages(session.id)) == len(messages)
+    # Each compaction's summary is shown too (hidden, for its cost).
+    compactions = [e for e in entries if isinstance(e, CompactionEntry)]
+    assert len(stack.client.display_messages(session.id)) == len(messages) + len(compactions)
     turns = [r.body for r in stack.model.requests_for(session.id) if is_turn(r.body)]
     steered = [b for b in turns if "halfway there" in str(b["messages"][-1])]
     assert len(steered) == 1

@@ -37,6 +37,7 @@ def test_histories_are_recorded() -> None:
         "move-1",
         "move-2",
         "budget",
+        "summary_budget",
     }
 
 

@@ -148,3 +148,22 @@ async def test_a_model_without_a_price_is_cost_unknown_and_named(
     shown = await cli(stack, "show", session_id)
     assert "house-model-1 · 1,000 in / 200 out" in shown
     assert "cost unknown (no price for model house-model-1)" in shown
+
+
+@pytest.mark.script(SCRIPT)
+async def test_run_closes_with_what_the_run_cost(stack: Stack) -> None:
+    """`duragent run`'s last line gives the run's cost and cache hit rate, as `status`."""
+    prices = bundled_prices()
+    session = stack.client.create_session()
+    async with stack.worker():
+        ran = await cli(stack, "run", "--session", session.id, "go")
+    [run] = stack.client.runs(session.id)
+    price = prices.price_of(stack.settings.model)
+    assert price is not None
+    cost = usage_cost(run.usage, price)
+    rate = cache_hit_rate(run.usage)
+    [closing] = [line for line in ran.splitlines() if line.startswith("run completed")]
+    assert closing == (
+        f"run completed after 2 turn(s), {cost_text(cost)} "
+        f"({run.usage.total_tokens:,} tokens, {rate:.0%} cache hits)"
+    )

@@ -90,9 +90,13 @@ async def test_manual_compaction_keeps_the_display_history(stack: Stack, api: Ap
             lambda: [r.status for r in stack.client.runs(session)] == ["completed"] * 2
         )
         after = (await http.get(f"/api/sessions/{session}/state")).json()["messages"]
-    # The UI replays everything; the model sees the summary and the recent part only.
+    # The UI replays everything (the summary's model call hidden, with its cost); the
+    # model sees the summary and the recent part only.
     assert [m["id"] for m in after[: len(before)]] == [m["id"] for m in before]
-    assert len(after) == len(before) + 2
+    summary, *added = after[len(before) :]
+    assert summary["id"] == compaction.id and summary["message"]["display"] is False
+    assert summary["turn_cost"]["model"] == compaction.model
+    assert [m["role"] for m in added] == ["user", "assistant"]
     sent = stack.model.requests_for(session)[-1].body
     first = sent_texts(sent)[0]
     assert first.startswith("The conversation before this point was compacted")

@@ -116,7 +116,10 @@ def test_continue_as_new_links_the_executions_of_one_run() -> None:
 def test_a_compaction_reads_as_its_own_workflow() -> None:
     compaction = timeline("compaction-2")
     assert compaction.workflow_type == "SessionCompaction" and compaction.run_id is None
-    assert [i.summary.split(" (")[0] for i in of_kind(compaction, "activity")] == ["summarize"]
+    # The summary is a model call, a line of its own with its model and usage (to price).
+    [summary] = of_kind(compaction, "summary_call")
+    assert summary.summary.startswith("compaction summary with ")
+    assert summary.details["model"] and "input_tokens" in summary.details["usage"]
 
 
 def test_render_prints_a_header_then_one_line_per_item() -> None:
