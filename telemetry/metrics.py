@@ -17,6 +17,8 @@ counts nowhere (replaying a workflow runs no activity, so counts nothing again).
 - `duragent_turns_total{model}`: model turns completed
 - `duragent_model_tokens_total{model,kind}`: input, output, cache_read, cache_write
 - `duragent_model_call_cost_usd{model}`: a histogram; its `_sum` is the dollars spent
+  (tokens, cost and durations count compaction and branch summaries' calls too: they
+  are paid for like turns, though they are not turns)
 - `duragent_model_call_duration_seconds{model}`, `duragent_model_call_failures_total{kind}`
 - `duragent_tool_call_duration_seconds{tool,outcome}`: its `_count` counts calls (a
   `delegate` call's, from its sub-agent's start to its answer); outcome ok, error,
@@ -48,6 +50,7 @@ from domain.messages import Usage
 from domain.prices import PriceTable
 from domain.subagents import FINISH_SUBAGENT, FinishSubagentInput
 from domain.tools import ToolCallRef
+from domain.tree_ops import SUMMARIZE, SummarizeResult
 from domain.turns import (
     FINISH_RUN,
     MODEL_TURN,
@@ -149,7 +152,10 @@ class WorkerMetrics:
     def activity_done(self, name: str, args: Sequence[Any], result: Any, seconds: float) -> None:
         data = args[0] if args else None
         if name == MODEL_TURN and isinstance(result, ModelTurnResult):
-            self._model_turn(result, seconds)
+            self.turns.add(1, {"model": result.model or "unknown"})
+            self._model_call(result.model, result.usage, seconds)
+        elif name == SUMMARIZE and isinstance(result, SummarizeResult):
+            self._model_call(result.cost.model if result.cost else None, result.usage, seconds)
         elif name in (RUN_TOOL, FINISH_SUBAGENT) and isinstance(result, ToolCallOutcome):
             # A `delegate` call never reaches the tool activity: its outcome is staged
             # when the sub-agent's run is over, with the call's whole duration.
@@ -170,17 +176,16 @@ class WorkerMetrics:
             kind = details.get("kind") if isinstance(details, dict) else None
             self.model_failures.add(1, {"kind": str(kind or "unknown")})
 
-    def _model_turn(self, result: ModelTurnResult, seconds: float) -> None:
-        model = result.model or "unknown"
+    def _model_call(self, name: str | None, usage: Usage, seconds: float) -> None:
+        model = name or "unknown"
         labels = {"model": model}
-        self.turns.add(1, labels)
-        for kind, count in _token_kinds(result.usage):
+        for kind, count in _token_kinds(usage):
             if count:
                 self.tokens.add(count, {"model": model, "kind": kind})
         self.model_duration.record(seconds, labels)
-        price = self._prices.price_of(result.model)
+        price = self._prices.price_of(name)
         if price is not None:  # an unpriced model's cost is unknown: never a guess
-            self.cost.record(usage_cost(result.usage, price), labels)
+            self.cost.record(usage_cost(usage, price), labels)
 
     def _tool_call(self, call: ToolCallRef, outcome: ToolCallOutcome) -> None:
         if call.refused is not None:

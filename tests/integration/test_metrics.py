@@ -19,6 +19,8 @@ from api.app import MAX_BODY_BYTES
 from client.api import DuragentClient
 from client.connection import connect_temporal
 from client.errors import DuragentError
+from domain.compaction import CompactionSettings
+from domain.entries import CompactionEntry
 from settings import SettingError, Settings
 from telemetry.metrics import worker_runtime
 from worker import build_worker
@@ -202,3 +204,44 @@ def test_a_bad_metrics_address_is_refused_naming_the_setting(tmp_path: Path) -> 
         address = f"127.0.0.1:{taken.getsockname()[1]}"
         with pytest.raises(DuragentError, match=f"DURAGENT_WORKER_METRICS={address}: cannot"):
             worker_runtime(Settings.from_env(home=tmp_path, worker_metrics=address))
+
+
+SUMMARY_USAGE = {"input_tokens": 30_000, "output_tokens": 700}
+READS_THEN_SUMMARY = {
+    "conversations": {
+        "*": [
+            {"reply": [{"tool_use": {"name": "read", "input": {"path": "part.txt"}}}]},
+            {"reply": [{"text": "read it"}]},
+            {
+                "match": "You are compacting",
+                "reply": [{"text": "## Goal\nRead."}],
+                "usage": SUMMARY_USAGE,
+            },
+        ]
+    }
+}
+
+
+@pytest.mark.script(READS_THEN_SUMMARY)
+async def test_a_compaction_summary_counts_in_tokens_and_cost_not_turns(stack: Stack) -> None:
+    settings = stack.settings.model_copy(update={"worker_metrics": f"127.0.0.1:{free_port()}"})
+    client = await connect_temporal(settings, runtime=worker_runtime(settings))
+    session = stack.client.create_session()
+    (Path(session.workspace) / "part.txt").write_text("0123456789 " * 400)
+    url = f"http://{settings.worker_metrics}/metrics"
+    model = stack.settings.model
+    async with build_worker(client, stack.db, settings):
+        await asyncio.wait_for((await stack.client.prompt(session.id, "read it")).result(), 60)
+        before = await scrape(url)
+        await stack.client.compact(session.id, settings=CompactionSettings(keep_recent_tokens=100))
+        after = await scrape(url)
+    assert value(after, "duragent_turns_total") == value(before, "duragent_turns_total") == 2
+    [compaction] = [e for e in stack.client.entries(session.id) if isinstance(e, CompactionEntry)]
+    assert compaction.usage is not None and compaction.usage.input_tokens >= 30_000
+    summary = compaction.usage
+    for kind, count in (("input", summary.input_tokens), ("output", summary.output_tokens)):
+        added = value(after, "duragent_model_tokens_total", model=model, kind=kind) - value(
+            before, "duragent_model_tokens_total", model=model, kind=kind
+        )
+        assert added == count
+    assert value(after, "duragent_model_call_cost_usd_count", model=model) == 3  # turns and summary
