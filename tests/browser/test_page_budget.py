@@ -43,15 +43,17 @@ async def stored_budget(http: Any, session_id: str) -> dict[str, Any] | None:
     return budget
 
 
+async def put_budget(http: Any, session_id: str, budget: dict[str, Any]) -> None:
+    """Set the session's budget through the API, as another client would."""
+    put = await http.put(f"/api/sessions/{session_id}/budget", json={"budget": budget})
+    assert put.status_code == 200, put.text
+
+
 async def waiting_page(stack: Stack, api: ApiServer, http: Any, context: Any) -> tuple[str, Any]:
     """A session whose budget of one turn asks for a raise, its run waiting, open in the
     page."""
     session_id = await new_session(http)
-    put = await http.put(
-        f"/api/sessions/{session_id}/budget",
-        json={"budget": {"max_turns": 1, "on_exceed": "ask"}},
-    )
-    assert put.status_code == 200, put.text
+    await put_budget(http, session_id, {"max_turns": 1, "on_exceed": "ask"})
     page = await signed_in(context, api)
     await open_session(page, session_id)
     await send(page, "go")
@@ -140,11 +142,7 @@ async def test_a_budget_stop_leaves_a_note_and_the_header_shows_the_use(
 ) -> None:
     async with stack.worker(), api.client() as http:
         session_id = await new_session(http)
-        put = await http.put(
-            f"/api/sessions/{session_id}/budget",
-            json={"budget": {"max_turns": 1, "max_cost_usd": 0.5}},
-        )
-        assert put.status_code == 200, put.text
+        await put_budget(http, session_id, {"max_turns": 1, "max_cost_usd": 0.5})
         page = await signed_in(browser_context, api)
         await open_session(page, session_id)
         await send(page, "go")
@@ -269,11 +267,7 @@ async def test_a_bad_limit_is_named_in_the_editor_and_nothing_is_stored(
 ) -> None:
     async with stack.worker(), api.client() as http:
         session_id = await new_session(http)
-        put = await http.put(
-            f"/api/sessions/{session_id}/budget",
-            json={"budget": {"max_turns": 2, "on_exceed": "ask"}},
-        )
-        assert put.status_code == 200, put.text
+        await put_budget(http, session_id, {"max_turns": 2, "on_exceed": "ask"})
         before = await stored_budget(http, session_id)
         page = await signed_in(browser_context, api)
         await open_session(page, session_id)
@@ -333,10 +327,7 @@ async def test_remove_budget_clears_the_sessions_budget(
 ) -> None:
     async with stack.worker(), api.client() as http:
         session_id = await new_session(http)
-        put = await http.put(
-            f"/api/sessions/{session_id}/budget", json={"budget": {"max_turns": 2}}
-        )
-        assert put.status_code == 200, put.text
+        await put_budget(http, session_id, {"max_turns": 2})
         page = await signed_in(browser_context, api)
         await open_session(page, session_id)
         await expect(page.locator(".run-header .budget")).to_have_text("budget: 0 of 2 turns")
