@@ -74,6 +74,12 @@ class Stack:
         out, err = await process.communicate()
         return await process.wait(), out.decode(), err.decode()
 
+    async def cli_ok(self, *args: str) -> str:
+        """The real `duragent` command's output; it must succeed."""
+        code, out, err = await self.cli(*args)
+        assert code == 0, err
+        return out
+
     def kill(self, process: subprocess.Popen[bytes]) -> None:
         """SIGKILL the worker's whole process group, as a machine failure would."""
         kill_group(process)

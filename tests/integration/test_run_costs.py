@@ -43,13 +43,6 @@ SCRIPT = {
 }
 
 
-async def cli(stack: Stack, *args: str) -> str:
-    """The real `duragent` command's output (it must succeed)."""
-    code, out, err = await stack.cli(*args)
-    assert code == 0, err
-    return out
-
-
 @BOTH_STORES
 @pytest.mark.script(SCRIPT)
 async def test_status_show_history_and_state_show_what_runs_cost(
@@ -101,16 +94,16 @@ async def test_status_show_history_and_state_show_what_runs_cost(
         assert sum(m["turn_cost"]["cost_usd"] for m in assistant) == pytest.approx(total_usd)
         assert all(m["turn_cost"] is None for m in state["messages"] if m["role"] != "assistant")
 
-    status = await cli(stack, "status", session_id)
+    status = await stack.cli_ok("status", session_id)
     assert f"run {second.run_id} cost {cost_text(two_usd)}" in status
     assert f"session cost {cost_text(total_usd)}" in status
     assert f"{total_rate:.0%} cache hits" in status
     assert f"prices of {prices.as_of.isoformat()}" in status
-    as_json = json.loads(await cli(stack, "status", session_id, "--json"))
+    as_json = json.loads(await stack.cli_ok("status", session_id, "--json"))
     assert as_json["cost"]["session"]["cost_usd"] == pytest.approx(total_usd)
     assert as_json["cost"]["run"]["cost_usd"] == pytest.approx(two_usd)
 
-    shown = await cli(stack, "show", session_id)
+    shown = await stack.cli_ok("show", session_id)
     run_rows = {line.split()[0]: line for line in shown.splitlines() if line[:32] in runs}
     assert cost_text(one_usd) in run_rows[first.run_id]
     assert cost_text(two_usd) in run_rows[second.run_id]
@@ -118,7 +111,7 @@ async def test_status_show_history_and_state_show_what_runs_cost(
     assert f"{HAIKU} · 2,000 in / 100 out tokens · {cost_text(two_usd)}" in shown
     assert "1,000 in / 200 out / 3,000 cache read / 600 cache write tokens" in shown
 
-    history = await cli(stack, "history", session_id)
+    history = await stack.cli_ok("history", session_id)
     # The runs' ends (the model change between them is an execution of its own).
     ended = [line for line in history.splitlines() if "run ended" in line and "turn(s)" in line]
     assert len(ended) == 2
@@ -143,9 +136,9 @@ async def test_a_model_without_a_price_is_cost_unknown_and_named(
     assert state["session_cost"]["unpriced_models"] == ["house-model-1"]
     assistant = [m for m in state["messages"] if m["role"] == "assistant"]
     assert assistant and all(m["turn_cost"]["cost_usd"] is None for m in assistant)
-    status = await cli(stack, "status", session_id)
+    status = await stack.cli_ok("status", session_id)
     assert "cost unknown (no price for model house-model-1)" in status
-    shown = await cli(stack, "show", session_id)
+    shown = await stack.cli_ok("show", session_id)
     assert "house-model-1 · 1,000 in / 200 out" in shown
     assert "cost unknown (no price for model house-model-1)" in shown
 
@@ -156,7 +149,7 @@ async def test_run_closes_with_what_the_run_cost(stack: Stack) -> None:
     prices = bundled_prices()
     session = stack.client.create_session()
     async with stack.worker():
-        ran = await cli(stack, "run", "--session", session.id, "go")
+        ran = await stack.cli_ok("run", "--session", session.id, "go")
     [run] = stack.client.runs(session.id)
     price = prices.price_of(stack.settings.model)
     assert price is not None

@@ -92,12 +92,6 @@ def summaries_usage(stack: Stack, session_id: str) -> Usage:
     return summaries
 
 
-async def cli(stack: Stack, *args: str) -> str:
-    code, out, err = await stack.cli(*args)
-    assert code == 0, err
-    return out
-
-
 @BOTH_STORES
 @pytest.mark.script(READS)
 async def test_a_runs_compaction_counts_in_its_cost_and_tokens(
@@ -152,16 +146,16 @@ async def test_a_runs_compaction_counts_in_its_cost_and_tokens(
         expected = usage_cost(compaction.usage, price)
         assert message["turn_cost"]["cost_usd"] == pytest.approx(expected)
 
-    status = await cli(stack, "status", session_id)
+    status = await stack.cli_ok("status", session_id)
     assert f"session cost {cost_text(total_usd)}" in status
     assert f"run {result.run_id} cost {cost_text(total_usd)}" in status
     costs = [cost_text(usage_cost(c.usage or Usage(), price)) for c in compactions]
-    shown = await cli(stack, "show", session_id)
+    shown = await stack.cli_ok("show", session_id)
     lines = [line for line in shown.splitlines() if line.startswith("· compaction")]
     assert len(lines) == len(compactions)
     for line, compaction, cost in zip(lines, compactions, costs, strict=True):
         assert f"{(compaction.usage or Usage()).input_tokens:,} in" in line and cost in line
-    history = await cli(stack, "history", session_id)
+    history = await stack.cli_ok("history", session_id)
     lines = [line for line in history.splitlines() if "compaction summary" in line]
     assert len(lines) == len(compactions)
     assert all(cost in line for line, cost in zip(lines, costs, strict=True))
@@ -242,11 +236,11 @@ async def test_a_manual_compaction_says_and_counts_what_its_summary_cost(stack: 
         await (await stack.client.prompt(session.id, "read the parts")).result()
         before = stack.client.costs(session.id).session.cost_usd
         assert before is not None
-        out = await cli(stack, "compact", session.id, "--keep", "500")
+        out = await stack.cli_ok("compact", session.id, "--keep", "500")
     summary = summaries_usage(stack, session.id)
     summary_usd = usage_cost(summary, price)
     assert f", the summary {cost_text(summary_usd)}): " in out
-    status = await cli(stack, "status", session.id)
+    status = await stack.cli_ok("status", session.id)
     assert f"session cost {cost_text(before + summary_usd)}" in status
     [compaction] = [e for e in stack.client.entries(session.id) if isinstance(e, CompactionEntry)]
     assert compaction.usage == summary and out.strip().endswith(compaction.id)
