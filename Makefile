@@ -21,7 +21,7 @@ test: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy .
+	$(BIN)/mypy
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

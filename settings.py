@@ -53,8 +53,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from domain.hosts import HOST_NAME_RULE, host_task_queue, is_host_name, sanitized_host_name
-from domain.prices import PriceFileError, PriceTable, parse_price_table
+from duragent.domain.hosts import HOST_NAME_RULE, host_task_queue, is_host_name, sanitized_host_name
+from duragent.domain.prices import PriceFileError, PriceTable, parse_price_table
 
 ToolSandbox = Literal["none", "bwrap"]
 TOOL_SANDBOXES: tuple[ToolSandbox, ...] = ("none", "bwrap")

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import asyncio
 
-from client.workers import (
+from duragent.client.workers import (
     build_worker,
     model_client,
     private_paths,
     run_worker,
     tool_registry,
 )
-from client.workflow_runner import workflow_runner
-from settings import Settings
+from duragent.client.workflow_runner import workflow_runner
+from duragent.settings import Settings
 
 __all__ = [
     "build_worker",

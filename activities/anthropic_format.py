@@ -22,8 +22,8 @@ from anthropic.types import (
     ToolResultBlockParam,
 )
 
-from domain.config import THINKING_BUDGETS, TurnSnapshot
-from domain.messages import (
+from duragent.domain.config import THINKING_BUDGETS, TurnSnapshot
+from duragent.domain.messages import (
     AssistantMessage,
     ImageContent,
     TextContent,
@@ -32,8 +32,8 @@ from domain.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from domain.resources import skills_section
-from domain.transcript import LlmMessage
+from duragent.domain.resources import skills_section
+from duragent.domain.transcript import LlmMessage
 
 Role = Literal["user", "assistant"]
 ImageType = Literal["image/jpeg", "image/png", "image/gif", "image/webp"]

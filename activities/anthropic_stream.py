@@ -24,9 +24,9 @@ from anthropic.types import (
     ToolUseBlock,
 )
 
-from activities.anthropic_format import RequestParams
-from domain.events import DeltaKind
-from domain.messages import (
+from duragent.activities.anthropic_format import RequestParams
+from duragent.domain.events import DeltaKind
+from duragent.domain.messages import (
     AssistantContent,
     AssistantMessage,
     StopReason,

@@ -13,16 +13,16 @@ from sqlalchemy.orm import Session
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.extensions import Extensions
-from activities.save_point import message_events, save_point
-from activities.snapshots import SnapshotTaker
-from domain.config import TurnSnapshot
-from domain.context import derive_path_state
-from domain.entries import MessageEntry, SessionEntry
-from domain.events import AgentEnd, AgentStart, QueueConsumed, TurnStart
-from domain.messages import AgentMessage, AssistantMessage, text_of, user_text
-from domain.resources import expand_template, skill_invocation
-from domain.turns import (
+from duragent.activities.extensions import Extensions
+from duragent.activities.save_point import message_events, save_point
+from duragent.activities.snapshots import SnapshotTaker
+from duragent.domain.config import TurnSnapshot
+from duragent.domain.context import derive_path_state
+from duragent.domain.entries import MessageEntry, SessionEntry
+from duragent.domain.events import AgentEnd, AgentStart, QueueConsumed, TurnStart
+from duragent.domain.messages import AgentMessage, AssistantMessage, text_of, user_text
+from duragent.domain.resources import expand_template, skill_invocation
+from duragent.domain.turns import (
     APPLY_CHANGES,
     FINISH_RUN,
     RECORD_EVENTS,
@@ -37,11 +37,11 @@ from domain.turns import (
     TakeGuidanceInput,
     TakeGuidanceResult,
 )
-from store import entries, events, input_queue, runs, sessions, snapshots
-from store.append import append_below
-from store.db import Database
-from store.errors import SessionNotFound
-from store.events import keyed
+from duragent.store import entries, events, input_queue, runs, sessions, snapshots
+from duragent.store.append import append_below
+from duragent.store.db import Database
+from duragent.store.errors import SessionNotFound
+from duragent.store.events import keyed
 
 
 class Bookkeeping:

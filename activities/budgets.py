@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from domain.budgets import SESSION_SPEND, SessionSpendInput, Spent
-from domain.prices import PriceTable
-from store.db import Database
-from store.spend import session_spend
+from duragent.domain.budgets import SESSION_SPEND, SessionSpendInput, Spent
+from duragent.domain.prices import PriceTable
+from duragent.store.db import Database
+from duragent.store.spend import session_spend
 
 
 class BudgetReads:

@@ -15,11 +15,11 @@ import contextlib
 from pydantic import BaseModel
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from activities.store_retry import with_store_retries
-from domain.events import MessageUpdate
-from domain.messages import AgentMessage
-from store import events, staging
-from store.db import Database
+from duragent.activities.store_retry import with_store_retries
+from duragent.domain.events import MessageUpdate
+from duragent.domain.messages import AgentMessage
+from duragent.store import events, staging
+from duragent.store.db import Database
 
 Staged = tuple[str, AgentMessage]
 """(entry id, message): what an activity produced, staged for the turn's save point."""

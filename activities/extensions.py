@@ -25,10 +25,10 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from domain.messages import AgentMessage, AssistantMessage, ToolCall, ToolResultContent
-from domain.tools import ToolResult
-from domain.transcript import LlmMessage, default_convert_to_llm
-from store.records import SessionRecord
+from duragent.domain.messages import AgentMessage, AssistantMessage, ToolCall, ToolResultContent
+from duragent.domain.tools import ToolResult
+from duragent.domain.transcript import LlmMessage, default_convert_to_llm
+from duragent.store.records import SessionRecord
 
 
 class Session(Protocol):

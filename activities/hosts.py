@@ -13,7 +13,7 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from domain.hosts import (
+from duragent.domain.hosts import (
     CHUNK_BYTES,
     DROP_TRANSFER,
     HOST_READY,
@@ -26,8 +26,8 @@ from domain.hosts import (
     RecordHostInput,
     UnpackWorkspaceInput,
 )
-from store import sessions, transfers
-from store.db import Database
+from duragent.store import sessions, transfers
+from duragent.store.db import Database
 
 
 def _refuse(message: str) -> ApplicationError:

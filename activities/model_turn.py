@@ -15,35 +15,35 @@ import anthropic
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.anthropic_format import request_params
-from activities.anthropic_stream import Delta, ReplyStream, assistant_message
-from activities.event_sink import EventSink
-from activities.extensions import Extensions, TurnContext
-from activities.heartbeat import heartbeating
-from activities.provider_errors import classify
-from activities.save_point import find_commit, save_point
-from activities.snapshots import SnapshotTaker
-from activities.store_retry import with_store_retries
-from activities.tools import ToolRegistry
-from activities.worker_loss import unstick_after_retry
-from domain.approvals import verdict
-from domain.config import SnapshotRef, TurnSnapshot
-from domain.context import context_messages, derive_path_state
-from domain.cost import turn_cost
-from domain.events import MessageEnd, MessageStart, MessageUpdate
-from domain.messages import AgentMessage, AssistantMessage, ToolCall, text_of
-from domain.prices import PriceTable
-from domain.tools import ToolCallRef
-from domain.transcript import repair_pairing
-from domain.turns import (
+from duragent.activities.anthropic_format import request_params
+from duragent.activities.anthropic_stream import Delta, ReplyStream, assistant_message
+from duragent.activities.event_sink import EventSink
+from duragent.activities.extensions import Extensions, TurnContext
+from duragent.activities.heartbeat import heartbeating
+from duragent.activities.provider_errors import classify
+from duragent.activities.save_point import find_commit, save_point
+from duragent.activities.snapshots import SnapshotTaker
+from duragent.activities.store_retry import with_store_retries
+from duragent.activities.tools import ToolRegistry
+from duragent.activities.worker_loss import unstick_after_retry
+from duragent.domain.approvals import verdict
+from duragent.domain.config import SnapshotRef, TurnSnapshot
+from duragent.domain.context import context_messages, derive_path_state
+from duragent.domain.cost import turn_cost
+from duragent.domain.events import MessageEnd, MessageStart, MessageUpdate
+from duragent.domain.messages import AgentMessage, AssistantMessage, ToolCall, text_of
+from duragent.domain.prices import PriceTable
+from duragent.domain.tools import ToolCallRef
+from duragent.domain.transcript import repair_pairing
+from duragent.domain.turns import (
     MODEL_TURN,
     PROVIDER_ERROR,
     ModelTurnInput,
     ModelTurnResult,
     ProviderFailure,
 )
-from store import entries, sessions, snapshots, staging
-from store.db import Database
+from duragent.store import entries, sessions, snapshots, staging
+from duragent.store.db import Database
 
 PREVIEW_CHARS = 200
 ARGS_PREVIEW_CHARS = 100

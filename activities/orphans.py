@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from activities.tools.bash import process_group_alive
+from duragent.activities.tools.bash import process_group_alive
 
 STOP_WAIT_SECONDS = 2.0
 """How long to wait for a stopped group to disappear before reporting it stopped anyway."""

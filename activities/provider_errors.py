@@ -12,8 +12,8 @@ from typing import Any
 
 import anthropic
 
-from activities.anthropic_stream import IncompleteStream, UnreadableStream
-from domain.turns import ProviderErrorKind, ProviderFailure
+from duragent.activities.anthropic_stream import IncompleteStream, UnreadableStream
+from duragent.domain.turns import ProviderErrorKind, ProviderFailure
 
 _BY_STATUS: dict[int, tuple[ProviderErrorKind, bool]] = {
     400: ("bad_request", False),

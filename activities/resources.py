@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from domain.resources import Resource, ResourceKind, parse_resource
+from duragent.domain.resources import Resource, ResourceKind, parse_resource
 
 logger = logging.getLogger(__name__)
 FOLDERS: dict[ResourceKind, str] = {"skill": "skills", "template": "prompts"}

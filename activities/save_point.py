@@ -18,19 +18,26 @@ from pydantic import BaseModel
 from sqlalchemy.orm import Session
 from temporalio.exceptions import ApplicationError
 
-from domain.entries import CustomMessageEntry, MessageEntry, SessionEntry
-from domain.events import MessageEnd, MessageStart, QueueConsumed, SavePoint, TurnEnd, TurnStart
-from domain.messages import (
+from duragent.domain.entries import CustomMessageEntry, MessageEntry, SessionEntry
+from duragent.domain.events import (
+    MessageEnd,
+    MessageStart,
+    QueueConsumed,
+    SavePoint,
+    TurnEnd,
+    TurnStart,
+)
+from duragent.domain.messages import (
     AgentMessage,
     AssistantMessage,
     TextContent,
     ToolResultMessage,
 )
-from domain.transcript import MISSING_RESULT_TEXT
-from domain.turns import TurnCommit
-from store import entries, events, runs, sessions, staging
-from store.append import append_below
-from store.events import keyed
+from duragent.domain.transcript import MISSING_RESULT_TEXT
+from duragent.domain.turns import TurnCommit
+from duragent.store import entries, events, runs, sessions, staging
+from duragent.store.append import append_below
+from duragent.store.events import keyed
 
 
 def save_point(

@@ -6,12 +6,12 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from activities.extensions import Extensions
-from activities.resources import load_resources
-from domain.config import SnapshotRef, TurnSnapshot
-from domain.context import PathState
-from store import snapshots
-from store.records import SessionRecord
+from duragent.activities.extensions import Extensions
+from duragent.activities.resources import load_resources
+from duragent.domain.config import SnapshotRef, TurnSnapshot
+from duragent.domain.context import PathState
+from duragent.store import snapshots
+from duragent.store.records import SessionRecord
 
 
 class SnapshotTaker:

@@ -12,12 +12,12 @@ from typing import Any
 from sqlalchemy.orm import Session
 from temporalio import activity
 
-from activities.tools import DelegateTool, ToolInputError, ToolRegistry
-from activities.tools.base import truncate_head
-from domain.config import TurnSnapshot
-from domain.events import SubagentStarted, ToolExecutionStart, tool_call_ended
-from domain.messages import AssistantMessage
-from domain.subagents import (
+from duragent.activities.tools import DelegateTool, ToolInputError, ToolRegistry
+from duragent.activities.tools.base import truncate_head
+from duragent.domain.config import TurnSnapshot
+from duragent.domain.events import SubagentStarted, ToolExecutionStart, tool_call_ended
+from duragent.domain.messages import AssistantMessage
+from duragent.domain.subagents import (
     DELEGATE_TOOL,
     FINISH_SUBAGENT,
     MAX_DEPTH,
@@ -26,12 +26,12 @@ from domain.subagents import (
     StartSubagentInput,
     SubagentStart,
 )
-from domain.tools import ToolResult
-from domain.turns import ToolCallOutcome
-from store import events, sessions, snapshots, staging
-from store.db import Database
-from store.events import keyed
-from store.records import SessionRecord
+from duragent.domain.tools import ToolResult
+from duragent.domain.turns import ToolCallOutcome
+from duragent.store import events, sessions, snapshots, staging
+from duragent.store.db import Database
+from duragent.store.events import keyed
+from duragent.store.records import SessionRecord
 
 TITLE_CHARS = 60
 

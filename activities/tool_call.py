@@ -18,20 +18,26 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.event_sink import EventSink
-from activities.extensions import Extensions, ToolCallContext
-from activities.heartbeat import heartbeating
-from activities.orphans import CallRecord, Fate, ProcessRecords, process_identity, stop_orphan
-from activities.store_retry import with_store_retries
-from activities.tools import ToolContext, ToolRegistry
-from activities.tools.base import describe_os_error
-from activities.worker_loss import unstick_after_retry
-from domain.events import ToolExecutionStart, ToolExecutionUpdate, tool_call_ended
-from domain.messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
-from domain.tools import ToolResult
-from domain.turns import RUN_TOOL, ToolCallInput, ToolCallOutcome
-from store import sessions, staging
-from store.db import Database
+from duragent.activities.event_sink import EventSink
+from duragent.activities.extensions import Extensions, ToolCallContext
+from duragent.activities.heartbeat import heartbeating
+from duragent.activities.orphans import (
+    CallRecord,
+    Fate,
+    ProcessRecords,
+    process_identity,
+    stop_orphan,
+)
+from duragent.activities.store_retry import with_store_retries
+from duragent.activities.tools import ToolContext, ToolRegistry
+from duragent.activities.tools.base import describe_os_error
+from duragent.activities.worker_loss import unstick_after_retry
+from duragent.domain.events import ToolExecutionStart, ToolExecutionUpdate, tool_call_ended
+from duragent.domain.messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
+from duragent.domain.tools import ToolResult
+from duragent.domain.turns import RUN_TOOL, ToolCallInput, ToolCallOutcome
+from duragent.store import sessions, staging
+from duragent.store.db import Database
 
 TAIL_CHARS = 2000
 

@@ -15,11 +15,11 @@ from sqlalchemy.orm import Session
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.heartbeat import heartbeating
-from activities.provider_errors import classify
-from activities.save_point import save_point
-from activities.store_retry import with_store_retries
-from domain.compaction import (
+from duragent.activities.heartbeat import heartbeating
+from duragent.activities.provider_errors import classify
+from duragent.activities.save_point import save_point
+from duragent.activities.store_retry import with_store_retries
+from duragent.domain.compaction import (
     compose_summary,
     files_touched,
     merge_files,
@@ -28,19 +28,26 @@ from domain.compaction import (
     transcript_text,
     turn_prefix_prompt,
 )
-from domain.context import derive_path_state, entry_messages
-from domain.cost import turn_cost
-from domain.entries import (
+from duragent.domain.context import derive_path_state, entry_messages
+from duragent.domain.cost import turn_cost
+from duragent.domain.entries import (
     BranchSummaryEntry,
     CompactionEntry,
     LeafEntry,
     MessageEntry,
     SessionEntry,
 )
-from domain.events import BranchSummarized, CompactionEnded
-from domain.messages import AgentMessage, CustomMessage, TextContent, Usage, UserMessage, text_of
-from domain.prices import PriceTable
-from domain.tree_ops import (
+from duragent.domain.events import BranchSummarized, CompactionEnded
+from duragent.domain.messages import (
+    AgentMessage,
+    CustomMessage,
+    TextContent,
+    Usage,
+    UserMessage,
+    text_of,
+)
+from duragent.domain.prices import PriceTable
+from duragent.domain.tree_ops import (
     COMMIT_COMPACTION,
     COMMIT_NAVIGATION,
     PLAN_COMPACTION,
@@ -57,12 +64,12 @@ from domain.tree_ops import (
     SummarizeInput,
     SummarizeResult,
 )
-from domain.turns import PROVIDER_ERROR
-from store import display, entries, events, sessions, staging
-from store.append import append_below, displayed
-from store.db import Database
-from store.errors import EntryNotFound
-from store.events import keyed
+from duragent.domain.turns import PROVIDER_ERROR
+from duragent.store import display, entries, events, sessions, staging
+from duragent.store.append import append_below, displayed
+from duragent.store.db import Database
+from duragent.store.errors import EntryNotFound
+from duragent.store.events import keyed
 
 BRANCH_PROMPT = (
     "The user left the following branch of the conversation to go another way. Summarise "

@@ -18,8 +18,8 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Res
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from api.body_limit import BodyLimit
-from api.models import (
+from duragent.api.body_limit import BodyLimit
+from duragent.api.models import (
     BudgetState,
     CreateSession,
     Cursor,
@@ -35,15 +35,15 @@ from api.models import (
     ShownMessage,
     StopResult,
 )
-from api.ownership import owned_session, owned_session_async
-from api.routes_approvals import approval_routes
-from api.routes_budgets import budget_routes
-from api.routes_metrics import mount_metrics
-from api.routes_page import page_routes
-from api.subagent_links import session_links
-from api.web import mount_web
-from client.api import DuragentClient, RunHandle
-from client.errors import (
+from duragent.api.ownership import owned_session, owned_session_async
+from duragent.api.routes_approvals import approval_routes
+from duragent.api.routes_budgets import budget_routes
+from duragent.api.routes_metrics import mount_metrics
+from duragent.api.routes_page import page_routes
+from duragent.api.subagent_links import session_links
+from duragent.api.web import mount_web
+from duragent.client.api import DuragentClient, RunHandle
+from duragent.client.errors import (
     ApprovalNotRecorded,
     ApprovalRefused,
     DuragentError,
@@ -59,10 +59,10 @@ from client.errors import (
     WorkerNotAnswering,
     WorkspaceNotAllowed,
 )
-from client.workspaces import WorkspacePolicy
-from domain.cost import message_turn_cost
-from domain.input import MAX_INPUT_BYTES
-from store.records import DisplayMessage, QueueItem, SessionRecord
+from duragent.client.workspaces import WorkspacePolicy
+from duragent.domain.cost import message_turn_cost
+from duragent.domain.input import MAX_INPUT_BYTES
+from duragent.store.records import DisplayMessage, QueueItem, SessionRecord
 
 # Store calls are synchronous: a route that makes one is a plain `def` (FastAPI runs it on
 # a worker thread), and an `async` route hands each one to a thread (`asyncio.to_thread`),

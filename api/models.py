@@ -14,11 +14,11 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from api.subagent_links import SessionLinks
-from domain.budgets import BudgetView, waiting_text
-from domain.cost import Cost, TurnCost
-from domain.guidance import GuidanceIntent
-from store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
+from duragent.api.subagent_links import SessionLinks
+from duragent.domain.budgets import BudgetView, waiting_text
+from duragent.domain.cost import Cost, TurnCost
+from duragent.domain.guidance import GuidanceIntent
+from duragent.store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
 
 
 class _Body(BaseModel):

@@ -7,9 +7,9 @@ import asyncio
 
 from fastapi import HTTPException
 
-from client.api import DuragentClient
-from client.errors import SessionNotFound
-from store.records import SessionRecord
+from duragent.client.api import DuragentClient
+from duragent.client.errors import SessionNotFound
+from duragent.store.records import SessionRecord
 
 
 def owned_session(client: DuragentClient, session_id: str, owner: str) -> SessionRecord:

@@ -12,9 +12,14 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.ownership import owned_session_async
-from client.api import DuragentClient
-from domain.approvals import MAX_REASON_CHARS, ApprovalOutcome, ApprovalPolicy, PendingApproval
+from duragent.api.ownership import owned_session_async
+from duragent.client.api import DuragentClient
+from duragent.domain.approvals import (
+    MAX_REASON_CHARS,
+    ApprovalOutcome,
+    ApprovalPolicy,
+    PendingApproval,
+)
 
 
 class _Body(BaseModel):

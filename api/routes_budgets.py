@@ -13,9 +13,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict
 
-from api.ownership import owned_session_async
-from client.api import DuragentClient
-from domain.budgets import Budget, BudgetView, Scope
+from duragent.api.ownership import owned_session_async
+from duragent.client.api import DuragentClient
+from duragent.domain.budgets import Budget, BudgetView, Scope
 
 
 class _Body(BaseModel):

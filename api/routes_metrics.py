@@ -26,8 +26,8 @@ from prometheus_client.registry import Collector
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from client.api import DuragentClient
-from domain.runs import Phase
+from duragent.client.api import DuragentClient
+from duragent.domain.runs import Phase
 
 PATH = "/metrics"
 

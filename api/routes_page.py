@@ -12,14 +12,14 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from api.ownership import owned_session, owned_session_async
-from api.tree_view import CompactionMark, TreeView, compaction_marks, tree_view
-from client.api import DuragentClient
-from client.errors import EntryNotInSession
-from domain.config import ThinkingLevel
-from domain.runs import Phase
-from domain.tree_ops import CompactResult, NavigateResult
-from store.records import RunRecord, SessionRecord
+from duragent.api.ownership import owned_session, owned_session_async
+from duragent.api.tree_view import CompactionMark, TreeView, compaction_marks, tree_view
+from duragent.client.api import DuragentClient
+from duragent.client.errors import EntryNotInSession
+from duragent.domain.config import ThinkingLevel
+from duragent.domain.runs import Phase
+from duragent.domain.tree_ops import CompactResult, NavigateResult
+from duragent.store.records import RunRecord, SessionRecord
 
 MAX_NAME_CHARS = 200
 MAX_LABEL_CHARS = 100

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from client.api import DuragentClient
-from store.records import SessionRecord
+from duragent.client.api import DuragentClient
+from duragent.store.records import SessionRecord
 
 
 class SessionLink(BaseModel):

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from domain.entries import (
+from duragent.domain.entries import (
     BranchSummaryEntry,
     CompactionEntry,
     CustomMessageEntry,
@@ -22,7 +22,7 @@ from domain.entries import (
     SessionEntry,
     current_labels,
 )
-from domain.messages import (
+from duragent.domain.messages import (
     AssistantMessage,
     CustomMessage,
     ToolResultMessage,

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from common import Bench, bench_stack, median, p95
 
-from activities.heartbeat import PACE
-from activities.tools import process_group_alive
-from client.run_control import RunHandle
-from worker import build_worker
+from duragent.activities.heartbeat import PACE
+from duragent.activities.tools import process_group_alive
+from duragent.client.run_control import RunHandle
+from duragent.worker import build_worker
 
 SCRIPT = {
     "conversations": {

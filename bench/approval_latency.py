@@ -19,7 +19,7 @@ from pathlib import Path
 
 from common import Bench, bench_stack, kill, median, p95, spawn_worker
 
-from domain.approvals import ApprovalPolicy
+from duragent.domain.approvals import ApprovalPolicy
 
 SCRIPT = {
     "conversations": {

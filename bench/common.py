@@ -19,16 +19,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the stack's processes: tests/processes.py
 
 from processes import WORKER_ARGS, kill_group, spawn_python, stack_env  # noqa: E402
-from temporal_dev import DevServer  # noqa: E402
 from temporalio.api.enums.v1 import TaskQueueType  # noqa: E402
 from temporalio.api.taskqueue.v1 import TaskQueue  # noqa: E402
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest  # noqa: E402
 
-from client.api import DuragentClient  # noqa: E402
-from client.connection import connect_temporal  # noqa: E402
-from offline_model import OfflineModelServer, Script  # noqa: E402
-from settings import Settings  # noqa: E402
-from store.db import Database  # noqa: E402
+from duragent.client.api import DuragentClient  # noqa: E402
+from duragent.client.connection import connect_temporal  # noqa: E402
+from duragent.offline_model import OfflineModelServer, Script  # noqa: E402
+from duragent.settings import Settings  # noqa: E402
+from duragent.store.db import Database  # noqa: E402
+from duragent.temporal_dev import DevServer  # noqa: E402
 
 
 @dataclass

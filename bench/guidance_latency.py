@@ -23,8 +23,8 @@ from typing import Any
 
 from common import Bench, bench_stack, median, p95
 
-from activities.tools import process_group_alive
-from worker import build_worker
+from duragent.activities.tools import process_group_alive
+from duragent.worker import build_worker
 
 
 async def wait_for(check: Callable[[], Any], timeout: float = 30.0) -> None:

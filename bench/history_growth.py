@@ -19,7 +19,7 @@ from common import bench_stack
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from worker import build_worker
+from duragent.worker import build_worker
 
 
 def script(turns: int) -> dict[str, Any]:

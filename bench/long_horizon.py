@@ -18,7 +18,7 @@ from typing import Any
 
 from common import bench_stack, kill, median, spawn_worker
 
-from domain.compaction import CompactionSettings
+from duragent.domain.compaction import CompactionSettings
 
 
 def script(turns: int) -> dict[str, Any]:

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from common import ROOT, median, p95
 
-from activities.mcp.config import McpConfig
-from activities.mcp.tools import mcp_providers
-from activities.tools import ToolContext, ToolRegistry, default_tools
+from duragent.activities.mcp.config import McpConfig
+from duragent.activities.mcp.tools import mcp_providers
+from duragent.activities.tools import ToolContext, ToolRegistry, default_tools
 
 
 async def main(calls: int) -> None:

@@ -29,13 +29,13 @@ from common import Bench, bench_stack, median
 from temporal_floor import bare_temporal, floor_run
 from tracing_column import traced_duragent
 
-from activities.anthropic_format import request_params
-from activities.anthropic_stream import ReplyStream, assistant_message
-from activities.tools import ToolContext, ToolRegistry, default_tools
-from domain.config import SessionConfig, TurnSnapshot
-from domain.messages import AgentMessage, user_text
-from domain.transcript import llm_transcript
-from worker import build_worker, model_client
+from duragent.activities.anthropic_format import request_params
+from duragent.activities.anthropic_stream import ReplyStream, assistant_message
+from duragent.activities.tools import ToolContext, ToolRegistry, default_tools
+from duragent.domain.config import SessionConfig, TurnSnapshot
+from duragent.domain.messages import AgentMessage, user_text
+from duragent.domain.transcript import llm_transcript
+from duragent.worker import build_worker, model_client
 
 
 def script(turns: int, latency_ms: int) -> dict[str, Any]:

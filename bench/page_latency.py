@@ -32,8 +32,8 @@ from long_horizon import script as long_script
 from processes import CHROMIUM, CHROMIUM_ARGS
 from stream_latency import API_ENV, TOKEN, api_ready, free_port, processes
 
-from domain.compaction import CompactionSettings
-from offline_model.protocol import CHUNK_CHARS
+from duragent.domain.compaction import CompactionSettings
+from duragent.offline_model.protocol import CHUNK_CHARS
 
 USER = API_ENV["DURAGENT_API_TOKENS"].split("=")[1]  # the user the bench's token names
 REPLY = " ".join(f"word{i:03d}" for i in range(100))  # 800 characters: 40 deltas

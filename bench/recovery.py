@@ -24,7 +24,7 @@ from typing import Any
 
 from common import Bench, bench_stack, kill, median, spawn_worker, worker_polling
 
-from settings import Settings
+from duragent.settings import Settings
 
 
 async def wait_for(check: Callable[[], Any], timeout: float = 120.0) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 from common import Bench, bench_stack, median, p95, spawn, spawn_worker
 
-from offline_model.protocol import CHUNK_CHARS
+from duragent.offline_model.protocol import CHUNK_CHARS
 
 TOKEN = "bench-token"
 API_ENV = {"DURAGENT_API_TOKENS": f"{TOKEN}=bench"}
@@ -45,7 +45,16 @@ def processes(bench: Bench, port: int) -> Iterator[None]:
     """A worker and the HTTP API, each in its own process, as deployed."""
     started = [
         spawn_worker(bench),
-        spawn(bench, "-m", "client.cli", "serve", "--no-worker", "--port", str(port), **API_ENV),
+        spawn(
+            bench,
+            "-m",
+            "duragent.client.cli",
+            "serve",
+            "--no-worker",
+            "--port",
+            str(port),
+            **API_ENV,
+        ),
     ]
     try:
         yield

@@ -26,13 +26,13 @@ from common import Bench
 from temporalio import activity, workflow
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from activities.anthropic_format import request_params
-from activities.anthropic_stream import ReplyStream, assistant_message
-from activities.tools import ToolContext, ToolRegistry, default_tools
-from domain.config import SessionConfig, TurnSnapshot
-from domain.messages import AgentMessage, AssistantMessage, user_text
-from domain.transcript import llm_transcript
-from worker import model_client
+from duragent.activities.anthropic_format import request_params
+from duragent.activities.anthropic_stream import ReplyStream, assistant_message
+from duragent.activities.tools import ToolContext, ToolRegistry, default_tools
+from duragent.domain.config import SessionConfig, TurnSnapshot
+from duragent.domain.messages import AgentMessage, AssistantMessage, user_text
+from duragent.domain.transcript import llm_transcript
+from duragent.worker import model_client
 
 
 @dataclass

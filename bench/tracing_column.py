@@ -20,9 +20,9 @@ from common import Bench
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from client.api import DuragentClient
-from telemetry import tracing
-from worker import build_worker, model_client
+from duragent.client.api import DuragentClient
+from duragent.telemetry import tracing
+from duragent.worker import build_worker, model_client
 
 RECEIVER = """
 import json, sys, threading

@@ -10,16 +10,16 @@ navigation (`session_tree`), run events (`event_stream`), approval of tool calls
 
 from __future__ import annotations
 
-from client.approvals import Approvals
-from client.bounds import bounded
-from client.budgets import Budgets
-from client.event_stream import EventStream
-from client.hosts import Hosts
-from client.inputs import Inputs
-from client.new_sessions import NewSessions
-from client.run_control import RunHandle
-from client.session_tree import SessionTree
-from client.session_workflows import SessionStatus
+from duragent.client.approvals import Approvals
+from duragent.client.bounds import bounded
+from duragent.client.budgets import Budgets
+from duragent.client.event_stream import EventStream
+from duragent.client.hosts import Hosts
+from duragent.client.inputs import Inputs
+from duragent.client.new_sessions import NewSessions
+from duragent.client.run_control import RunHandle
+from duragent.client.session_tree import SessionTree
+from duragent.client.session_workflows import SessionStatus
 
 __all__ = ["DuragentClient", "RunHandle", "SessionStatus", "bounded"]
 

@@ -16,8 +16,8 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from client.bounds import bounded, one_line
-from client.errors import (
+from duragent.client.bounds import bounded, one_line
+from duragent.client.errors import (
     ApprovalNotRecorded,
     ApprovalRefused,
     InvalidChange,
@@ -25,18 +25,18 @@ from client.errors import (
     WorkerNotAnswering,
     failure_text,
 )
-from client.session_writes import SessionWrites
-from domain.approvals import (
+from duragent.client.session_writes import SessionWrites
+from duragent.domain.approvals import (
     ApprovalDecision,
     ApprovalOutcome,
     ApprovalPolicy,
     DecisionKind,
     PendingApproval,
 )
-from domain.entries import ApprovalPolicyChangeEntry
-from domain.messages import AssistantMessage
-from store import staging
-from workflows.session_run import SessionRun
+from duragent.domain.entries import ApprovalPolicyChangeEntry
+from duragent.domain.messages import AssistantMessage
+from duragent.store import staging
+from duragent.workflows.session_run import SessionRun
 
 DECIDE_TIMEOUT = timedelta(seconds=10)
 """How long a decision waits for the run's worker to take it."""

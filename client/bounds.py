@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from client.errors import InputTooLarge, InvalidPrompt
-from domain.input import MAX_INPUT_BYTES, PromptInput, input_bytes, normalize_prompt_input
-from domain.messages import AgentMessage, UserMessage, text_of
-from store.clock import now_ms
+from duragent.client.errors import InputTooLarge, InvalidPrompt
+from duragent.domain.input import MAX_INPUT_BYTES, PromptInput, input_bytes, normalize_prompt_input
+from duragent.domain.messages import AgentMessage, UserMessage, text_of
+from duragent.store.clock import now_ms
 
 
 def bounded(what: str, value: object) -> None:

@@ -17,13 +17,13 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from client.bounds import one_line
-from client.errors import InvalidChange, SessionIdle, WorkerNotAnswering, failure_text
-from client.session_writes import SessionWrites
-from domain.budgets import Budget, BudgetRaise, BudgetView, Scope, Spent
-from domain.prices import PriceTable
-from store.spend import session_spend
-from workflows.session_run import SessionRun
+from duragent.client.bounds import one_line
+from duragent.client.errors import InvalidChange, SessionIdle, WorkerNotAnswering, failure_text
+from duragent.client.session_writes import SessionWrites
+from duragent.domain.budgets import Budget, BudgetRaise, BudgetView, Scope, Spent
+from duragent.domain.prices import PriceTable
+from duragent.store.spend import session_spend
+from duragent.workflows.session_run import SessionRun
 
 RAISE_TIMEOUT = timedelta(seconds=10)
 """How long a raise waits for the run's worker to take it."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from temporal_dev import is_reachable
 from temporalio.api.workflowservice.v1 import (
     CountWorkflowExecutionsRequest,
     GetSystemInfoRequest,
@@ -15,9 +14,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS, ClientConnectConfig
 from temporalio.runtime import Runtime
 
-from settings import Settings
-from store.db import Database
-from telemetry import tracing
+from duragent.settings import Settings
+from duragent.store.db import Database
+from duragent.telemetry import tracing
+from duragent.temporal_dev import is_reachable
 
 
 async def connect_temporal(settings: Settings, *, runtime: Runtime | None = None) -> Client:

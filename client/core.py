@@ -7,16 +7,16 @@ from typing import Self
 
 from temporalio.client import Client
 
-from activities.mcp.config import load_config
-from activities.mcp.names import KnownToolNames
-from activities.tools import default_tool_names
-from client.connection import connect_temporal, open_store
-from client.errors import TemporalUnreachable
-from client.prices import price_table
-from client.usage_tally import UsageTally
-from domain.prices import PriceTable
-from settings import Settings
-from store.db import Database
+from duragent.activities.mcp.config import load_config
+from duragent.activities.mcp.names import KnownToolNames
+from duragent.activities.tools import default_tool_names
+from duragent.client.connection import connect_temporal, open_store
+from duragent.client.errors import TemporalUnreachable
+from duragent.client.prices import price_table
+from duragent.client.usage_tally import UsageTally
+from duragent.domain.prices import PriceTable
+from duragent.settings import Settings
+from duragent.store.db import Database
 
 
 class ClientCore:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from temporalio.exceptions import FailureError
 
-from domain.fallbacks import root_message
+from duragent.domain.fallbacks import root_message
 
 
 class DuragentError(Exception):
@@ -62,7 +62,7 @@ class InvalidHost(DuragentError, ValueError):
     """A host name that breaks the rule (`domain.hosts`)."""
 
     def __init__(self, host: str) -> None:
-        from domain.hosts import HOST_NAME_RULE
+        from duragent.domain.hosts import HOST_NAME_RULE
 
         super().__init__(f"{host[:100]!r} is not a host name ({HOST_NAME_RULE})")
         self.host = host

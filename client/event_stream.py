@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from client.session_reads import SessionReads
-from store.records import StoredEvent
+from duragent.client.session_reads import SessionReads
+from duragent.store.records import StoredEvent
 
 EVENT_POLL_S = 0.05
 

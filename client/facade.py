@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from client.api import DuragentClient
-from domain.entries import SessionEntry
+from duragent.client.api import DuragentClient
+from duragent.domain.entries import SessionEntry
 
 
 class SessionFacade:

@@ -9,10 +9,10 @@ from pathlib import Path
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from client.errors import DuragentError, InvalidHost, failure_text
-from client.session_workflows import SessionWorkflows
-from domain.hosts import MoveInput, MoveResult, is_host_name
-from workflows.session_move import SessionMove
+from duragent.client.errors import DuragentError, InvalidHost, failure_text
+from duragent.client.session_workflows import SessionWorkflows
+from duragent.domain.hosts import MoveInput, MoveResult, is_host_name
+from duragent.workflows.session_move import SessionMove
 
 
 class MoveRefused(DuragentError, ValueError):

@@ -9,21 +9,21 @@ from typing import Any
 
 from temporalio.service import RPCError, RPCStatusCode
 
-from client.bounds import bounded, one_message
-from client.errors import (
+from duragent.client.bounds import bounded, one_message
+from duragent.client.errors import (
     DuragentError,
     InvalidPrompt,
     QueueItemNotPending,
     SessionBusy,
     SessionIdle,
 )
-from client.run_control import RunControl, RunHandle
-from domain.guidance import GuidanceIntent, GuidanceItem, classify
-from domain.input import PromptInput
-from domain.queues import QueuedMessage
-from store import input_queue
-from store.records import QueueItem
-from workflows.session_run import SessionRun
+from duragent.client.run_control import RunControl, RunHandle
+from duragent.domain.guidance import GuidanceIntent, GuidanceItem, classify
+from duragent.domain.input import PromptInput
+from duragent.domain.queues import QueuedMessage
+from duragent.store import input_queue
+from duragent.store.records import QueueItem
+from duragent.workflows.session_run import SessionRun
 
 
 class Inputs(RunControl):

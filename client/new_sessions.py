@@ -6,16 +6,16 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from client.bounds import bounded
-from client.errors import EntryNotInSession, InvalidHost, InvalidWorkspace
-from client.session_reads import SessionReads
-from client.workspaces import WorkspacePolicy
-from domain.config import SessionConfig
-from domain.hosts import is_host_name
-from store import sessions
-from store.errors import EntryNotFound as StoreEntryNotFound
-from store.fork import fork_session
-from store.records import SessionRecord
+from duragent.client.bounds import bounded
+from duragent.client.errors import EntryNotInSession, InvalidHost, InvalidWorkspace
+from duragent.client.session_reads import SessionReads
+from duragent.client.workspaces import WorkspacePolicy
+from duragent.domain.config import SessionConfig
+from duragent.domain.hosts import is_host_name
+from duragent.store import sessions
+from duragent.store.errors import EntryNotFound as StoreEntryNotFound
+from duragent.store.fork import fork_session
+from duragent.store.records import SessionRecord
 
 
 class NewSessions(SessionReads):

@@ -7,15 +7,15 @@ import functools
 from importlib import resources
 from pathlib import Path
 
-from domain.prices import PriceTable, parse_price_table
-from settings import read_price_file
+from duragent.domain.prices import PriceTable, parse_price_table
+from duragent.settings import read_price_file
 
 BUNDLED = "domain/prices.toml"
 
 
 @functools.cache
 def bundled_prices() -> PriceTable:
-    text = resources.files("domain").joinpath("prices.toml").read_text(encoding="utf-8")
+    text = resources.files("duragent.domain").joinpath("prices.toml").read_text(encoding="utf-8")
     return parse_price_table(text, BUNDLED)
 
 

@@ -14,7 +14,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
 
-from store.records import StoredEvent
+from duragent.store.records import StoredEvent
 
 FIRST_LINE_CHARS = 100
 LIVE_LINES = 5

@@ -12,17 +12,24 @@ from typing import Any
 from temporalio.client import WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from client.bounds import bounded, first_line
-from client.budgets import check_priced, checked_budget
-from client.errors import InvalidPrompt, ResourceNotFound, SessionIdle
-from client.session_workflows import SessionWorkflows
-from domain.budgets import Budget
-from domain.input import PromptInput, normalize_prompt_input
-from domain.messages import AgentMessage
-from domain.resources import ResourceKind
-from domain.runs import Invocation, RunInput, RunKind, RunOptions, RunResult, session_workflow_id
-from store.clock import now_ms
-from workflows.session_run import SessionRun
+from duragent.client.bounds import bounded, first_line
+from duragent.client.budgets import check_priced, checked_budget
+from duragent.client.errors import InvalidPrompt, ResourceNotFound, SessionIdle
+from duragent.client.session_workflows import SessionWorkflows
+from duragent.domain.budgets import Budget
+from duragent.domain.input import PromptInput, normalize_prompt_input
+from duragent.domain.messages import AgentMessage
+from duragent.domain.resources import ResourceKind
+from duragent.domain.runs import (
+    Invocation,
+    RunInput,
+    RunKind,
+    RunOptions,
+    RunResult,
+    session_workflow_id,
+)
+from duragent.store.clock import now_ms
+from duragent.workflows.session_run import SessionRun
 
 
 @dataclass(frozen=True)

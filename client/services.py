@@ -10,17 +10,17 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 from google.protobuf.timestamp_pb2 import Timestamp
-from temporal_dev import DevServer
 from temporalio.api.enums.v1 import TaskQueueType, WorkerStatus
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, ListWorkersRequest
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from client.connection import connect_temporal, open_store, temporal_reachable
-from client.errors import DuragentError
-from offline_model import DEMO_SCRIPT, OfflineModelServer
-from settings import Settings
+from duragent.client.connection import connect_temporal, open_store, temporal_reachable
+from duragent.client.errors import DuragentError
+from duragent.offline_model import DEMO_SCRIPT, OfflineModelServer
+from duragent.settings import Settings
+from duragent.temporal_dev import DevServer
 
 Announce = Callable[[str], None]
 LIVE_POLLER_S = 70
@@ -140,8 +140,8 @@ async def ensure_worker(settings: Settings, announce: Announce) -> AsyncIterator
     one polls the task queue already: then nothing is started, the model neither."""
     # Imported here, not at the top: the wiring loads the model SDK and every activity,
     # which commands that start no worker do not need to wait for.
-    from client.workers import build_worker
-    from telemetry.metrics import worker_runtime
+    from duragent.client.workers import build_worker
+    from duragent.telemetry.metrics import worker_runtime
 
     client = await connect_temporal(settings)
     if await has_live_worker(client, settings):

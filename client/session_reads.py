@@ -5,16 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from activities.resources import load_resources
-from client.core import ClientCore
-from client.errors import EntryNotInSession, QueueItemNotFound, SessionNotFound
-from domain.cost import SessionCosts, session_costs
-from domain.entries import SessionEntry, current_labels
-from domain.resources import ResourceKind
-from store import display, entries, events, input_queue, runs, sessions
-from store.errors import SessionNotFound as StoreSessionNotFound
-from store.metrics import StoreFigures, store_figures
-from store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
+from duragent.activities.resources import load_resources
+from duragent.client.core import ClientCore
+from duragent.client.errors import EntryNotInSession, QueueItemNotFound, SessionNotFound
+from duragent.domain.cost import SessionCosts, session_costs
+from duragent.domain.entries import SessionEntry, current_labels
+from duragent.domain.resources import ResourceKind
+from duragent.store import display, entries, events, input_queue, runs, sessions
+from duragent.store.errors import SessionNotFound as StoreSessionNotFound
+from duragent.store.metrics import StoreFigures, store_figures
+from duragent.store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ from typing import Any
 
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from client.bounds import bounded
-from client.session_workflows import SessionWorkflows
-from domain.compaction import CompactionSettings
-from domain.tree_ops import CompactInput, CompactResult, NavigateInput, NavigateResult
-from workflows.session_structure import SessionCompaction, SessionNavigation
+from duragent.client.bounds import bounded
+from duragent.client.session_workflows import SessionWorkflows
+from duragent.domain.compaction import CompactionSettings
+from duragent.domain.tree_ops import CompactInput, CompactResult, NavigateInput, NavigateResult
+from duragent.workflows.session_structure import SessionCompaction, SessionNavigation
 
 
 class SessionTree(SessionWorkflows):

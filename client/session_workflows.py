@@ -19,14 +19,14 @@ from temporalio.common import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from client.errors import SessionBusy
-from client.session_reads import SessionReads
-from domain.config import SessionConfig
-from domain.context import derive_path_state
-from domain.runs import Phase, RunResult, RunView, session_workflow_id
-from store import entries, input_queue, runs
-from store.records import QueueItem, RunRecord
-from workflows.session_run import SessionRun
+from duragent.client.errors import SessionBusy
+from duragent.client.session_reads import SessionReads
+from duragent.domain.config import SessionConfig
+from duragent.domain.context import derive_path_state
+from duragent.domain.runs import Phase, RunResult, RunView, session_workflow_id
+from duragent.store import entries, input_queue, runs
+from duragent.store.records import QueueItem, RunRecord
+from duragent.workflows.session_run import SessionRun
 
 SESSION_ID_ATTR = SearchAttributeKey.for_keyword("DuragentSessionId")
 RUN_ID_ATTR = SearchAttributeKey.for_keyword("DuragentRunId")

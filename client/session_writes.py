@@ -11,23 +11,23 @@ from typing import Any
 from pydantic import ValidationError
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 
-from activities.mcp.names import check_server_names
-from client.bounds import bounded, one_line
-from client.errors import InvalidChange
-from client.session_workflows import KIND_ATTR, SESSION_ID_ATTR, SessionWorkflows
-from domain.changes import ConfigChange, FacadeEntry, SessionChange
-from domain.config import QueueMode, ThinkingLevel, check_tool_names
-from domain.entries import (
+from duragent.activities.mcp.names import check_server_names
+from duragent.client.bounds import bounded, one_line
+from duragent.client.errors import InvalidChange
+from duragent.client.session_workflows import KIND_ATTR, SESSION_ID_ATTR, SessionWorkflows
+from duragent.domain.changes import ConfigChange, FacadeEntry, SessionChange
+from duragent.domain.config import QueueMode, ThinkingLevel, check_tool_names
+from duragent.domain.entries import (
     CustomEntry,
     CustomMessageEntry,
     LabelEntry,
     SessionEntry,
     SessionInfoEntry,
 )
-from domain.messages import TextContent
-from domain.runs import session_workflow_id
-from store.clock import now_ms
-from workflows.session_changes import SessionChanges
+from duragent.domain.messages import TextContent
+from duragent.domain.runs import session_workflow_id
+from duragent.store.clock import now_ms
+from duragent.workflows.session_changes import SessionChanges
 
 
 class SessionWrites(SessionWorkflows):

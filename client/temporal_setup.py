@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from temporal_dev import SEARCH_ATTRIBUTES
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
     AddSearchAttributesRequest,
@@ -19,7 +18,8 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from client.errors import DuragentError
+from duragent.client.errors import DuragentError
+from duragent.temporal_dev import SEARCH_ATTRIBUTES
 
 
 @dataclass(frozen=True)

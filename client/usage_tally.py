@@ -9,9 +9,9 @@ from collections import OrderedDict
 
 from sqlalchemy.orm import Session
 
-from domain.cost import ModelUsage
-from store import usage
-from store.usage import RunUsage
+from duragent.domain.cost import ModelUsage
+from duragent.store import usage
+from duragent.store.usage import RunUsage
 
 SESSIONS_KEPT = 1_000
 """Sessions whose sums are kept (least recently read dropped first): about 200 bytes each

@@ -20,38 +20,38 @@ from sqlalchemy.engine import make_url
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
 
-from activities.bookkeeping import Bookkeeping
-from activities.budgets import BudgetReads
-from activities.extensions import Extension, Extensions
-from activities.heartbeat import PACE
-from activities.hosts import HostActivities, MoveBookkeeping
-from activities.mcp.config import McpConfigError, load_config
-from activities.mcp.tools import mcp_providers
-from activities.model_turn import ModelTurns
-from activities.orphans import ProcessRecords
-from activities.snapshots import SnapshotTaker
-from activities.subagents import Subagents
-from activities.tool_call import ToolCalls
-from activities.tools import BashTool, ToolRegistry, default_tools
-from activities.tools.environment import tool_environment
-from activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
-from activities.tree_ops import TreeOps
-from client.api import DuragentClient
-from client.connection import connect_temporal, open_store
-from client.errors import DuragentError
-from client.facade import SessionFacade
-from client.prices import price_table
-from client.workflow_runner import workflow_runner
-from settings import Settings
-from store.db import Database
-from store.entries import EntryCache
-from store.staging import FinishedReplies
-from telemetry import tracing
-from telemetry.metrics import worker_interceptors, worker_runtime
-from workflows.session_changes import SessionChanges
-from workflows.session_move import SessionMove
-from workflows.session_run import SessionRun
-from workflows.session_structure import SessionCompaction, SessionNavigation
+from duragent.activities.bookkeeping import Bookkeeping
+from duragent.activities.budgets import BudgetReads
+from duragent.activities.extensions import Extension, Extensions
+from duragent.activities.heartbeat import PACE
+from duragent.activities.hosts import HostActivities, MoveBookkeeping
+from duragent.activities.mcp.config import McpConfigError, load_config
+from duragent.activities.mcp.tools import mcp_providers
+from duragent.activities.model_turn import ModelTurns
+from duragent.activities.orphans import ProcessRecords
+from duragent.activities.snapshots import SnapshotTaker
+from duragent.activities.subagents import Subagents
+from duragent.activities.tool_call import ToolCalls
+from duragent.activities.tools import BashTool, ToolRegistry, default_tools
+from duragent.activities.tools.environment import tool_environment
+from duragent.activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
+from duragent.activities.tree_ops import TreeOps
+from duragent.client.api import DuragentClient
+from duragent.client.connection import connect_temporal, open_store
+from duragent.client.errors import DuragentError
+from duragent.client.facade import SessionFacade
+from duragent.client.prices import price_table
+from duragent.client.workflow_runner import workflow_runner
+from duragent.settings import Settings
+from duragent.store.db import Database
+from duragent.store.entries import EntryCache
+from duragent.store.staging import FinishedReplies
+from duragent.telemetry import tracing
+from duragent.telemetry.metrics import worker_interceptors, worker_runtime
+from duragent.workflows.session_changes import SessionChanges
+from duragent.workflows.session_move import SessionMove
+from duragent.workflows.session_run import SessionRun
+from duragent.workflows.session_structure import SessionCompaction, SessionNavigation
 
 
 def model_client(settings: Settings) -> anthropic.AsyncAnthropic:

@@ -26,7 +26,7 @@ from temporalio.worker._command_aware_visitor import CommandInfo
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 from temporalio.workflow import Info, _Definition
 
-from activities.heartbeat import PACE, HeartbeatPace
+from duragent.activities.heartbeat import PACE, HeartbeatPace
 
 
 def workflow_runner() -> CancelHintingRunner:
@@ -35,7 +35,7 @@ def workflow_runner() -> CancelHintingRunner:
     return CancelHintingRunner(
         SandboxedWorkflowRunner(
             restrictions=SandboxRestrictions.default.with_passthrough_modules(
-                "domain", "opentelemetry"
+                "duragent.domain", "opentelemetry"
             )
         )
     )

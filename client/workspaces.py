@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from client.errors import InvalidWorkspace, WorkspaceNotAllowed
-from settings import Settings
+from duragent.client.errors import InvalidWorkspace, WorkspaceNotAllowed
+from duragent.settings import Settings
 
 MAX_PATH_BYTES = 4096
 """Linux's PATH_MAX: a longer path cannot be a folder."""

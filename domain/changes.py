@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.approvals import ApprovalPolicy
-from domain.budgets import Budget
-from domain.config import QueueMode, SessionConfig, ThinkingLevel
-from domain.entries import (
+from duragent.domain.approvals import ApprovalPolicy
+from duragent.domain.budgets import Budget
+from duragent.domain.config import QueueMode, SessionConfig, ThinkingLevel
+from duragent.domain.entries import (
     ActiveToolsChangeEntry,
     ApprovalPolicyChangeEntry,
     CustomEntry,

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from domain.context import context_entries, entry_messages
-from domain.entries import CompactionEntry, MessageEntry, SessionEntry
-from domain.messages import (
+from duragent.domain.context import context_entries, entry_messages
+from duragent.domain.entries import CompactionEntry, MessageEntry, SessionEntry
+from duragent.domain.messages import (
     AgentMessage,
     AssistantMessage,
     CustomMessage,

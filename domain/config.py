@@ -14,9 +14,9 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
-from domain.approvals import ApprovalPolicy
-from domain.budgets import Budget
-from domain.resources import Resource, ResourceKind
+from duragent.domain.approvals import ApprovalPolicy
+from duragent.domain.budgets import Budget
+from duragent.domain.resources import Resource, ResourceKind
 
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high"]
 QueueMode = Literal["all", "one-at-a-time"]

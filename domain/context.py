@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from domain.approvals import ApprovalPolicy
-from domain.config import SessionConfig, ThinkingLevel, TurnSnapshot
-from domain.entries import (
+from duragent.domain.approvals import ApprovalPolicy
+from duragent.domain.config import SessionConfig, ThinkingLevel, TurnSnapshot
+from duragent.domain.entries import (
     ActiveToolsChangeEntry,
     ApprovalPolicyChangeEntry,
     BranchSummaryEntry,
@@ -27,7 +27,7 @@ from domain.entries import (
     SessionEntry,
     ThinkingLevelChangeEntry,
 )
-from domain.messages import AgentMessage, CustomMessage, TextContent
+from duragent.domain.messages import AgentMessage, CustomMessage, TextContent
 
 COMPACTION_SUMMARY_TYPE = "compaction_summary"
 BRANCH_SUMMARY_TYPE = "branch_summary"

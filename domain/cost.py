@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.messages import Usage
-from domain.prices import ModelPrice, PriceTable
+from duragent.domain.messages import Usage
+from duragent.domain.prices import ModelPrice, PriceTable
 
 PER_MILLION = 1_000_000
 

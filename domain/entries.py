@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from domain.approvals import ApprovalPolicy
-from domain.config import ThinkingLevel
-from domain.messages import AgentMessage, Usage, UserContent
+from duragent.domain.approvals import ApprovalPolicy
+from duragent.domain.config import ThinkingLevel
+from duragent.domain.messages import AgentMessage, Usage, UserContent
 
 
 class _Entry(BaseModel):

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from domain.messages import AgentMessage, StopReason, ToolResultMessage, Usage
-from domain.tools import ToolResult
+from duragent.domain.messages import AgentMessage, StopReason, ToolResultMessage, Usage
+from duragent.domain.tools import ToolResult
 
 
 class _Event(BaseModel):

@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from domain.entries import CustomMessageEntry
-from domain.messages import AssistantMessage, TextContent, ToolResultMessage
-from domain.tools import ToolCallRef
-from domain.turns import CommitSlot, ProviderFailure, ToolCallOutcome
+from duragent.domain.entries import CustomMessageEntry
+from duragent.domain.messages import AssistantMessage, TextContent, ToolResultMessage
+from duragent.domain.tools import ToolCallRef
+from duragent.domain.turns import CommitSlot, ProviderFailure, ToolCallOutcome
 
 ABORT_NOTE = (
     "The user aborted the run here. Tool calls that had not finished were stopped; "

@@ -21,8 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from domain.entries import CustomMessageEntry
-from domain.messages import TextContent
+from duragent.domain.entries import CustomMessageEntry
+from duragent.domain.messages import TextContent
 
 GuidanceIntent = Literal["interrupt", "supplement"]
 InjectionPoint = Literal[

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.config import ThinkingLevel
-from domain.messages import StopReason, Usage
+from duragent.domain.config import ThinkingLevel
+from duragent.domain.messages import StopReason, Usage
 
 
 class ToolOutcomeSummary(BaseModel):

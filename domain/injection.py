@@ -7,9 +7,13 @@ what the save point then carries: the hidden guidance messages and the event say
 
 from __future__ import annotations
 
-from domain.events import RunEventPayload, RuntimeGuidanceInjected, RuntimeGuidanceReplanBeforeTools
-from domain.guidance import GuidanceItem, InjectionPoint, guidance_entry
-from domain.turns import TurnCommit
+from duragent.domain.events import (
+    RunEventPayload,
+    RuntimeGuidanceInjected,
+    RuntimeGuidanceReplanBeforeTools,
+)
+from duragent.domain.guidance import GuidanceItem, InjectionPoint, guidance_entry
+from duragent.domain.turns import TurnCommit
 
 Arrival = str
 """What the run was doing when an item arrived: `model`, `tools` or `between`."""

@@ -8,7 +8,7 @@ from typing import Any
 import pydantic_core
 from pydantic import TypeAdapter
 
-from domain.messages import AgentMessage, user_text
+from duragent.domain.messages import AgentMessage, user_text
 
 PromptInput = (
     str | AgentMessage | Sequence[AgentMessage] | dict[str, Any] | Sequence[dict[str, Any]]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from domain.config import QueueMode
-from domain.messages import AgentMessage, text_of
+from duragent.domain.config import QueueMode
+from duragent.domain.messages import AgentMessage, text_of
 
 
 class QueuedMessage(BaseModel):

@@ -6,14 +6,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.budgets import Budget, BudgetCarried, BudgetView
-from domain.compaction import CompactionSettings
-from domain.config import SessionConfig, SnapshotRef
-from domain.entries import SessionEntry
-from domain.guidance import GuidanceItem
-from domain.hooks import NextTurn
-from domain.messages import AgentMessage, Usage
-from domain.queues import QueuedMessage
+from duragent.domain.budgets import Budget, BudgetCarried, BudgetView
+from duragent.domain.compaction import CompactionSettings
+from duragent.domain.config import SessionConfig, SnapshotRef
+from duragent.domain.entries import SessionEntry
+from duragent.domain.guidance import GuidanceItem
+from duragent.domain.hooks import NextTurn
+from duragent.domain.messages import AgentMessage, Usage
+from duragent.domain.queues import QueuedMessage
 
 RunStatus = Literal["running", "completed", "error", "aborted"]
 Phase = Literal[

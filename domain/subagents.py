@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from domain.runs import RunResult
-from domain.tools import ToolCallRef
+from duragent.domain.runs import RunResult
+from duragent.domain.tools import ToolCallRef
 
 DELEGATE_TOOL = "delegate"
 MAX_DEPTH = 2

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.approvals import ApprovalAsk
-from domain.messages import TextContent, ToolResultContent, ToolResultMessage
+from duragent.domain.approvals import ApprovalAsk
+from duragent.domain.messages import TextContent, ToolResultContent, ToolResultMessage
 
 ExecutionMode = Literal["parallel", "sequential"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from domain.messages import (
+from duragent.domain.messages import (
     AgentMessage,
     AssistantMessage,
     CustomMessage,

@@ -11,10 +11,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.compaction import CompactionPlan, CompactionSettings
-from domain.cost import TurnCost
-from domain.messages import Usage
-from domain.turns import TurnCommit
+from duragent.domain.compaction import CompactionPlan, CompactionSettings
+from duragent.domain.cost import TurnCost
+from duragent.domain.messages import Usage
+from duragent.domain.turns import TurnCommit
 
 PLAN_COMPACTION = "plan_compaction"
 SUMMARIZE = "summarize"

@@ -11,17 +11,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.approvals import ApprovalPolicy
-from domain.changes import SessionChange
-from domain.config import SessionConfig, SnapshotRef
-from domain.cost import TurnCost
-from domain.entries import SessionEntry
-from domain.events import RunEventPayload
-from domain.hooks import NextTurn
-from domain.messages import AgentMessage, StopReason, ToolResultMessage, Usage, text_of
-from domain.queues import QueuedMessage
-from domain.runs import Invocation, Phase, RunKind, RunStatus
-from domain.tools import ToolCallRef, ToolResult
+from duragent.domain.approvals import ApprovalPolicy
+from duragent.domain.changes import SessionChange
+from duragent.domain.config import SessionConfig, SnapshotRef
+from duragent.domain.cost import TurnCost
+from duragent.domain.entries import SessionEntry
+from duragent.domain.events import RunEventPayload
+from duragent.domain.hooks import NextTurn
+from duragent.domain.messages import AgentMessage, StopReason, ToolResultMessage, Usage, text_of
+from duragent.domain.queues import QueuedMessage
+from duragent.domain.runs import Invocation, Phase, RunKind, RunStatus
+from duragent.domain.tools import ToolCallRef, ToolResult
 
 START_RUN = "start_run"
 MODEL_TURN = "model_turn"

@@ -5,8 +5,8 @@ the real SDK at it: `anthropic.AsyncAnthropic(base_url=server.base_url, api_key=
 Each request consumes the next `Step` of its conversation (keyed by `metadata.user_id`).
 """
 
-from offline_model.script import DEMO_SCRIPT, Script, Step, load_script
-from offline_model.server import OfflineModelServer, RecordedRequest, serve_forever
+from duragent.offline_model.script import DEMO_SCRIPT, Script, Step, load_script
+from duragent.offline_model.server import OfflineModelServer, RecordedRequest, serve_forever
 
 __all__ = [
     "DEMO_SCRIPT",

@@ -18,8 +18,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from offline_model.player import ScriptPlayer
-from offline_model.protocol import (
+from duragent.offline_model.player import ScriptPlayer
+from duragent.offline_model.protocol import (
     JsonObject,
     build_message,
     conversation_key,
@@ -31,7 +31,7 @@ from offline_model.protocol import (
     stream_events,
     validate_request,
 )
-from offline_model.script import DEFAULT_KEY, Step
+from duragent.offline_model.script import DEFAULT_KEY, Step
 
 
 class StreamCut(Exception):

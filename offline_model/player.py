@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from offline_model.protocol import JsonObject
-from offline_model.script import TEMPLATE_KEY, Script, Step
+from duragent.offline_model.protocol import JsonObject
+from duragent.offline_model.script import TEMPLATE_KEY, Script, Step
 
 StepInput = Step | dict[str, Any]
 

@@ -14,7 +14,7 @@ import string
 from collections.abc import Iterator
 from typing import Any, TypeGuard
 
-from offline_model.script import DEFAULT_KEY, Step, TextPart, ThinkingPart, ToolUsePart
+from duragent.offline_model.script import DEFAULT_KEY, Step, TextPart, ThinkingPart, ToolUsePart
 
 CHUNK_CHARS = 20
 """Streamed text, thinking and tool input are split into pieces of this many characters."""

@@ -28,9 +28,9 @@ from types import TracebackType
 
 import uvicorn
 
-from offline_model.app import Holds, QuietCuts, create_app
-from offline_model.player import RecordedRequest, ScriptPlayer, StepInput
-from offline_model.script import DEMO_SCRIPT, Script, load_script
+from duragent.offline_model.app import Holds, QuietCuts, create_app
+from duragent.offline_model.player import RecordedRequest, ScriptPlayer, StepInput
+from duragent.offline_model.script import DEMO_SCRIPT, Script, load_script
 
 __all__ = ["OfflineModelServer", "RecordedRequest", "StepInput", "serve_forever"]
 

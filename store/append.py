@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from domain.context import entry_messages, summary_call
-from domain.entries import CustomMessageEntry, MessageEntry, SessionEntry, SessionInfoEntry
-from domain.messages import AgentMessage
-from store import display, entries, sessions
+from duragent.domain.context import entry_messages, summary_call
+from duragent.domain.entries import CustomMessageEntry, MessageEntry, SessionEntry, SessionInfoEntry
+from duragent.domain.messages import AgentMessage
+from duragent.store import display, entries, sessions
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ from typing import Literal
 from sqlalchemy import Update, bindparam, update
 from sqlalchemy.orm import Session
 
-from store.clock import now_ms
-from store.errors import SessionNotFound
-from store.statements import execute
-from store.tables import SessionRow, table_of
+from duragent.store.clock import now_ms
+from duragent.store.errors import SessionNotFound
+from duragent.store.statements import execute
+from duragent.store.tables import SessionRow, table_of
 
 Numbering = Literal["messages", "events"]
 

@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from domain.messages import AgentMessage
-from store import paging
-from store.clock import now_ms
-from store.cursor_order import take_numbers
-from store.paging import PAGE_BYTES, json_size
-from store.records import DisplayMessage
-from store.tables import DisplayMessageRow, table_of
-from store.upsert import insert_ignore
+from duragent.domain.messages import AgentMessage
+from duragent.store import paging
+from duragent.store.clock import now_ms
+from duragent.store.cursor_order import take_numbers
+from duragent.store.paging import PAGE_BYTES, json_size
+from duragent.store.records import DisplayMessage
+from duragent.store.tables import DisplayMessageRow, table_of
+from duragent.store.upsert import insert_ignore
 
 
 def append_display(

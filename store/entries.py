@@ -10,10 +10,10 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import CTE, Row, bindparam, literal, select
 from sqlalchemy.orm import Session
 
-from domain.entries import CONFIG_ENTRIES, CompactionEntry, SessionEntry, parse_entry
-from store.statements import execute
-from store.tables import EntryRow, table_of
-from store.upsert import insert_ignore
+from duragent.domain.entries import CONFIG_ENTRIES, CompactionEntry, SessionEntry, parse_entry
+from duragent.store.statements import execute
+from duragent.store.tables import EntryRow, table_of
+from duragent.store.upsert import insert_ignore
 
 _ENVELOPE = ("id", "parent_id", "type", "timestamp")
 V = TypeVar("V")

@@ -8,13 +8,13 @@ from pydantic import BaseModel
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from store import paging
-from store.clock import now_ms
-from store.cursor_order import take_numbers
-from store.paging import PAGE_BYTES, json_size
-from store.records import StoredEvent
-from store.tables import RunEventRow, table_of
-from store.upsert import insert_ignore
+from duragent.store import paging
+from duragent.store.clock import now_ms
+from duragent.store.cursor_order import take_numbers
+from duragent.store.paging import PAGE_BYTES, json_size
+from duragent.store.records import StoredEvent
+from duragent.store.tables import RunEventRow, table_of
+from duragent.store.upsert import insert_ignore
 
 
 class KeyedEvent(BaseModel):

@@ -6,10 +6,10 @@ import uuid
 
 from sqlalchemy.orm import Session
 
-from domain.entries import MessageEntry, SessionEntry
-from store import display, entries, sessions
-from store.errors import EntryNotFound
-from store.records import SessionRecord
+from duragent.domain.entries import MessageEntry, SessionEntry
+from duragent.store import display, entries, sessions
+from duragent.store.errors import EntryNotFound
+from duragent.store.records import SessionRecord
 
 
 def fork_session(

@@ -11,10 +11,10 @@ from typing import Literal
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from domain.messages import AgentMessage, text_of
-from store.clock import now_ms
-from store.records import QueueItem
-from store.tables import InputQueueRow
+from duragent.domain.messages import AgentMessage, text_of
+from duragent.store.clock import now_ms
+from duragent.store.records import QueueItem
+from duragent.store.tables import InputQueueRow
 
 QueueKind = Literal["next_turn", "guidance"]
 

@@ -12,8 +12,8 @@ from typing import get_args
 from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
-from store.input_queue import QueueKind
-from store.tables import InputQueueRow, RunEventRow, RunStateRow, SessionRow
+from duragent.store.input_queue import QueueKind
+from duragent.store.tables import InputQueueRow, RunEventRow, RunStateRow, SessionRow
 
 APPROVAL_REQUESTED = "approval_requested"
 APPROVAL_DECIDED = "approval_decided"

@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
-from store.tables import DisplayMessageRow, RunEventRow
+from duragent.store.tables import DisplayMessageRow, RunEventRow
 
 PAGE_BYTES = 1_000_000
 """About how much one page may hold: it stops before an item would pass this, though it

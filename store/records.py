@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from domain.config import SessionConfig
-from domain.messages import AgentMessage, Usage
-from domain.runs import Phase, RunStatus
+from duragent.domain.config import SessionConfig
+from duragent.domain.messages import AgentMessage, Usage
+from duragent.domain.runs import Phase, RunStatus
 
 
 class _Record(BaseModel):

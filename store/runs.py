@@ -11,13 +11,13 @@ from typing import Any
 from sqlalchemy import Update, bindparam, select, update
 from sqlalchemy.orm import Session
 
-from domain.messages import Usage
-from domain.runs import Phase, RunStatus
-from store.clock import now_ms
-from store.records import RunRecord
-from store.statements import execute
-from store.tables import RunStateRow, table_of
-from store.upsert import insert_ignore
+from duragent.domain.messages import Usage
+from duragent.domain.runs import Phase, RunStatus
+from duragent.store.clock import now_ms
+from duragent.store.records import RunRecord
+from duragent.store.statements import execute
+from duragent.store.tables import RunStateRow, table_of
+from duragent.store.upsert import insert_ignore
 
 _runs = table_of(RunStateRow)
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
-from domain.config import SessionConfig
-from store.clock import now_ms
-from store.errors import SessionNotFound
-from store.records import SessionRecord
-from store.statements import execute
-from store.tables import SessionRow, table_of
+from duragent.domain.config import SessionConfig
+from duragent.store.clock import now_ms
+from duragent.store.errors import SessionNotFound
+from duragent.store.records import SessionRecord
+from duragent.store.statements import execute
+from duragent.store.tables import SessionRow, table_of
 
 _sessions = table_of(SessionRow)
 # Built once: a turn reads its session and moves its leaf.

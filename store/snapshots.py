@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from domain.config import TurnSnapshot
-from store.clock import now_ms
-from store.tables import TurnSnapshotRow, table_of
-from store.upsert import insert_ignore
+from duragent.domain.config import TurnSnapshot
+from duragent.store.clock import now_ms
+from duragent.store.tables import TurnSnapshotRow, table_of
+from duragent.store.upsert import insert_ignore
 
 
 def put_snapshot(db: Session, snapshot: TurnSnapshot) -> str:

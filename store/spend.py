@@ -12,13 +12,13 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from domain.budgets import Spent
-from domain.cost import ModelUsage, cost_of
-from domain.messages import Usage
-from domain.prices import PriceTable
-from store import sessions
-from store.tables import RunStateRow
-from store.usage import model_usage, usage_after
+from duragent.domain.budgets import Spent
+from duragent.domain.cost import ModelUsage, cost_of
+from duragent.domain.messages import Usage
+from duragent.domain.prices import PriceTable
+from duragent.store import sessions
+from duragent.store.tables import RunStateRow
+from duragent.store.usage import model_usage, usage_after
 
 MAX_SESSIONS = 1000
 """Sub-agent sessions priced at most (a bound, not a limit anyone meets)."""

@@ -10,13 +10,13 @@ from pydantic import TypeAdapter
 from sqlalchemy import bindparam, delete, literal_column, null, select, union_all
 from sqlalchemy.orm import Session
 
-from domain.entries import SessionEntry
-from domain.messages import AgentMessage, AssistantMessage
-from store.clock import now_ms
-from store.entries import entry_of_row
-from store.statements import execute
-from store.tables import EntryRow, StagedMessageRow, table_of
-from store.upsert import insert_or_replace
+from duragent.domain.entries import SessionEntry
+from duragent.domain.messages import AgentMessage, AssistantMessage
+from duragent.store.clock import now_ms
+from duragent.store.entries import entry_of_row
+from duragent.store.statements import execute
+from duragent.store.tables import EntryRow, StagedMessageRow, table_of
+from duragent.store.upsert import insert_or_replace
 
 _message: TypeAdapter[AgentMessage] = TypeAdapter(AgentMessage)
 _staged = table_of(StagedMessageRow)

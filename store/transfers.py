@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from store.clock import now_ms
-from store.tables import WorkspaceChunkRow
+from duragent.store.clock import now_ms
+from duragent.store.tables import WorkspaceChunkRow
 
 
 def put_chunk(db: Session, transfer_id: str, seq: int, data: bytes) -> None:

@@ -15,7 +15,7 @@ from sqlalchemy import Insert, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from store.statements import execute
+from duragent.store.statements import execute
 
 _INSERTS: dict[str, type[sqlite.Insert] | type[postgresql.Insert]] = {
     "sqlite": sqlite.Insert,

@@ -15,9 +15,9 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from domain.cost import ModelUsage
-from domain.messages import Usage
-from store.tables import DisplayMessageRow
+from duragent.domain.cost import ModelUsage
+from duragent.domain.messages import Usage
+from duragent.store.tables import DisplayMessageRow
 
 COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 

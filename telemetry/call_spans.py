@@ -30,9 +30,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
 from temporalio.worker import Interceptor as WorkerInterceptor
 
-from domain.subagents import FINISH_SUBAGENT, FinishSubagentInput
-from domain.tools import ToolCallRef
-from domain.turns import RUN_TOOL, ToolCallInput, ToolCallOutcome
+from duragent.domain.subagents import FINISH_SUBAGENT, FinishSubagentInput
+from duragent.domain.tools import ToolCallRef
+from duragent.domain.turns import RUN_TOOL, ToolCallInput, ToolCallOutcome
 
 TRACER_NAME = "duragent"
 MODEL_SDK_SCOPE = "com.anthropic.sdk"

@@ -43,15 +43,15 @@ from temporalio.worker import (
     Interceptor,
 )
 
-from client.errors import DuragentError
-from client.prices import price_table
-from domain.cost import usage_cost
-from domain.messages import Usage
-from domain.prices import PriceTable
-from domain.subagents import FINISH_SUBAGENT, FinishSubagentInput
-from domain.tools import ToolCallRef
-from domain.tree_ops import SUMMARIZE, SummarizeResult
-from domain.turns import (
+from duragent.client.errors import DuragentError
+from duragent.client.prices import price_table
+from duragent.domain.cost import usage_cost
+from duragent.domain.messages import Usage
+from duragent.domain.prices import PriceTable
+from duragent.domain.subagents import FINISH_SUBAGENT, FinishSubagentInput
+from duragent.domain.tools import ToolCallRef
+from duragent.domain.tree_ops import SUMMARIZE, SummarizeResult
+from duragent.domain.turns import (
     FINISH_RUN,
     MODEL_TURN,
     PROVIDER_ERROR,
@@ -63,7 +63,7 @@ from domain.turns import (
     ToolCallInput,
     ToolCallOutcome,
 )
-from settings import Settings
+from duragent.settings import Settings
 
 RUNS_STARTED = "duragent_runs_started_total"
 RUNS_FINISHED = "duragent_runs_finished_total"

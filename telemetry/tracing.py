@@ -33,7 +33,7 @@ from temporalio.client import Client
 from temporalio.client import Interceptor as ClientInterceptor
 from temporalio.worker import Interceptor as WorkerInterceptor
 
-from client.errors import DuragentError
+from duragent.client.errors import DuragentError
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -125,7 +125,7 @@ def new_tracer_provider(config: TracingConfig) -> TracerProvider:
     if str(resource.attributes.get(SERVICE_NAME_KEY, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME_KEY: SERVICE_NAME}))
     provider = TracerProvider(resource=resource)
-    from telemetry.call_spans import CallContext
+    from duragent.telemetry.call_spans import CallContext
 
     provider.add_span_processor(CallContext())  # before the exporters: it adds attributes
     for name in config.exporters:
@@ -144,7 +144,7 @@ def client_interceptors(provider: TracerProvider | None = None) -> list[ClientIn
     provider = provider or process_tracer_provider()
     if provider is None:
         return []
-    from telemetry.call_spans import DuragentTracing  # loads OpenTelemetry: only when on
+    from duragent.telemetry.call_spans import DuragentTracing  # loads OpenTelemetry: only when on
 
     return [DuragentTracing(provider)]
 
@@ -157,7 +157,7 @@ def worker_interceptors(client: Client) -> list[WorkerInterceptor]:
         return []
     from temporalio.contrib.opentelemetry import TracingInterceptor
 
-    from telemetry.call_spans import CallSpans, DuragentTracing
+    from duragent.telemetry.call_spans import CallSpans, DuragentTracing
 
     from_client = client.config()["interceptors"]
     if any(isinstance(i, DuragentTracing) for i in from_client):

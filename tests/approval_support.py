@@ -6,9 +6,9 @@ from typing import Any
 
 from support import Stack, event_seen, eventually
 
-from domain.approvals import ApprovalPolicy, ApprovalRule
-from domain.entries import MessageEntry
-from domain.messages import ToolResultMessage
+from duragent.domain.approvals import ApprovalPolicy, ApprovalRule
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import ToolResultMessage
 
 ASK_BASH = ApprovalPolicy(
     rules=(ApprovalRule(tool="bash", command="ls *", action="allow"),), default="ask"

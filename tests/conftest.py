@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from postgres_server import PostgresServer, find_binaries, new_database
 from support import POSTGRES_ENV, ApiServer, Stack, open_stack
-from temporal_dev import DevServer
 from temporalio.client import Client
 
-from client.connection import connect_temporal
-from settings import Settings
+from duragent.client.connection import connect_temporal
+from duragent.settings import Settings
+from duragent.temporal_dev import DevServer
 
 
 @pytest.fixture(scope="session")

@@ -15,9 +15,9 @@ from typing import Any
 
 from processes import REPO, kill_group
 
-from activities.mcp.config import McpConfig
-from activities.mcp.tools import mcp_providers
-from activities.tools import ToolRegistry, default_tools
+from duragent.activities.mcp.config import McpConfig
+from duragent.activities.mcp.tools import mcp_providers
+from duragent.activities.tools import ToolRegistry, default_tools
 
 SERVERS = REPO / "tests" / "mcp_servers"
 HTTP_TOKEN = "test-secret-token-4711"

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from settings import Settings
+from duragent.settings import Settings
 
 CHROMIUM = Path(os.environ.get("DURAGENT_CHROMIUM", "/usr/bin/chromium"))
 # Without the background-networking flags Chromium reaches out to other hosts on start,

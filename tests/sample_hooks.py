@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import time
 
-from activities.extensions import (
+from duragent.activities.extensions import (
     BlockToolCall,
     Extension,
     ToolCallContext,
     ToolResultOverride,
     TurnContext,
 )
-from domain.hooks import NextTurn, TurnSummary, WorkflowHooks
-from domain.messages import AgentMessage, TextContent, user_text
-from domain.tools import ToolResult
-from store.records import SessionRecord
+from duragent.domain.hooks import NextTurn, TurnSummary, WorkflowHooks
+from duragent.domain.messages import AgentMessage, TextContent, user_text
+from duragent.domain.tools import ToolResult
+from duragent.store.records import SessionRecord
 
 
 class SwitchModelAfterFirstTurn(WorkflowHooks):

@@ -25,13 +25,13 @@ from processes import WORKER_ARGS, kill_group, spawn_python, stack_env
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from client.api import DuragentClient
-from domain.entries import MessageEntry, SessionEntry
-from domain.messages import AssistantMessage, ToolResultMessage
-from offline_model import OfflineModelServer, Script
-from settings import Settings
-from store.db import Database
-from worker import build_worker
+from duragent.client.api import DuragentClient
+from duragent.domain.entries import MessageEntry, SessionEntry
+from duragent.domain.messages import AssistantMessage, ToolResultMessage
+from duragent.offline_model import OfflineModelServer, Script
+from duragent.settings import Settings
+from duragent.store.db import Database
+from duragent.worker import build_worker
 
 
 @dataclass
@@ -63,7 +63,7 @@ class Stack:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "client.cli",
+            "duragent.client.cli",
             *args,
             cwd=REPO,
             env={**self.env(), "COLUMNS": "200"},
@@ -198,7 +198,7 @@ class ApiServer:
 
         import uvicorn
 
-        from api.app import create_app
+        from duragent.api.app import create_app
 
         tokens = {self.TOKEN: "alice", self.OTHER_TOKEN: "bob"}
         app = create_app(self._stack.client, tokens)

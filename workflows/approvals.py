@@ -19,7 +19,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from domain.approvals import (
+    from duragent.domain.approvals import (
         ApprovalAsk,
         ApprovalDecision,
         ApprovalOutcome,
@@ -29,10 +29,10 @@ with workflow.unsafe.imports_passed_through():
         refusal_by_person,
         timed_out_text,
     )
-    from domain.changes import ConfigChange, SessionChange
-    from domain.entries import ApprovalPolicyChangeEntry, SessionEntry
-    from domain.events import ApprovalDecided, ApprovalRequested, RunEventPayload
-    from domain.tools import ToolCallRef
+    from duragent.domain.changes import ConfigChange, SessionChange
+    from duragent.domain.entries import ApprovalPolicyChangeEntry, SessionEntry
+    from duragent.domain.events import ApprovalDecided, ApprovalRequested, RunEventPayload
+    from duragent.domain.tools import ToolCallRef
 
 PATCH = "tool-approval"
 """Marks the histories of runs in which a call waited at the gate."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from domain.budgets import (
+    from duragent.domain.budgets import (
         BUDGET_NOTE,
         Budget,
         BudgetCarried,
@@ -38,18 +38,18 @@ with workflow.unsafe.imports_passed_through():
         tighter,
         waiting_text,
     )
-    from domain.changes import ConfigChange, SessionChange
-    from domain.cost import TurnCost
-    from domain.entries import CustomMessageEntry
-    from domain.events import BudgetRaised, BudgetReached
-    from domain.messages import TextContent, Usage
-    from domain.runs import RunInput, RunResult
-    from domain.turns import TurnCommit
+    from duragent.domain.changes import ConfigChange, SessionChange
+    from duragent.domain.cost import TurnCost
+    from duragent.domain.entries import CustomMessageEntry
+    from duragent.domain.events import BudgetRaised, BudgetReached
+    from duragent.domain.messages import TextContent, Usage
+    from duragent.domain.runs import RunInput, RunResult
+    from duragent.domain.turns import TurnCommit
 
-from workflows import steps
+from duragent.workflows import steps
 
 if TYPE_CHECKING:
-    from workflows.run_base import RunBase
+    from duragent.workflows.run_base import RunBase
 
 PATCH = "budgets"
 """Marks the histories of runs that checked a budget."""

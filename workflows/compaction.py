@@ -10,18 +10,18 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from domain.compaction import CompactionSettings
-    from domain.events import CompactionStarted
-    from domain.runs import RunOptions
-    from domain.tree_ops import (
+    from duragent.domain.compaction import CompactionSettings
+    from duragent.domain.events import CompactionStarted
+    from duragent.domain.runs import RunOptions
+    from duragent.domain.tree_ops import (
         CommitCompactionInput,
         CompactResult,
         PlanCompactionInput,
         SummarizeInput,
     )
-    from domain.turns import RecordEventsInput
+    from duragent.domain.turns import RecordEventsInput
 
-from workflows import steps
+from duragent.workflows import steps
 
 
 async def compact(

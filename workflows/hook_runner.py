@@ -15,7 +15,7 @@ from typing import TypeVar
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from domain.hooks import NextTurn, TurnSummary, WorkflowHooks
+    from duragent.domain.hooks import NextTurn, TurnSummary, WorkflowHooks
 
 
 T = TypeVar("T")

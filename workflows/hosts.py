@@ -18,16 +18,16 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from domain.events import HostWaiting
-    from domain.fallbacks import ToolRun
-    from domain.hosts import host_gone_message, host_task_queue
-    from domain.runs import RunOptions
-    from domain.turns import RecordEventsInput, ToolCallInput, ToolCallOutcome
+    from duragent.domain.events import HostWaiting
+    from duragent.domain.fallbacks import ToolRun
+    from duragent.domain.hosts import host_gone_message, host_task_queue
+    from duragent.domain.runs import RunOptions
+    from duragent.domain.turns import RecordEventsInput, ToolCallInput, ToolCallOutcome
 
-from workflows import steps
+from duragent.workflows import steps
 
 if TYPE_CHECKING:
-    from workflows.run_base import RunBase
+    from duragent.workflows.run_base import RunBase
 
 PATCH = "host-queues"
 

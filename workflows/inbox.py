@@ -12,13 +12,13 @@ from typing import Literal
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from domain.changes import SessionChange
-    from domain.config import QueueMode, SessionConfig
-    from domain.entries import MessageEntry, SessionEntry
-    from domain.guidance import GuidanceIntent, GuidanceItem
-    from domain.queues import QueuedMessage, drain, enqueue
-    from domain.runs import InboxState
-    from domain.turns import QueueConsumption
+    from duragent.domain.changes import SessionChange
+    from duragent.domain.config import QueueMode, SessionConfig
+    from duragent.domain.entries import MessageEntry, SessionEntry
+    from duragent.domain.guidance import GuidanceIntent, GuidanceItem
+    from duragent.domain.queues import QueuedMessage, drain, enqueue
+    from duragent.domain.runs import InboxState
+    from duragent.domain.turns import QueueConsumption
 
 
 SEEN_CARRIED = 1000

@@ -11,15 +11,15 @@ from temporalio import workflow
 from temporalio.exceptions import FailureError
 
 with workflow.unsafe.imports_passed_through():
-    from domain.budgets import Budget, Spent
-    from domain.config import SnapshotRef
-    from domain.entries import SessionEntry
-    from domain.events import ContinuedAsNew, PhaseChanged, RunEventPayload
-    from domain.fallbacks import TurnInProgress, abort_marker, root_message
-    from domain.hooks import NextTurn
-    from domain.messages import Usage
-    from domain.queues import QueuedMessage
-    from domain.runs import (
+    from duragent.domain.budgets import Budget, Spent
+    from duragent.domain.config import SnapshotRef
+    from duragent.domain.entries import SessionEntry
+    from duragent.domain.events import ContinuedAsNew, PhaseChanged, RunEventPayload
+    from duragent.domain.fallbacks import TurnInProgress, abort_marker, root_message
+    from duragent.domain.hooks import NextTurn
+    from duragent.domain.messages import Usage
+    from duragent.domain.queues import QueuedMessage
+    from duragent.domain.runs import (
         CarriedState,
         Phase,
         RunInput,
@@ -27,8 +27,8 @@ with workflow.unsafe.imports_passed_through():
         RunStatus,
         session_workflow_id,
     )
-    from domain.tree_ops import CompactResult, SaveTurnInput
-    from domain.turns import (
+    from duragent.domain.tree_ops import CompactResult, SaveTurnInput
+    from duragent.domain.turns import (
         CommitSlot,
         FinishRunInput,
         RecordEventsInput,
@@ -36,11 +36,11 @@ with workflow.unsafe.imports_passed_through():
         TurnCommit,
     )
 
-from workflows import steps
-from workflows.budgets import BudgetKeeper
-from workflows.compaction import compact
-from workflows.hook_runner import HookError, HookRunner
-from workflows.inbox import Inbox, queued_entries
+from duragent.workflows import steps
+from duragent.workflows.budgets import BudgetKeeper
+from duragent.workflows.compaction import compact
+from duragent.workflows.hook_runner import HookError, HookRunner
+from duragent.workflows.inbox import Inbox, queued_entries
 
 # Below Temporal's suggestion (4,096 events, 4 MB) by more than a turn's worth, so every
 # execution's history stays under it.

@@ -13,10 +13,10 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from domain.changes import SessionChange
-    from domain.turns import ApplyChangesInput
+    from duragent.domain.changes import SessionChange
+    from duragent.domain.turns import ApplyChangesInput
 
-from workflows import steps
+from duragent.workflows import steps
 
 FIRST_SIGNAL_WAIT = timedelta(seconds=30)
 

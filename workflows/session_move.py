@@ -15,8 +15,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from domain.fallbacks import root_message
-    from domain.hosts import (
+    from duragent.domain.fallbacks import root_message
+    from duragent.domain.hosts import (
         DROP_TRANSFER,
         MOVE_ERROR,
         PACK_WORKSPACE,
@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
         host_task_queue,
     )
 
-from workflows import steps
+from duragent.workflows import steps
 
 
 async def _store_step(name: str, data: object) -> None:

@@ -24,19 +24,19 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from domain.approvals import ApprovalDecision, ApprovalOutcome, PendingApproval
-    from domain.budgets import BudgetRaise, BudgetView
-    from domain.changes import SessionChange
-    from domain.compaction import CHARS_PER_TOKEN, context_window_of
-    from domain.events import RetryScheduled, RunEventPayload
-    from domain.fallbacks import ToolRun, TurnInProgress, error_reply
-    from domain.guidance import GuidanceItem, InjectionPoint
-    from domain.hooks import ToolOutcomeSummary, TurnSummary
-    from domain.injection import inject, inject_replan, injection_point
-    from domain.queues import QueuedMessage
-    from domain.runs import Phase, RunInput, RunResult, RunView
-    from domain.tools import ToolCallRef
-    from domain.turns import (
+    from duragent.domain.approvals import ApprovalDecision, ApprovalOutcome, PendingApproval
+    from duragent.domain.budgets import BudgetRaise, BudgetView
+    from duragent.domain.changes import SessionChange
+    from duragent.domain.compaction import CHARS_PER_TOKEN, context_window_of
+    from duragent.domain.events import RetryScheduled, RunEventPayload
+    from duragent.domain.fallbacks import ToolRun, TurnInProgress, error_reply
+    from duragent.domain.guidance import GuidanceItem, InjectionPoint
+    from duragent.domain.hooks import ToolOutcomeSummary, TurnSummary
+    from duragent.domain.injection import inject, inject_replan, injection_point
+    from duragent.domain.queues import QueuedMessage
+    from duragent.domain.runs import Phase, RunInput, RunResult, RunView
+    from duragent.domain.tools import ToolCallRef
+    from duragent.domain.turns import (
         CommitSlot,
         ModelTurnInput,
         ModelTurnResult,
@@ -48,13 +48,13 @@ with workflow.unsafe.imports_passed_through():
         TurnCommit,
     )
 
-from workflows import hosts, steps
-from workflows.approvals import PATCH, ApprovalGate
-from workflows.budgets import budget_gate
-from workflows.hook_runner import HookError
-from workflows.run_base import RunBase
-from workflows.subagents import run_subagent
-from workflows.tool_batch import BatchResult, run_tool_calls
+from duragent.workflows import hosts, steps
+from duragent.workflows.approvals import PATCH, ApprovalGate
+from duragent.workflows.budgets import budget_gate
+from duragent.workflows.hook_runner import HookError
+from duragent.workflows.run_base import RunBase
+from duragent.workflows.subagents import run_subagent
+from duragent.workflows.tool_batch import BatchResult, run_tool_calls
 
 
 @dataclass

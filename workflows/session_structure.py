@@ -9,8 +9,8 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from domain.runs import RunOptions
-    from domain.tree_ops import (
+    from duragent.domain.runs import RunOptions
+    from duragent.domain.tree_ops import (
         CommitNavigationInput,
         CompactInput,
         CompactResult,
@@ -19,8 +19,8 @@ with workflow.unsafe.imports_passed_through():
         SummarizeInput,
     )
 
-from workflows import steps
-from workflows.compaction import compact
+from duragent.workflows import steps
+from duragent.workflows.compaction import compact
 
 
 @workflow.defn(name="SessionCompaction")

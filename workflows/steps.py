@@ -28,20 +28,20 @@ from temporalio.exceptions import (
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
-    from domain import tree_ops as ops
-    from domain.budgets import SESSION_SPEND, SessionSpendInput, Spent
-    from domain.events import PhaseChanged, RetryScheduled, RunEventPayload
-    from domain.fallbacks import root_message
-    from domain.hosts import HOST_READY
-    from domain.runs import RunOptions
-    from domain.subagents import (
+    from duragent.domain import tree_ops as ops
+    from duragent.domain.budgets import SESSION_SPEND, SessionSpendInput, Spent
+    from duragent.domain.events import PhaseChanged, RetryScheduled, RunEventPayload
+    from duragent.domain.fallbacks import root_message
+    from duragent.domain.hosts import HOST_READY
+    from duragent.domain.runs import RunOptions
+    from duragent.domain.subagents import (
         FINISH_SUBAGENT,
         START_SUBAGENT,
         FinishSubagentInput,
         StartSubagentInput,
         SubagentStart,
     )
-    from domain.turns import (
+    from duragent.domain.turns import (
         APPLY_CHANGES,
         FINISH_RUN,
         MODEL_TURN,
@@ -63,7 +63,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallInput,
         ToolCallOutcome,
     )
-    from domain.turns import PROVIDER_ERROR as PROVIDER_ERROR
+    from duragent.domain.turns import PROVIDER_ERROR as PROVIDER_ERROR
 
 T = TypeVar("T")
 

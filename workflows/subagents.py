@@ -23,15 +23,15 @@ from temporalio.exceptions import ChildWorkflowError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from domain.fallbacks import TurnInProgress, root_message
-    from domain.messages import user_text
-    from domain.runs import RunInput, RunResult, session_workflow_id
-    from domain.subagents import FinishSubagentInput, StartSubagentInput
-    from domain.tools import ToolCallRef
-    from domain.turns import ToolCallOutcome
+    from duragent.domain.fallbacks import TurnInProgress, root_message
+    from duragent.domain.messages import user_text
+    from duragent.domain.runs import RunInput, RunResult, session_workflow_id
+    from duragent.domain.subagents import FinishSubagentInput, StartSubagentInput
+    from duragent.domain.tools import ToolCallRef
+    from duragent.domain.turns import ToolCallOutcome
 
-from workflows import steps
-from workflows.run_base import RunBase
+from duragent.workflows import steps
+from duragent.workflows.run_base import RunBase
 
 # The keys a client starts runs with (client/session_workflows.py), so a child run is
 # found by session and run like any other.

@@ -15,10 +15,10 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from domain.fallbacks import Skipped, ToolRun
-    from domain.guidance import GuidanceIntent
-    from domain.tools import ToolCallRef
-    from domain.turns import ToolCallOutcome
+    from duragent.domain.fallbacks import Skipped, ToolRun
+    from duragent.domain.guidance import GuidanceIntent
+    from duragent.domain.tools import ToolCallRef
+    from duragent.domain.turns import ToolCallOutcome
 
 __all__ = ["BatchResult", "Skipped", "ToolRun", "batches", "run_tool_calls"]
 

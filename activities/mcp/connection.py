@@ -37,7 +37,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from activities.mcp.config import HttpServer, ServerConfig, StdioServer
+from duragent.activities.mcp.config import HttpServer, ServerConfig, StdioServer
 
 logger = logging.getLogger(__name__)
 

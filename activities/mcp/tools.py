@@ -10,12 +10,12 @@ from typing import Any
 import mcp.types
 from anthropic.types import ToolParam
 
-from activities.mcp.config import McpConfig, ServerConfig
-from activities.mcp.connection import ServerConnection, ServerUnavailable
-from activities.mcp.names import model_names, split_name
-from activities.tools.base import ToolContext, ToolProvider, truncate_head
-from domain.messages import ImageContent, TextContent, ToolResultContent
-from domain.tools import ToolResult, ToolTraits
+from duragent.activities.mcp.config import McpConfig, ServerConfig
+from duragent.activities.mcp.connection import ServerConnection, ServerUnavailable
+from duragent.activities.mcp.names import model_names, split_name
+from duragent.activities.tools.base import ToolContext, ToolProvider, truncate_head
+from duragent.domain.messages import ImageContent, TextContent, ToolResultContent
+from duragent.domain.tools import ToolResult, ToolTraits
 
 logger = logging.getLogger(__name__)
 

@@ -8,15 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.tools.base import Tool, ToolContext, ToolInputError, ToolProvider, ToolRegistry
-from activities.tools.bash import BashTool, process_group_alive, running_process_groups
-from activities.tools.delegate import DelegateTool
-from activities.tools.edit import EditTool
-from activities.tools.find import FindTool
-from activities.tools.grep import GrepTool
-from activities.tools.ls import LsTool
-from activities.tools.read import ReadTool
-from activities.tools.write import WriteTool
+from duragent.activities.tools.base import (
+    Tool,
+    ToolContext,
+    ToolInputError,
+    ToolProvider,
+    ToolRegistry,
+)
+from duragent.activities.tools.bash import BashTool, process_group_alive, running_process_groups
+from duragent.activities.tools.delegate import DelegateTool
+from duragent.activities.tools.edit import EditTool
+from duragent.activities.tools.find import FindTool
+from duragent.activities.tools.grep import GrepTool
+from duragent.activities.tools.ls import LsTool
+from duragent.activities.tools.read import ReadTool
+from duragent.activities.tools.write import WriteTool
 
 __all__ = [
     "BashTool",

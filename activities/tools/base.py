@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 from anthropic.types import ToolParam
 from pydantic import BaseModel, ValidationError
 
-from domain.tools import ToolResult, ToolTraits
+from duragent.domain.tools import ToolResult, ToolTraits
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.tools.base import (
+from duragent.activities.tools.base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
     Tool,
@@ -36,9 +36,9 @@ from activities.tools.base import (
     format_size,
     truncate_tail,
 )
-from activities.tools.environment import tool_environment
-from activities.tools.sandbox import BwrapSandbox
-from domain.tools import ToolResult, ToolTraits
+from duragent.activities.tools.environment import tool_environment
+from duragent.activities.tools.sandbox import BwrapSandbox
+from duragent.domain.tools import ToolResult, ToolTraits
 
 logger = logging.getLogger(__name__)
 

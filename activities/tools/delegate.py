@@ -11,10 +11,10 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.tools.base import Tool, ToolContext
-from domain.input import MAX_INPUT_BYTES
-from domain.subagents import DELEGATE_TOOL, MAX_DEPTH
-from domain.tools import ToolResult, ToolTraits
+from duragent.activities.tools.base import Tool, ToolContext
+from duragent.domain.input import MAX_INPUT_BYTES
+from duragent.domain.subagents import DELEGATE_TOOL, MAX_DEPTH
+from duragent.domain.tools import ToolResult, ToolTraits
 
 MAX_NAME_CHARS = 100
 MAX_MODEL_CHARS = 100

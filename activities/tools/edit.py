@@ -9,8 +9,8 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.tools.base import Tool, ToolContext, display_path, resolve_in_workspace
-from domain.tools import ToolResult, ToolTraits
+from duragent.activities.tools.base import Tool, ToolContext, display_path, resolve_in_workspace
+from duragent.domain.tools import ToolResult, ToolTraits
 
 _BOM = "\ufeff"
 

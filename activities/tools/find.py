@@ -12,14 +12,14 @@ from typing import ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.tools.base import (
+from duragent.activities.tools.base import (
     SKIPPED_DIRS,
     Tool,
     ToolContext,
     display_path,
     resolve_in_workspace,
 )
-from domain.tools import ToolResult, ToolTraits
+from duragent.domain.tools import ToolResult, ToolTraits
 
 DEFAULT_FIND_LIMIT = 1000
 

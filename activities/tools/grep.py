@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.tools.base import (
+from duragent.activities.tools.base import (
     DEFAULT_MAX_BYTES,
     Tool,
     ToolContext,
@@ -23,8 +23,8 @@ from activities.tools.base import (
     resolve_in_workspace,
     truncate_head,
 )
-from activities.tools.find import GlobMatcher, join, run_walk_in_thread, walk
-from domain.tools import ToolResult, ToolTraits
+from duragent.activities.tools.find import GlobMatcher, join, run_walk_in_thread, walk
+from duragent.domain.tools import ToolResult, ToolTraits
 
 DEFAULT_GREP_LIMIT = 100
 MAX_LINE_CHARS = 500

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.tools.base import (
+from duragent.activities.tools.base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
     Tool,
@@ -19,8 +19,8 @@ from activities.tools.base import (
     format_size,
     resolve_in_workspace,
 )
-from domain.messages import ImageContent, TextContent
-from domain.tools import ToolResult, ToolTraits
+from duragent.domain.messages import ImageContent, TextContent
+from duragent.domain.tools import ToolResult, ToolTraits
 
 IMAGE_TYPES = {
     ".png": "image/png",

@@ -6,8 +6,8 @@ registered here in the order `duragent --help` lists them.
 
 from __future__ import annotations
 
-from client import lifecycle
-from client.cli import (
+from duragent.client import lifecycle
+from duragent.client.cli import (
     approvals,
     budgets,
     config,
@@ -19,7 +19,7 @@ from client.cli import (
     setup,
     tree,
 )
-from client.cli.app import app
+from duragent.client.cli.app import app
 
 COMMANDS = (
     runs.run,

@@ -1,3 +1,3 @@
-from client.cli import main
+from duragent.client.cli import main
 
 main()

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from client.cli.command import fail
-from settings import Settings
+from duragent.client.cli.command import fail
+from duragent.settings import Settings
 
 app = typer.Typer(
     help="duragent: a durable, steerable agent harness on Temporal.",

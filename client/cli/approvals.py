@@ -10,13 +10,13 @@ import typer
 from pydantic import ValidationError
 from rich.text import Text
 
-from client.api import DuragentClient
-from client.bounds import one_line
-from client.cli import command
-from client.cli.command import SessionArg, fail, require_session, store_client
-from client.cli.views import announce, console, say
-from client.services import local_services
-from domain.approvals import (
+from duragent.client.api import DuragentClient
+from duragent.client.bounds import one_line
+from duragent.client.cli import command
+from duragent.client.cli.command import SessionArg, fail, require_session, store_client
+from duragent.client.cli.views import announce, console, say
+from duragent.client.services import local_services
+from duragent.domain.approvals import (
     ACTIONS,
     ApprovalOutcome,
     ApprovalPolicy,
@@ -24,7 +24,7 @@ from domain.approvals import (
     PendingApproval,
     parse_rule,
 )
-from settings import Settings
+from duragent.settings import Settings
 
 CallArg = Annotated[str, typer.Argument(help="A waiting tool call's id (duragent approvals).")]
 

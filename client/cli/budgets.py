@@ -7,13 +7,13 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from client.api import DuragentClient
-from client.cli import command
-from client.cli.command import SessionArg, fail, require_session, store_client
-from client.cli.views import announce, say
-from client.services import local_services
-from domain.budgets import Budget, BudgetView, Scope
-from settings import Settings
+from duragent.client.api import DuragentClient
+from duragent.client.cli import command
+from duragent.client.cli.command import SessionArg, fail, require_session, store_client
+from duragent.client.cli.views import announce, say
+from duragent.client.services import local_services
+from duragent.domain.budgets import Budget, BudgetView, Scope
+from duragent.settings import Settings
 
 # No `min=` here: a limit of 0 is refused by `check_limits`, on one line that says how to
 # have no such limit (0 never means "unlimited": that would be a trap).

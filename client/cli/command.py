@@ -9,11 +9,11 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from client import lifecycle
-from client.api import DuragentClient
-from client.cli.views import announce, print_error
-from client.errors import DuragentError
-from settings import Settings
+from duragent.client import lifecycle
+from duragent.client.api import DuragentClient
+from duragent.client.cli.views import announce, print_error
+from duragent.client.errors import DuragentError
+from duragent.settings import Settings
 
 T = TypeVar("T")
 
@@ -47,7 +47,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 def store_client(settings: Settings) -> DuragentClient:
     """A client for store-only commands: they work without Temporal."""
-    from client.connection import open_store
+    from duragent.client.connection import open_store
 
     return DuragentClient(None, open_store(settings), settings)  # type: ignore[arg-type]
 

@@ -6,15 +6,15 @@ from typing import Annotated
 
 import typer
 
-from activities.mcp.names import check_server_names
-from activities.tools import default_tool_names
-from client.api import DuragentClient
-from client.cli import command
-from client.cli.command import SessionArg, fail, require_session, store_client
-from client.cli.views import announce, config_line, console
-from client.services import local_services
-from domain.config import QUEUE_MODES, THINKING_LEVELS, check_tool_names
-from settings import Settings
+from duragent.activities.mcp.names import check_server_names
+from duragent.activities.tools import default_tool_names
+from duragent.client.api import DuragentClient
+from duragent.client.cli import command
+from duragent.client.cli.command import SessionArg, fail, require_session, store_client
+from duragent.client.cli.views import announce, config_line, console
+from duragent.client.services import local_services
+from duragent.domain.config import QUEUE_MODES, THINKING_LEVELS, check_tool_names
+from duragent.settings import Settings
 
 
 def configure(

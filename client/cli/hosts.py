@@ -7,10 +7,10 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from client.api import DuragentClient
-from client.cli import command
-from client.cli.command import SessionArg, require_session, store_client
-from client.cli.views import say
+from duragent.client.api import DuragentClient
+from duragent.client.cli import command
+from duragent.client.cli.command import SessionArg, require_session, store_client
+from duragent.client.cli.views import say
 
 
 def move(

@@ -8,15 +8,15 @@ from typing import Annotated
 
 import typer
 
-from client.api import DuragentClient, RunHandle
-from client.cli import command
-from client.cli.command import MessageArg, SessionArg, client_errors, fail, store_client
-from client.cli.runs import show_run
-from client.cli.views import announce, console, queue_line, say
-from client.errors import QueueItemNotFound
-from client.services import ensure_worker, has_live_worker, local_services
-from domain.guidance import GuidanceIntent
-from settings import Settings
+from duragent.client.api import DuragentClient, RunHandle
+from duragent.client.cli import command
+from duragent.client.cli.command import MessageArg, SessionArg, client_errors, fail, store_client
+from duragent.client.cli.runs import show_run
+from duragent.client.cli.views import announce, console, queue_line, say
+from duragent.client.errors import QueueItemNotFound
+from duragent.client.services import ensure_worker, has_live_worker, local_services
+from duragent.domain.guidance import GuidanceIntent
+from duragent.settings import Settings
 
 GUIDANCE_INTENTS = ("interrupt", "supplement")
 

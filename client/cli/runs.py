@@ -10,14 +10,14 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from client.api import DuragentClient, RunHandle
-from client.cli import command
-from client.cli.budgets import budget_of, check_limits
-from client.cli.command import SessionArg, fail
-from client.cli.views import announce, console, cost_line
-from client.render import EventPrinter
-from client.services import local_services
-from settings import Settings
+from duragent.client.api import DuragentClient, RunHandle
+from duragent.client.cli import command
+from duragent.client.cli.budgets import budget_of, check_limits
+from duragent.client.cli.command import SessionArg, fail
+from duragent.client.cli.views import announce, console, cost_line
+from duragent.client.render import EventPrinter
+from duragent.client.services import local_services
+from duragent.settings import Settings
 
 EXIT_CODES = {"completed": 0, "error": 1, "aborted": 130}
 

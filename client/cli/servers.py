@@ -11,11 +11,11 @@ from typing import Annotated
 
 import typer
 
-from client.api import DuragentClient
-from client.cli import command
-from client.cli.views import announce
-from client.services import ensure_model, ensure_temporal, local_services
-from settings import Settings
+from duragent.client.api import DuragentClient
+from duragent.client.cli import command
+from duragent.client.cli.views import announce
+from duragent.client.services import ensure_model, ensure_temporal, local_services
+from duragent.settings import Settings
 
 
 def worker(ctx: typer.Context) -> None:
@@ -25,7 +25,7 @@ def worker(ctx: typer.Context) -> None:
     Ctrl-C or SIGTERM stop it with the tool processes it runs; their runs go on with the
     next worker.
     """
-    from client.workers import run_worker
+    from duragent.client.workers import run_worker
 
     settings: Settings = ctx.obj
 
@@ -55,7 +55,7 @@ def offline_model(
     port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 0,
 ) -> None:
     """Serve the offline model: the Anthropic Messages API playing a scripted conversation."""
-    from offline_model import serve_forever
+    from duragent.offline_model import serve_forever
 
     serve_forever(script, port=port)
 
@@ -76,7 +76,7 @@ def serve(
 
     import uvicorn
 
-    from api.app import create_app
+    from duragent.api.app import create_app
 
     settings: Settings = ctx.obj
     tokens = settings.api_tokens

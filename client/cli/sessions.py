@@ -10,11 +10,17 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from client.api import DuragentClient
-from client.cli import command
-from client.cli.budgets import budget_lines
-from client.cli.command import SessionArg, client_errors, fail, require_session, store_client
-from client.cli.views import (
+from duragent.client.api import DuragentClient
+from duragent.client.cli import command
+from duragent.client.cli.budgets import budget_lines
+from duragent.client.cli.command import (
+    SessionArg,
+    client_errors,
+    fail,
+    require_session,
+    store_client,
+)
+from duragent.client.cli.views import (
     QUEUE_TEXT_CHARS,
     SHOW_ALL,
     SHOW_LIMITS,
@@ -29,9 +35,9 @@ from client.cli.views import (
     say,
     when,
 )
-from client.services import ensure_temporal
-from client.tables import Column, print_table
-from settings import Settings
+from duragent.client.services import ensure_temporal
+from duragent.client.tables import Column, print_table
+from duragent.settings import Settings
 
 
 def sessions(ctx: typer.Context) -> None:
@@ -149,8 +155,8 @@ def history(
     Lines wrap on a terminal and are whole when piped. Each run links to its page in
     Temporal's web UI when the UI answers (its port: DURAGENT_TEMPORAL_UI_PORT).
     """
-    from client.history import render, session_timelines
-    from client.history.costs import price_timelines
+    from duragent.client.history import render, session_timelines
+    from duragent.client.history.costs import price_timelines
 
     settings: Settings = ctx.obj
     store = store_client(settings)

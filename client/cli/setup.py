@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from client.cli import command
-from settings import Settings
+from duragent.client.cli import command
+from duragent.settings import Settings
 
 
 def setup_temporal(ctx: typer.Context) -> None:
@@ -15,9 +15,9 @@ def setup_temporal(ctx: typer.Context) -> None:
     Connects as the worker does: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (or --namespace),
     TEMPORAL_TLS_* and TEMPORAL_API_KEY.
     """
-    from client.connection import connect_temporal
-    from client.errors import TemporalUnreachable
-    from client.temporal_setup import ensure_search_attributes
+    from duragent.client.connection import connect_temporal
+    from duragent.client.errors import TemporalUnreachable
+    from duragent.client.temporal_setup import ensure_search_attributes
 
     settings: Settings = ctx.obj
 

@@ -7,9 +7,9 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from client.api import DuragentClient
-from client.cli import command
-from client.cli.command import (
+from duragent.client.api import DuragentClient
+from duragent.client.cli import command
+from duragent.client.cli.command import (
     EntryPrefixArg,
     SessionArg,
     client_errors,
@@ -17,10 +17,10 @@ from client.cli.command import (
     require_session,
     store_client,
 )
-from client.cli.views import announce, console, one_line, say
-from client.services import local_services
-from domain.compaction import CompactionSettings
-from domain.entries import SessionEntry
+from duragent.client.cli.views import announce, console, one_line, say
+from duragent.client.services import local_services
+from duragent.domain.compaction import CompactionSettings
+from duragent.domain.entries import SessionEntry
 
 
 def tree(ctx: typer.Context, session: SessionArg) -> None:

@@ -14,17 +14,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from domain.config import SessionConfig
-from domain.cost import Cost, cost_text, rate_text, turn_cost
-from domain.entries import (
+from duragent.domain.config import SessionConfig
+from duragent.domain.cost import Cost, cost_text, rate_text, turn_cost
+from duragent.domain.entries import (
     BranchSummaryEntry,
     CompactionEntry,
     LeafEntry,
     MessageEntry,
     SessionEntry,
 )
-from domain.messages import AssistantMessage, ToolResultMessage, Usage, text_of
-from domain.prices import PriceTable
+from duragent.domain.messages import AssistantMessage, ToolResultMessage, Usage, text_of
+from duragent.domain.prices import PriceTable
 
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # an error is one line, however long

@@ -15,10 +15,10 @@ The reader (`reader`, with `summaries` and `values`) is pure; `fetch` gets the h
 from Temporal; `view` prints timelines for people.
 """
 
-from client.history.fetch import session_timelines
-from client.history.reader import timeline_from_history
-from client.history.timeline import RunTimeline, TimelineItem
-from client.history.view import render
+from duragent.client.history.fetch import session_timelines
+from duragent.client.history.reader import timeline_from_history
+from duragent.client.history.timeline import RunTimeline, TimelineItem
+from duragent.client.history.view import render
 
 __all__ = [
     "RunTimeline",

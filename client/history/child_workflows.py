@@ -9,8 +9,8 @@ from typing import Any
 from temporalio.api.history import v1 as history_v1
 from temporalio.api.history.v1 import HistoryEvent
 
-from client.history.timeline import TimelineItem
-from client.history.values import (
+from duragent.client.history.timeline import TimelineItem
+from duragent.client.history.values import (
     decode,
     decode_one,
     event_time,

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from client.history.timeline import RunTimeline, TimelineItem
-from client.history.values import token_counts
-from domain.cost import ModelUsage, cost_of, rate_text, turn_cost
-from domain.messages import Usage
-from domain.prices import PriceTable
+from duragent.client.history.timeline import RunTimeline, TimelineItem
+from duragent.client.history.values import token_counts
+from duragent.domain.cost import ModelUsage, cost_of, rate_text, turn_cost
+from duragent.domain.messages import Usage
+from duragent.domain.prices import PriceTable
 
 
 def price_timelines(timelines: list[RunTimeline], prices: PriceTable) -> None:

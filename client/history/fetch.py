@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from temporalio.client import Client
 
-from client.history.child_workflows import SUBAGENT
-from client.history.reader import timeline_from_history
-from client.history.timeline import EPOCH, RunTimeline
-from domain.runs import session_workflow_id
+from duragent.client.history.child_workflows import SUBAGENT
+from duragent.client.history.reader import timeline_from_history
+from duragent.client.history.timeline import EPOCH, RunTimeline
+from duragent.domain.runs import session_workflow_id
 
 
 async def session_timelines(

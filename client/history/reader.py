@@ -17,8 +17,8 @@ from temporalio.api.history import v1 as history_v1
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHistory
 
-from client.history.child_workflows import ChildWorkflows
-from client.history.summaries import (
+from duragent.client.history.child_workflows import ChildWorkflows
+from duragent.client.history.summaries import (
     ScheduledActivity,
     activity_label,
     local_activity,
@@ -27,8 +27,8 @@ from client.history.summaries import (
     signal_content,
     summarize_activity,
 )
-from client.history.timeline import RunTimeline, TimelineItem
-from client.history.values import (
+from duragent.client.history.timeline import RunTimeline, TimelineItem
+from duragent.client.history.values import (
     MODEL_CALL_ID,
     compact,
     decode,

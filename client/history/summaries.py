@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from client.history.timeline import TimelineItem
-from client.history.values import (
+from duragent.client.history.timeline import TimelineItem
+from duragent.client.history.values import (
     MODEL_CALL_ID,
     compact,
     millis,

@@ -14,7 +14,7 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from domain.turns import PROVIDER_ERROR
+from duragent.domain.turns import PROVIDER_ERROR
 
 PREVIEW_CHARS = 100
 """Longest preview of a prompt, message, reply or tool output in a summary."""

@@ -7,8 +7,8 @@ from datetime import datetime
 from rich.console import Console
 from rich.text import Text
 
-from client.history.timeline import EPOCH, RunTimeline, TimelineItem
-from client.history.values import duration_text
+from duragent.client.history.timeline import EPOCH, RunTimeline, TimelineItem
+from duragent.client.history.values import duration_text
 
 
 def render(timelines: list[RunTimeline], console: Console) -> None:

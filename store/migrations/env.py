@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
-from store.tables import Base
+from duragent.store.tables import Base
 
 connection = context.config.attributes.get("connection")
 if not isinstance(connection, Connection):

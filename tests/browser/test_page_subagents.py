@@ -10,7 +10,7 @@ from playwright.async_api import expect
 from support import UNTIL_GO, ApiServer, Stack, eventually, let_go
 
 from browser.pages import loaded, new_session, open_session, screenshot, send, signed_in
-from domain.subagents import DELEGATE_TOOL
+from duragent.domain.subagents import DELEGATE_TOOL
 
 pytestmark = pytest.mark.browser
 

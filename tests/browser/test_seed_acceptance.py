@@ -9,8 +9,8 @@ import pytest
 from playwright.async_api import expect
 from support import UNTIL_GO, ApiServer, Stack, bash_then_text, eventually, run_finished
 
-from activities.tools import process_group_alive
 from browser.pages import base_url, loaded, new_session, open_session, screenshot, send, signed_in
+from duragent.activities.tools import process_group_alive
 
 pytestmark = pytest.mark.browser
 

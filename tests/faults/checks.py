@@ -22,24 +22,24 @@ from support import user_texts as user_texts  # the fault tests read it from her
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from domain.entries import (
+from duragent.domain.entries import (
     BranchSummaryEntry,
     CompactionEntry,
     CustomMessageEntry,
     MessageEntry,
     SessionEntry,
 )
-from domain.messages import (
+from duragent.domain.messages import (
     AgentMessage,
     AssistantMessage,
     ToolResultMessage,
     UserMessage,
     text_of,
 )
-from domain.runs import RunStatus, session_workflow_id
-from offline_model.server import RecordedRequest
-from store import events
-from store.records import StoredEvent
+from duragent.domain.runs import RunStatus, session_workflow_id
+from duragent.offline_model.server import RecordedRequest
+from duragent.store import events
+from duragent.store.records import StoredEvent
 
 
 def expect(condition: bool, message: str) -> None:

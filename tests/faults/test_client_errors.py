@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from support import ApiServer, Stack, eventually, run_finished
 
-from client.errors import SessionIdle
-from domain.entries import MessageEntry
-from domain.messages import AssistantMessage, ToolResultMessage, text_of
-from domain.runs import session_workflow_id
+from duragent.client.errors import SessionIdle
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import AssistantMessage, ToolResultMessage, text_of
+from duragent.domain.runs import session_workflow_id
 
 
 @pytest.mark.script(

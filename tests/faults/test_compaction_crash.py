@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import select
 from support import Stack, assert_valid_pairing, eventually
 
-from domain.compaction import CompactionSettings
-from domain.entries import BranchSummaryEntry, CompactionEntry, LeafEntry, MessageEntry
-from store.tables import StagedMessageRow
+from duragent.domain.compaction import CompactionSettings
+from duragent.domain.entries import BranchSummaryEntry, CompactionEntry, LeafEntry, MessageEntry
+from duragent.store.tables import StagedMessageRow
 
 BIG = "0123456789 " * 400
 

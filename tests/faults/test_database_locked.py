@@ -28,11 +28,11 @@ from checks import (
 )
 from support import Stack, eventually, transcript_roles
 
-from client.api import RunHandle
-from domain.entries import SessionEntry
-from domain.messages import text_of
-from domain.runs import RunResult
-from offline_model import Script
+from duragent.client.api import RunHandle
+from duragent.domain.entries import SessionEntry
+from duragent.domain.messages import text_of
+from duragent.domain.runs import RunResult
+from duragent.offline_model import Script
 
 BUSY_TIMEOUT_S = 5.0
 LONG_LOCK_S = BUSY_TIMEOUT_S + 2.0

@@ -18,9 +18,9 @@ from checks import assert_session_sound, events_of, expect
 from hosts_support import hosts, start_host, stop_host
 from support import Stack, eventually
 
-from domain.entries import MessageEntry
-from domain.messages import AssistantMessage, ToolResultMessage
-from store.records import SessionRecord
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import AssistantMessage, ToolResultMessage
+from duragent.store.records import SessionRecord
 
 SESSIONS_PER_HOST = 10
 

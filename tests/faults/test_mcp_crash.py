@@ -13,7 +13,7 @@ from checks import assert_session_sound, tool_results
 from mcp_support import calls, stdio_server, write_config
 from support import Stack, eventually
 
-from domain.messages import text_of
+from duragent.domain.messages import text_of
 
 
 @pytest.mark.parametrize("retry_safe", [False, True], ids=["not-retry-safe", "retry-safe"])

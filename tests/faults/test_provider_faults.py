@@ -10,9 +10,9 @@ import pytest
 from checks import assert_session_sound, events_of, expect, model_requests
 from support import Stack, transcript_roles
 
-from domain.runs import RunOptions
-from offline_model import Script
-from worker import build_worker
+from duragent.domain.runs import RunOptions
+from duragent.offline_model import Script
+from duragent.worker import build_worker
 
 LONG = "Part of an answer that never arrives whole. " * 10
 RECOVERED = {"reply": [{"text": "Recovered."}]}

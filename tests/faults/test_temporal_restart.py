@@ -27,12 +27,12 @@ from checks import (
     wait_for_event,
 )
 from support import Stack, open_stack, transcript_roles
-from temporal_dev import DevServer
 
-from client.connection import connect_temporal
-from domain.entries import SessionEntry
-from domain.messages import ToolResultMessage, text_of
-from settings import Settings
+from duragent.client.connection import connect_temporal
+from duragent.domain.entries import SessionEntry
+from duragent.domain.messages import ToolResultMessage, text_of
+from duragent.settings import Settings
+from duragent.temporal_dev import DevServer
 
 FINAL = "Done despite the outage."
 HEARTBEAT_TIMEOUT_S = 3.0  # what support.open_stack configures

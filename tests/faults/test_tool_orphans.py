@@ -17,9 +17,9 @@ import pytest
 from checks import assert_session_sound, tool_results
 from support import Stack
 
-from activities.tools import process_group_alive
-from activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
-from domain.messages import text_of
+from duragent.activities.tools import process_group_alive
+from duragent.activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
+from duragent.domain.messages import text_of
 
 TOKEN = uuid.uuid4().hex
 # The token puts the command in the shell's command line, where the test finds it.

@@ -29,7 +29,7 @@ from checks import (
 from support import Stack, eventually, transcript_roles
 from temporalio.api.enums.v1 import EventType
 
-from domain.messages import text_of
+from duragent.domain.messages import text_of
 
 WORKFLOW_TASK_TIMED_OUT = EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT
 

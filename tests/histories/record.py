@@ -21,12 +21,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent)]
 
-from client.connection import connect_temporal  # noqa: E402
-from domain.compaction import CompactionSettings  # noqa: E402
-from settings import Settings  # noqa: E402
+from duragent.client.connection import connect_temporal  # noqa: E402
+from duragent.domain.compaction import CompactionSettings  # noqa: E402
+from duragent.settings import Settings  # noqa: E402
 from support import Stack, open_stack  # noqa: E402
 from temporalio.client import Client  # noqa: E402
-from temporal_dev import DevServer  # noqa: E402
+from duragent.temporal_dev import DevServer  # noqa: E402
 
 
 @dataclass
@@ -96,7 +96,7 @@ async def manual_compaction(stack: Stack, session_id: str) -> None:
 
 
 async def approve_and_deny(stack: Stack, session_id: str) -> None:
-    from domain.approvals import ApprovalPolicy, ApprovalRule
+    from duragent.domain.approvals import ApprovalPolicy, ApprovalRule
 
     allow_ls = ApprovalRule(tool="bash", command="ls *", action="allow")
     policy = ApprovalPolicy(rules=(allow_ls,), default="ask")
@@ -112,7 +112,7 @@ async def approve_and_deny(stack: Stack, session_id: str) -> None:
 async def budget_wait_raise_stop(stack: Stack, session_id: str) -> None:
     """A session budget (so its spend is read), a run budget that asks: it waits, is
     raised, and then stops the run at the raised limit."""
-    from domain.budgets import Budget
+    from duragent.domain.budgets import Budget
 
     await stack.client.set_budget(session_id, Budget(max_tokens=1_000_000))
     budget = Budget(max_turns=1, on_exceed="ask")
@@ -125,7 +125,7 @@ async def budget_wait_raise_stop(stack: Stack, session_id: str) -> None:
 
 async def compaction_reaches_the_budget(stack: Stack, session_id: str) -> None:
     """A run compacts itself, and its summary's tokens reach the run's token budget."""
-    from domain.budgets import Budget
+    from duragent.domain.budgets import Budget
 
     part = Path(stack.client.get_session(session_id).workspace) / "part.txt"
     part.write_text("0123456789 " * 400)

@@ -15,12 +15,12 @@ from support import (
     transcript_roles,
 )
 
-from domain.entries import CustomMessageEntry, MessageEntry
-from domain.messages import AssistantMessage, ToolResultMessage, text_of
+from duragent.domain.entries import CustomMessageEntry, MessageEntry
+from duragent.domain.messages import AssistantMessage, ToolResultMessage, text_of
 
 
 def group_alive(pgid: int) -> bool:
-    from activities.tools import process_group_alive
+    from duragent.activities.tools import process_group_alive
 
     return process_group_alive(pgid)
 

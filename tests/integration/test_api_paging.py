@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from support import BOTH_STORES, ApiServer, Stack, eventually, run_finished
 
-from domain.events import ToolExecutionUpdate, TurnStart
-from domain.messages import user_text
-from store import display, events
-from store.paging import PAGE_BYTES
+from duragent.domain.events import ToolExecutionUpdate, TurnStart
+from duragent.domain.messages import user_text
+from duragent.store import display, events
+from duragent.store.paging import PAGE_BYTES
 
 Json = dict[str, Any]
 CURSOR_MAX = 2**53 - 1

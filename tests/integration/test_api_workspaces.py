@@ -17,9 +17,9 @@ import httpx
 import pytest
 from support import ApiServer, Stack
 
-from api.app import create_app
-from client.api import DuragentClient
-from settings import Settings
+from duragent.api.app import create_app
+from duragent.client.api import DuragentClient
+from duragent.settings import Settings
 
 
 def tree(folder: Path) -> set[str]:

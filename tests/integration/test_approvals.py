@@ -18,11 +18,16 @@ from approval_support import (
 )
 from support import ApiServer, Stack, assert_valid_pairing, event_seen, eventually
 
-from client.errors import ApprovalNotRecorded, ApprovalRefused, SessionIdle, WorkerNotAnswering
-from domain.approvals import ApprovalPolicy, ApprovalRule
-from domain.fallbacks import ABORTED_TOOL_TEXT, STOPPED_TEXT
-from domain.messages import text_of
-from store import events as stored_events
+from duragent.client.errors import (
+    ApprovalNotRecorded,
+    ApprovalRefused,
+    SessionIdle,
+    WorkerNotAnswering,
+)
+from duragent.domain.approvals import ApprovalPolicy, ApprovalRule
+from duragent.domain.fallbacks import ABORTED_TOOL_TEXT, STOPPED_TEXT
+from duragent.domain.messages import text_of
+from duragent.store import events as stored_events
 
 WRITE = calls_then_text([bash_call("echo ran > out.txt", "call_write")], "All done.")
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from approval_support import ASK_BASH, bash_call, calls_then_text, waiting_calls
 from support import eventually, open_stack
-from temporal_dev import DevServer
 from temporalio.service import RPCError
 
-from client.connection import connect_temporal
-from client.errors import DuragentError
-from settings import Settings
+from duragent.client.connection import connect_temporal
+from duragent.client.errors import DuragentError
+from duragent.settings import Settings
+from duragent.temporal_dev import DevServer
 
 SCRIPT = calls_then_text([bash_call("echo ran >> out.txt", "call_write")], "Done after it.")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from support import Stack, assert_valid_pairing, eventually, transcript_roles
 
-from client.errors import InvalidPrompt, SessionBusy, SessionNotFound
-from domain.entries import MessageEntry
-from domain.messages import AssistantMessage, ToolResultMessage, text_of
+from duragent.client.errors import InvalidPrompt, SessionBusy, SessionNotFound
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import AssistantMessage, ToolResultMessage, text_of
 
 
 def tool_results(stack: Stack, session_id: str) -> list[ToolResultMessage]:

@@ -11,15 +11,15 @@ import pytest
 from rich.console import Console
 from support import ApiServer, Stack, assert_valid_pairing, event_seen, eventually
 
-from client.budgets import BudgetRefused
-from client.errors import SessionIdle
-from client.render import EventPrinter
-from domain.budgets import BUDGET_NOTE, Budget
-from domain.entries import CustomMessageEntry, MessageEntry
-from domain.messages import AssistantMessage, text_of
-from domain.runs import RunResult
-from domain.subagents import DELEGATE_TOOL
-from store import events as stored_events
+from duragent.client.budgets import BudgetRefused
+from duragent.client.errors import SessionIdle
+from duragent.client.render import EventPrinter
+from duragent.domain.budgets import BUDGET_NOTE, Budget
+from duragent.domain.entries import CustomMessageEntry, MessageEntry
+from duragent.domain.messages import AssistantMessage, text_of
+from duragent.domain.runs import RunResult
+from duragent.domain.subagents import DELEGATE_TOOL
+from duragent.store import events as stored_events
 
 
 def bash(command: str) -> dict[str, Any]:

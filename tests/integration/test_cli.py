@@ -21,7 +21,7 @@ def duragent(cwd: Path, *args: str, timeout: float = 120) -> subprocess.Complete
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "DURAGENT_"))}
     env["COLUMNS"] = "200"
     return subprocess.run(
-        [sys.executable, "-m", "client.cli", *args],
+        [sys.executable, "-m", "duragent.client.cli", *args],
         cwd=cwd,
         env={**env, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
         capture_output=True,
@@ -74,7 +74,7 @@ def test_steer_status_and_abort_a_running_session_from_the_command_line(tmp_path
         DURAGENT_OFFLINE_SCRIPT=str(script), PYTHONPATH=str(Path(__file__).resolve().parents[2])
     )
     running = subprocess.Popen(
-        [sys.executable, "-m", "client.cli", address, "run", "go"],
+        [sys.executable, "-m", "duragent.client.cli", address, "run", "go"],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,

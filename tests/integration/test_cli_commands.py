@@ -24,17 +24,17 @@ from postgres_server import new_database
 from sqlalchemy import create_engine
 from support import BOTH_STORES, REPO, Stack, eventually, run_finished
 
-from client.errors import InvalidChange, InvalidPrompt
-from client.history import session_timelines
-from store import events
-from store.db import MIGRATIONS_DIR
-from store.records import StoredEvent
+from duragent.client.errors import InvalidChange, InvalidPrompt
+from duragent.client.history import session_timelines
+from duragent.store import events
+from duragent.store.db import MIGRATIONS_DIR
+from duragent.store.records import StoredEvent
 
 # Each process imports everything, says so, and waits for the go: then all of them open
 # the fresh store at the same moment, as `for j in ...; do duragent sessions & done` does.
 AT_ONCE = (
     "import sys\n"
-    "from client.cli import main\n"
+    "from duragent.client.cli import main\n"
     "print('ready', flush=True)\n"
     "sys.stdin.readline()\n"
     "sys.argv = ['duragent', 'sessions']\n"
@@ -124,7 +124,7 @@ async def duragent(
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "client.cli",
+        "duragent.client.cli",
         *args,
         cwd=REPO,
         env=env,
@@ -451,7 +451,13 @@ def test_a_dev_server_started_by_the_cli_serves_its_web_ui_on_the_set_port(
         "DURAGENT_TEMPORAL_UI_PORT": str(ui_port),
     }
     server = subprocess.Popen(
-        [sys.executable, "-m", "client.cli", f"--temporal-address=127.0.0.1:{port}", "dev-server"],
+        [
+            sys.executable,
+            "-m",
+            "duragent.client.cli",
+            f"--temporal-address=127.0.0.1:{port}",
+            "dev-server",
+        ],
         cwd=tmp_path,
         env=env,
         stderr=subprocess.PIPE,

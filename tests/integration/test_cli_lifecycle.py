@@ -21,11 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from temporal_dev import DevServer
 
-from client.connection import connect_temporal
-from client.services import has_live_worker
-from settings import Settings
+from duragent.client.connection import connect_temporal
+from duragent.client.services import has_live_worker
+from duragent.settings import Settings
+from duragent.temporal_dev import DevServer
 
 REPO = Path(__file__).resolve().parents[2]
 SESSION = re.compile(r"Session ([0-9a-f]{32})")
@@ -69,7 +69,7 @@ def duragent(
     env: dict[str, str], *args: str, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "client.cli", *args],
+        [sys.executable, "-m", "duragent.client.cli", *args],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -84,7 +84,7 @@ class Command:
 
     def __init__(self, env: dict[str, str], *args: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "client.cli", *args],
+            [sys.executable, "-m", "duragent.client.cli", *args],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,
@@ -283,7 +283,7 @@ def test_a_running_tools_latest_output_is_live_on_a_terminal(
     env.pop("COLUMNS")
     leader, follower = pty.openpty()
     running = subprocess.Popen(
-        [sys.executable, "-m", "client.cli", "run", "go"],
+        [sys.executable, "-m", "duragent.client.cli", "run", "go"],
         cwd=REPO,
         env=env,
         stdin=follower,

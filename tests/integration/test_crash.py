@@ -16,8 +16,8 @@ from support import (
     transcript_roles,
 )
 
-from domain.entries import MessageEntry
-from domain.messages import ToolResultMessage, text_of
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import ToolResultMessage, text_of
 
 SLOW_COMMAND = "echo started >> log.txt; echo working; sleep 8; echo finished >> log.txt"
 

@@ -21,7 +21,7 @@ from support import (
     run_finished,
 )
 
-from activities.tools import process_group_alive
+from duragent.activities.tools import process_group_alive
 
 Json = dict[str, Any]
 

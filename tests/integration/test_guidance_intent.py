@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from support import ApiServer, Stack, eventually, run_finished
 
-from activities.tools import process_group_alive
-from domain.entries import CustomMessageEntry
-from domain.guidance import GUIDANCE_TYPE
+from duragent.activities.tools import process_group_alive
+from duragent.domain.entries import CustomMessageEntry
+from duragent.domain.guidance import GUIDANCE_TYPE
 
 
 def tool_script(command: str) -> dict[str, Any]:

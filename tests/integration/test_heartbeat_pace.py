@@ -11,9 +11,9 @@ import pytest
 from support import Stack, bash_then_text, event_seen, eventually
 from temporalio.api.enums.v1 import EventType
 
-from domain.entries import MessageEntry
-from domain.messages import ToolResultMessage, text_of
-from domain.runs import session_workflow_id
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import ToolResultMessage, text_of
+from duragent.domain.runs import session_workflow_id
 
 
 @pytest.mark.script(bash_then_text("echo started; sleep 60", "Carrying on."))

@@ -14,14 +14,14 @@ from temporalio import workflow
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from client.history import (
+from duragent.client.history import (
     RunTimeline,
     TimelineItem,
     render,
     session_timelines,
     timeline_from_history,
 )
-from domain.runs import session_workflow_id
+from duragent.domain.runs import session_workflow_id
 
 HISTORIES = sorted((Path(__file__).parents[1] / "histories").glob("*.json"))
 UI = "http://127.0.0.1:8233"

@@ -9,8 +9,8 @@ import pytest
 from sample_hooks import ClockExtension, Guard
 from support import Stack
 
-from domain.entries import MessageEntry
-from domain.messages import ToolResultMessage, text_of
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import ToolResultMessage, text_of
 
 
 @pytest.mark.script(

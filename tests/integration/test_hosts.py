@@ -13,11 +13,11 @@ from checks import assert_session_sound, events_of, expect, wait_for_event
 from hosts_support import Host, hosts, start_host, stop_host
 from support import UNTIL_GO, Stack, eventually, transcript_roles
 
-from client.errors import SessionBusy
-from client.hosts import MoveFailed
-from domain.entries import MessageEntry
-from domain.messages import ToolResultMessage, text_of
-from domain.runs import RunOptions
+from duragent.client.errors import SessionBusy
+from duragent.client.hosts import MoveFailed
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import ToolResultMessage, text_of
+from duragent.domain.runs import RunOptions
 
 BASH = "bash"
 

@@ -14,12 +14,12 @@ import pytest
 from support import ApiServer, Stack, eventually, run_finished
 from typer.testing import CliRunner
 
-from api.app import MAX_BODY_BYTES
-from client.cli import app as cli
-from client.errors import InputTooLarge
-from domain.input import MAX_INPUT_BYTES
-from domain.messages import user_text
-from store import input_queue
+from duragent.api.app import MAX_BODY_BYTES
+from duragent.client.cli import app as cli
+from duragent.client.errors import InputTooLarge
+from duragent.domain.input import MAX_INPUT_BYTES
+from duragent.domain.messages import user_text
+from duragent.store import input_queue
 
 OVER = "x" * (MAX_INPUT_BYTES + 1)
 LIMIT_NAMED = f"the limit is {MAX_INPUT_BYTES} bytes"

@@ -8,8 +8,8 @@ import pytest
 from support import Stack, assert_valid_pairing, eventually
 from temporalio.api.enums.v1 import EventType
 
-from domain.compaction import CompactionSettings
-from domain.entries import CompactionEntry, MessageEntry
+from duragent.domain.compaction import CompactionSettings
+from duragent.domain.entries import CompactionEntry, MessageEntry
 
 TURNS = 2000
 SUGGESTED_EVENTS = 4096

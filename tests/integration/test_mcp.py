@@ -24,10 +24,10 @@ from mcp_support import (
 )
 from support import Stack, event_seen, eventually
 
-from client.api import DuragentClient
-from client.errors import InvalidChange
-from domain.entries import MessageEntry
-from domain.messages import ToolResultMessage, text_of
+from duragent.client.api import DuragentClient
+from duragent.client.errors import InvalidChange
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import ToolResultMessage, text_of
 
 
 def process_alive(pid: int) -> bool:

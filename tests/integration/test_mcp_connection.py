@@ -10,7 +10,7 @@ from pathlib import Path
 from mcp_support import HTTP_TOKEN, handshakes, http_server, registry, running_http_server
 from mcp_support import stdio_server as stdio
 
-from activities.tools import ToolContext
+from duragent.activities.tools import ToolContext
 
 
 async def test_concurrent_calls_share_one_connection(tmp_path: Path) -> None:

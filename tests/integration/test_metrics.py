@@ -15,15 +15,15 @@ from processes import WORKER_ARGS, spawn_python, stack_env
 from prometheus_client.parser import text_string_to_metric_families
 from support import BOTH_STORES, ApiServer, Stack, eventually
 
-from api.app import MAX_BODY_BYTES
-from client.api import DuragentClient
-from client.connection import connect_temporal
-from client.errors import DuragentError
-from domain.compaction import CompactionSettings
-from domain.entries import CompactionEntry
-from settings import SettingError, Settings
-from telemetry.metrics import worker_runtime
-from worker import build_worker
+from duragent.api.app import MAX_BODY_BYTES
+from duragent.client.api import DuragentClient
+from duragent.client.connection import connect_temporal
+from duragent.client.errors import DuragentError
+from duragent.domain.compaction import CompactionSettings
+from duragent.domain.entries import CompactionEntry
+from duragent.settings import SettingError, Settings
+from duragent.telemetry.metrics import worker_runtime
+from duragent.worker import build_worker
 
 SCRIPT = calls_then_text([bash_call("echo ran", "call_echo")], "All done.")
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from support import GATED_THEN_REPLIES, ApiServer, Stack, eventually, run_finished
 
-from domain.input import MAX_INPUT_BYTES
+from duragent.domain.input import MAX_INPUT_BYTES
 
 
 async def new_session(http: Any, name: str = "s") -> str:

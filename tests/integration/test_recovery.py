@@ -9,7 +9,7 @@ import pytest
 from support import Stack, eventually
 from temporalio.api.enums.v1 import EventType
 
-from domain.runs import session_workflow_id
+from duragent.domain.runs import session_workflow_id
 
 SLOW_FIRST_BYTE_MS = 2500
 """Longer than the heartbeat timeout the slow-model test sets (1 s), twice over."""

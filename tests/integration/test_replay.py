@@ -9,11 +9,11 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from worker import workflow_runner
-from workflows.session_changes import SessionChanges
-from workflows.session_move import SessionMove
-from workflows.session_run import SessionRun
-from workflows.session_structure import SessionCompaction, SessionNavigation
+from duragent.worker import workflow_runner
+from duragent.workflows.session_changes import SessionChanges
+from duragent.workflows.session_move import SessionMove
+from duragent.workflows.session_run import SessionRun
+from duragent.workflows.session_structure import SessionCompaction, SessionNavigation
 
 pytestmark = pytest.mark.fast
 

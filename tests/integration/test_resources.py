@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from support import Stack
 
-from client.errors import ResourceNotFound
+from duragent.client.errors import ResourceNotFound
 
 SKILL = """---
 name: review

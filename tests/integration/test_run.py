@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from support import BOTH_STORES, Stack, assert_valid_pairing, transcript_roles
 
-from domain.entries import MessageEntry
-from domain.messages import AssistantMessage, ToolResultMessage, UserMessage, text_of
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import AssistantMessage, ToolResultMessage, UserMessage, text_of
 
 SCRIPT = {
     "conversations": {

@@ -8,9 +8,9 @@ import json
 import pytest
 from support import BOTH_STORES, ApiServer, Stack
 
-from client.prices import bundled_prices
-from domain.cost import cache_hit_rate, cost_text, usage_cost
-from domain.messages import Usage
+from duragent.client.prices import bundled_prices
+from duragent.domain.cost import cache_hit_rate, cost_text, usage_cost
+from duragent.domain.messages import Usage
 
 HAIKU = "claude-haiku-4-5"
 SCRIPT = {

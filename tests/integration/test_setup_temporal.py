@@ -13,7 +13,6 @@ from pathlib import Path
 from google.protobuf.duration_pb2 import Duration
 from processes import REPO
 from support import eventually
-from temporal_dev import SEARCH_ATTRIBUTES, DevServer
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.api.workflowservice.v1 import (
     CountWorkflowExecutionsRequest,
@@ -22,11 +21,13 @@ from temporalio.api.workflowservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from duragent.temporal_dev import SEARCH_ATTRIBUTES, DevServer
+
 
 def duragent(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "DURAGENT_"))}
     return subprocess.run(
-        [sys.executable, "-m", "client.cli", *args],
+        [sys.executable, "-m", "duragent.client.cli", *args],
         cwd=cwd,
         env={**env, "PYTHONPATH": str(REPO), "COLUMNS": "200"},
         capture_output=True,

@@ -18,9 +18,9 @@ from support import (
     user_texts,
 )
 
-from client.errors import SessionIdle
-from domain.entries import MessageEntry, ModelChangeEntry
-from domain.messages import ToolResultMessage, UserMessage, text_of
+from duragent.client.errors import SessionIdle
+from duragent.domain.entries import MessageEntry, ModelChangeEntry
+from duragent.domain.messages import ToolResultMessage, UserMessage, text_of
 
 
 @pytest.mark.script(
@@ -158,9 +158,9 @@ async def test_config_change_mid_turn_applies_from_the_next_turn(stack: Stack) -
 
 @pytest.mark.script({"conversations": {"*": [{"wait_for": "go", "reply": [{"text": "done"}]}]}})
 async def test_two_clients_racing_to_prompt_one_session(stack: Stack) -> None:
-    from client.api import DuragentClient
-    from client.connection import connect_temporal
-    from client.errors import SessionBusy
+    from duragent.client.api import DuragentClient
+    from duragent.client.connection import connect_temporal
+    from duragent.client.errors import SessionBusy
 
     session = stack.client.create_session()
     other = DuragentClient(await connect_temporal(stack.settings), stack.db, stack.settings)

@@ -28,13 +28,13 @@ from support import (
     user_texts,
 )
 
-from activities.tools import process_group_alive
-from client.history import RunTimeline, render, session_timelines
-from domain.approvals import ApprovalPolicy, ApprovalRule
-from domain.entries import MessageEntry
-from domain.messages import ToolResultMessage, Usage, text_of
-from domain.subagents import DELEGATE_TOOL
-from store.records import SessionRecord
+from duragent.activities.tools import process_group_alive
+from duragent.client.history import RunTimeline, render, session_timelines
+from duragent.domain.approvals import ApprovalPolicy, ApprovalRule
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import ToolResultMessage, Usage, text_of
+from duragent.domain.subagents import DELEGATE_TOOL
+from duragent.store.records import SessionRecord
 
 
 def delegate(prompt: str, name: str | None = None, **more: Any) -> dict[str, Any]:
@@ -564,7 +564,7 @@ async def test_duragent_show_names_sub_agents_and_their_parent(stack: Stack) -> 
 
     def show(session_id: str) -> str:
         shown = subprocess.run(
-            [sys.executable, "-m", "client.cli", "show", session_id],
+            [sys.executable, "-m", "duragent.client.cli", "show", session_id],
             env=stack.env(),
             capture_output=True,
             text=True,

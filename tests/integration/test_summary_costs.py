@@ -11,18 +11,18 @@ from typing import Any
 import pytest
 from support import BOTH_STORES, ApiServer, Stack, assert_valid_pairing
 
-from client.prices import bundled_prices
-from domain.budgets import BUDGET_NOTE, Budget
-from domain.compaction import CompactionSettings
-from domain.cost import cost_text, usage_cost
-from domain.entries import (
+from duragent.client.prices import bundled_prices
+from duragent.domain.budgets import BUDGET_NOTE, Budget
+from duragent.domain.compaction import CompactionSettings
+from duragent.domain.cost import cost_text, usage_cost
+from duragent.domain.entries import (
     BranchSummaryEntry,
     CompactionEntry,
     CustomMessageEntry,
     MessageEntry,
     SessionEntry,
 )
-from domain.messages import AssistantMessage, Usage, text_of
+from duragent.domain.messages import AssistantMessage, Usage, text_of
 
 BIG = "0123456789 " * 400  # about 4.4 KB, some 1100 tokens
 SUMMARY_USAGE = {"input_tokens": 300_000, "output_tokens": 2_000}

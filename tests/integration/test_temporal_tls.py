@@ -11,15 +11,16 @@ import sys
 from pathlib import Path
 
 from processes import REPO
-from temporal_dev import DevServer
 from tls_support import SERVER_NAME, TlsTerminator, make_certificates
+
+from duragent.temporal_dev import DevServer
 
 
 async def duragent(cwd: Path, env: dict[str, str], *args: str) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "client.cli",
+        "duragent.client.cli",
         *args,
         cwd=cwd,
         env={**env, "PYTHONPATH": str(REPO), "COLUMNS": "200"},

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from support import Stack
 
-from activities.tools import default_tool_names
-from activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
-from worker import build_worker, tool_registry
+from duragent.activities.tools import default_tool_names
+from duragent.activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
+from duragent.worker import build_worker, tool_registry
 
 
 def tool_result_texts(stack: Stack, session_id: str, request: int) -> list[tuple[bool, str]]:

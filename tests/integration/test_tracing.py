@@ -29,20 +29,20 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from processes import WORKER_ARGS, spawn_python
 from support import REPO, Stack, eventually, open_stack
-from temporal_dev import DevServer
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
-from domain.entries import MessageEntry
-from domain.messages import AssistantMessage
-from domain.runs import session_workflow_id
-from offline_model import Script
-from store import events
-from telemetry import tracing
-from telemetry.call_spans import CallContext
-from worker import model_client
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import AssistantMessage
+from duragent.domain.runs import session_workflow_id
+from duragent.offline_model import Script
+from duragent.store import events
+from duragent.telemetry import tracing
+from duragent.telemetry.call_spans import CallContext
+from duragent.temporal_dev import DevServer
+from duragent.worker import model_client
 
 
 @dataclass(frozen=True)
@@ -403,10 +403,10 @@ async def test_a_worker_killed_mid_run_leaves_one_span_per_model_call(traced: An
 
 CHECK_OFF = """
 import asyncio, json, sys
-from client.connection import connect_temporal
-from settings import Settings
-from worker import build_worker
-from store.db import Database
+from duragent.client.connection import connect_temporal
+from duragent.settings import Settings
+from duragent.worker import build_worker
+from duragent.store.db import Database
 
 async def main():
     settings = Settings.from_env()

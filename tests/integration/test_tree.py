@@ -15,10 +15,10 @@ from support import (
     transcript_roles,
 )
 
-from client.errors import SessionBusy
-from domain.compaction import CompactionSettings
-from domain.entries import BranchSummaryEntry, CompactionEntry, LeafEntry, MessageEntry
-from domain.messages import UserMessage, text_of
+from duragent.client.errors import SessionBusy
+from duragent.domain.compaction import CompactionSettings
+from duragent.domain.entries import BranchSummaryEntry, CompactionEntry, LeafEntry, MessageEntry
+from duragent.domain.messages import UserMessage, text_of
 
 BIG = "0123456789 " * 400  # about 4.4 KB, some 1100 tokens
 SUMMARY = {

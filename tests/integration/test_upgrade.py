@@ -16,8 +16,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from upgrade.next_session_run import MEMO, PATCH
 
-from domain.runs import session_workflow_id
-from store import events
+from duragent.domain.runs import session_workflow_id
+from duragent.store import events
 
 TOOL_TURNS = 5
 SLOW = "Listing the files again, slowly enough for the old worker to die mid-way. " * 6

@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from domain.approvals import (
+from duragent.domain.approvals import (
     ApprovalPolicy,
     ApprovalRule,
     has_control_operator,
     parse_rule,
     verdict,
 )
-from domain.changes import ConfigChange
-from domain.config import SessionConfig, TurnSnapshot
-from domain.context import derive_path_state
-from domain.entries import ApprovalPolicyChangeEntry
+from duragent.domain.changes import ConfigChange
+from duragent.domain.config import SessionConfig, TurnSnapshot
+from duragent.domain.context import derive_path_state
+from duragent.domain.entries import ApprovalPolicyChangeEntry
 
 pytestmark = pytest.mark.fast
 

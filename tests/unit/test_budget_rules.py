@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from domain.budgets import (
+from duragent.domain.budgets import (
     Budget,
     Spent,
     limit_text,
@@ -17,8 +17,8 @@ from domain.budgets import (
     stops,
     tighter,
 )
-from domain.changes import ConfigChange
-from domain.config import SessionConfig
+from duragent.domain.changes import ConfigChange
+from duragent.domain.config import SessionConfig
 
 pytestmark = pytest.mark.fast
 

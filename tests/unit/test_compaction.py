@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from domain.compaction import estimate_context_tokens, plan_compaction
-from domain.config import SessionConfig
-from domain.context import build_context
-from domain.entries import (
+from duragent.domain.compaction import estimate_context_tokens, plan_compaction
+from duragent.domain.config import SessionConfig
+from duragent.domain.context import build_context
+from duragent.domain.entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
     CompactionEntry,
@@ -19,7 +19,7 @@ from domain.entries import (
     SessionEntry,
     ThinkingLevelChangeEntry,
 )
-from domain.messages import (
+from duragent.domain.messages import (
     AgentMessage,
     AssistantMessage,
     TextContent,

@@ -8,11 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from client.prices import bundled_prices, price_table
-from domain.cost import ModelUsage, cache_hit_rate, cost_of, cost_text, rate_text, usage_cost
-from domain.messages import Usage
-from domain.prices import ModelPrice, PriceFileError, parse_price_table
-from settings import SettingError, Settings
+from duragent.client.prices import bundled_prices, price_table
+from duragent.domain.cost import (
+    ModelUsage,
+    cache_hit_rate,
+    cost_of,
+    cost_text,
+    rate_text,
+    usage_cost,
+)
+from duragent.domain.messages import Usage
+from duragent.domain.prices import ModelPrice, PriceFileError, parse_price_table
+from duragent.settings import SettingError, Settings
 
 pytestmark = pytest.mark.fast
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from domain.fallbacks import (
+from duragent.domain.fallbacks import (
     ABORT_NOTE,
     Skipped,
     TurnInProgress,
@@ -14,9 +14,9 @@ from domain.fallbacks import (
     error_reply,
     result_fallback,
 )
-from domain.messages import ToolResultMessage, text_of
-from domain.tools import ToolCallRef
-from domain.turns import ProviderFailure, ToolCallOutcome
+from duragent.domain.messages import ToolResultMessage, text_of
+from duragent.domain.tools import ToolCallRef
+from duragent.domain.turns import ProviderFailure, ToolCallOutcome
 
 pytestmark = pytest.mark.fast
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from domain.guidance import GuidanceIntent, classify
+from duragent.domain.guidance import GuidanceIntent, classify
 
 pytestmark = pytest.mark.fast
 

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 from temporalio.client import WorkflowHistory
 
-from client.history import RunTimeline, TimelineItem, render, timeline_from_history
+from duragent.client.history import RunTimeline, TimelineItem, render, timeline_from_history
 
 pytestmark = pytest.mark.fast
 

@@ -12,17 +12,17 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.hosts import HostActivities
-from domain.hosts import (
+from duragent.activities.hosts import HostActivities
+from duragent.domain.hosts import (
     MOVE_ERROR,
     PackWorkspaceInput,
     UnpackWorkspaceInput,
     host_task_queue,
     sanitized_host_name,
 )
-from settings import SettingError, Settings
-from store import transfers
-from store.db import Database
+from duragent.settings import SettingError, Settings
+from duragent.store import transfers
+from duragent.store.db import Database
 
 
 @pytest.fixture

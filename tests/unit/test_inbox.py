@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from domain.changes import ConfigChange, SessionChange
-from domain.config import SessionConfig
-from domain.entries import MessageEntry, ModelChangeEntry
-from domain.guidance import GuidanceIntent, GuidanceItem
-from domain.messages import user_text
-from domain.queues import QueuedMessage
-from domain.turns import QueueConsumption
-from workflows.inbox import SEEN_CARRIED, Inbox, queued_entries
+from duragent.domain.changes import ConfigChange, SessionChange
+from duragent.domain.config import SessionConfig
+from duragent.domain.entries import MessageEntry, ModelChangeEntry
+from duragent.domain.guidance import GuidanceIntent, GuidanceItem
+from duragent.domain.messages import user_text
+from duragent.domain.queues import QueuedMessage
+from duragent.domain.turns import QueueConsumption
+from duragent.workflows.inbox import SEEN_CARRIED, Inbox, queued_entries
 
 pytestmark = pytest.mark.fast
 

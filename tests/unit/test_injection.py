@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from domain.events import RuntimeGuidanceInjected, RuntimeGuidanceReplanBeforeTools
-from domain.guidance import GuidanceItem
-from domain.injection import inject, inject_replan, injection_point
-from domain.messages import Usage
-from domain.turns import CommitSlot, TurnCommit
+from duragent.domain.events import RuntimeGuidanceInjected, RuntimeGuidanceReplanBeforeTools
+from duragent.domain.guidance import GuidanceItem
+from duragent.domain.injection import inject, inject_replan, injection_point
+from duragent.domain.messages import Usage
+from duragent.domain.turns import CommitSlot, TurnCommit
 
 pytestmark = pytest.mark.fast
 

@@ -41,11 +41,11 @@ def offenders(package: str, forbidden: str, allowed: tuple[str, ...] = ()) -> li
 def test_the_client_never_imports_the_worker_process() -> None:
     """worker.py imports the client (the facade its extensions get); the way back would
     make a cycle. What the client needs to start a worker is in `client.workers`."""
-    assert offenders("client", "worker") == []
+    assert offenders("client", "duragent.worker") == []
 
 
 def test_the_http_api_reads_the_store_through_the_client() -> None:
     """api/ is HTTP over the client: it shares the store's record types, never its
     queries or transactions."""
-    assert offenders("api", "store", allowed=("store.records",)) == []
-    assert offenders("api", "client.db") == []
+    assert offenders("api", "duragent.store", allowed=("duragent.store.records",)) == []
+    assert offenders("api", "duragent.client.db") == []

@@ -8,12 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from activities.mcp.config import HttpServer, McpConfigError, StdioServer, load_config
-from activities.mcp.names import KnownToolNames, check_server_names, model_names, split_name
-from client.errors import DuragentError
-from client.workers import tool_registry
-from domain.config import check_tool_names
-from settings import Settings
+from duragent.activities.mcp.config import HttpServer, McpConfigError, StdioServer, load_config
+from duragent.activities.mcp.names import (
+    KnownToolNames,
+    check_server_names,
+    model_names,
+    split_name,
+)
+from duragent.client.errors import DuragentError
+from duragent.client.workers import tool_registry
+from duragent.domain.config import check_tool_names
+from duragent.settings import Settings
 
 pytestmark = pytest.mark.fast
 

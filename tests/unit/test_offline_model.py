@@ -15,8 +15,8 @@ import httpx2
 import pytest
 from support import eventually
 
-from offline_model import DEMO_SCRIPT, OfflineModelServer, Script, Step, load_script
-from offline_model.protocol import validate_request
+from duragent.offline_model import DEMO_SCRIPT, OfflineModelServer, Script, Step, load_script
+from duragent.offline_model.protocol import validate_request
 
 MODEL = "offline-test-model"
 Serve = Callable[..., OfflineModelServer]

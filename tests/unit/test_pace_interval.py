@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from activities.heartbeat import pace_interval
+from duragent.activities.heartbeat import pace_interval
 
 pytestmark = pytest.mark.fast
 

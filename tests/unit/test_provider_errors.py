@@ -15,7 +15,7 @@ import httpx
 import httpx2
 import pytest
 
-from activities.provider_errors import classify, retry_after_ms
+from duragent.activities.provider_errors import classify, retry_after_ms
 
 pytestmark = pytest.mark.fast
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from client import render
-from client.render import EventPrinter
-from store.records import StoredEvent
+from duragent.client import render
+from duragent.client.render import EventPrinter
+from duragent.store.records import StoredEvent
 
 pytestmark = pytest.mark.fast
 

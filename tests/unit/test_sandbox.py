@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from activities.tools import BashTool, ToolContext, ToolRegistry, process_group_alive
-from activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
-from client.errors import DuragentError
-from domain.messages import TextContent
-from domain.tools import ToolResult
-from settings import Settings
-from worker import tool_registry
+from duragent.activities.tools import BashTool, ToolContext, ToolRegistry, process_group_alive
+from duragent.activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
+from duragent.client.errors import DuragentError
+from duragent.domain.messages import TextContent
+from duragent.domain.tools import ToolResult
+from duragent.settings import Settings
+from duragent.worker import tool_registry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -225,7 +225,7 @@ def test_the_worker_refuses_to_start_without_bwrap(no_bwrap_path: str, tmp_path:
         "TEMPORAL_ADDRESS": "127.0.0.1:1",  # never reached: the check comes first
     }
     done = subprocess.run(
-        [sys.executable, "-c", "from client.cli import main; main()", "worker"],
+        [sys.executable, "-c", "from duragent.client.cli import main; main()", "worker"],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -246,8 +246,9 @@ def test_bwrap_without_namespaces_is_a_clear_error(tmp_path: Path) -> None:
     """In a user namespace that may not make more of them, bwrap cannot build its sandbox:
     the worker says so and starts nothing."""
     no_namespaces = 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"'
-    check = "from worker import tool_registry; from settings import Settings; " + (
-        "tool_registry(Settings.from_env(tool_sandbox='bwrap'))"
+    check = (
+        "from duragent.worker import tool_registry; from duragent.settings import Settings; "
+        + ("tool_registry(Settings.from_env(tool_sandbox='bwrap'))")
     )
     done = subprocess.run(
         [

@@ -14,10 +14,10 @@ import pytest
 from postgres_server import store_url
 from support import BOTH_STORES
 
-from activities.save_point import save_point
-from domain.config import SessionConfig
-from domain.entries import MessageEntry
-from domain.messages import (
+from duragent.activities.save_point import save_point
+from duragent.domain.config import SessionConfig
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import (
     AssistantMessage,
     StopReason,
     TextContent,
@@ -26,11 +26,11 @@ from domain.messages import (
     Usage,
     user_text,
 )
-from domain.turns import CommitSlot, TurnCommit
-from store import display, entries, events, runs, sessions, staging
-from store.append import append_below
-from store.db import Database
-from store.staging import FinishedReplies
+from duragent.domain.turns import CommitSlot, TurnCommit
+from duragent.store import display, entries, events, runs, sessions, staging
+from duragent.store.append import append_below
+from duragent.store.db import Database
+from duragent.store.staging import FinishedReplies
 
 
 @pytest.fixture
@@ -132,13 +132,13 @@ def test_remembered_replies_are_final_ones_only() -> None:
 TOOL_LOAD = """
 import json, sys
 from pathlib import Path
-from activities.extensions import Extensions
-from activities.orphans import ProcessRecords
-from activities.tool_call import ToolCalls
-from activities.tools import ToolRegistry, default_tools
-from domain.tools import ToolCallRef
-from domain.turns import ToolCallInput
-from store.db import Database
+from duragent.activities.extensions import Extensions
+from duragent.activities.orphans import ProcessRecords
+from duragent.activities.tool_call import ToolCalls
+from duragent.activities.tools import ToolRegistry, default_tools
+from duragent.domain.tools import ToolCallRef
+from duragent.domain.turns import ToolCallInput
+from duragent.store.db import Database
 
 url, records = sys.argv[1:]
 registry = ToolRegistry(default_tools())

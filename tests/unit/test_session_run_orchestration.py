@@ -22,25 +22,25 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from temporal_dev import find_temporal_binary
 from temporalio import activity
 from temporalio.client import WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from domain import turns
-from domain.config import SnapshotRef
-from domain.entries import CustomMessageEntry
-from domain.events import RuntimeGuidanceInjected
-from domain.guidance import GuidanceItem
-from domain.messages import AssistantMessage, ToolResultMessage, Usage, text_of, user_text
-from domain.queues import QueuedMessage
-from domain.runs import RunInput, RunResult, session_workflow_id
-from domain.tools import ExecutionMode, ToolCallRef, ToolTraits
-from domain.tree_ops import SAVE_TURN, SaveTurnInput
-from worker import workflow_runner
-from workflows.session_run import SessionRun
+from duragent.domain import turns
+from duragent.domain.config import SnapshotRef
+from duragent.domain.entries import CustomMessageEntry
+from duragent.domain.events import RuntimeGuidanceInjected
+from duragent.domain.guidance import GuidanceItem
+from duragent.domain.messages import AssistantMessage, ToolResultMessage, Usage, text_of, user_text
+from duragent.domain.queues import QueuedMessage
+from duragent.domain.runs import RunInput, RunResult, session_workflow_id
+from duragent.domain.tools import ExecutionMode, ToolCallRef, ToolTraits
+from duragent.domain.tree_ops import SAVE_TURN, SaveTurnInput
+from duragent.temporal_dev import find_temporal_binary
+from duragent.worker import workflow_runner
+from duragent.workflows.session_run import SessionRun
 
 pytestmark = pytest.mark.fast
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from client.cli import app
-from settings import Settings
+from duragent.client.cli import app
+from duragent.settings import Settings
 
 VARIABLES = {
     "DURAGENT_DATABASE_URL": (

@@ -15,22 +15,22 @@ from postgres_server import new_database
 from sqlalchemy import text
 from support import BOTH_STORES
 
-from domain.config import SessionConfig
-from domain.context import build_context, derive_path_state
-from domain.entries import (
+from duragent.domain.config import SessionConfig
+from duragent.domain.context import build_context, derive_path_state
+from duragent.domain.entries import (
     ActiveToolsChangeEntry,
     CompactionEntry,
     MessageEntry,
     ModelChangeEntry,
     SessionEntry,
 )
-from domain.events import TurnStart
-from domain.messages import text_of, user_text
-from store import display, entries, events, sessions
-from store.db import Database, alembic_config
-from store.entries import EntryCache
-from store.events import KeyedEvent
-from store.tables import Base
+from duragent.domain.events import TurnStart
+from duragent.domain.messages import text_of, user_text
+from duragent.store import display, entries, events, sessions
+from duragent.store.db import Database, alembic_config
+from duragent.store.entries import EntryCache
+from duragent.store.events import KeyedEvent
+from duragent.store.tables import Base
 
 
 @pytest.fixture

@@ -6,14 +6,11 @@ a start takes well under a second, so isolation is cheap.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
-import sys
 import uuid
 from datetime import timedelta
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from temporalio import activity, workflow
@@ -23,32 +20,10 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 from temporalio.worker import Worker
 
-
-def _load_from_source_tree() -> ModuleType:
-    """Load ``temporal-dev/`` as ``temporal_dev`` when the project is not installed."""
-    # Computed here, not at module level: the workflow sandbox re-imports this
-    # module and forbids filesystem calls such as Path.resolve() while doing so.
-    package_dir = Path(__file__).resolve().parents[2] / "temporal-dev"
-    spec = importlib.util.spec_from_file_location(
-        "temporal_dev",
-        package_dir / "__init__.py",
-        submodule_search_locations=[str(package_dir)],
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["temporal_dev"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-# The workflow sandbox re-imports this module. Passing the import through
-# makes the sandbox reuse the already loaded package (so the fallback below
-# only ever runs once, outside the sandbox).
+# The workflow sandbox re-imports this module; passing the import through makes it reuse
+# the package already loaded.
 with workflow.unsafe.imports_passed_through():
-    try:
-        import temporal_dev
-    except ModuleNotFoundError:
-        temporal_dev = _load_from_source_tree()
+    from duragent import temporal_dev
 
 
 SESSION_KEY = SearchAttributeKey.for_keyword("DuragentSessionId")

@@ -11,10 +11,10 @@ from temporalio.envconfig import ClientConfigProfile
 from tls_support import make_certificates
 from typer.testing import CliRunner
 
-from client.cli import app
-from client.connection import temporal_connect_config
-from client.workers import private_paths
-from settings import Settings
+from duragent.client.cli import app
+from duragent.client.connection import temporal_connect_config
+from duragent.client.workers import private_paths
+from duragent.settings import Settings
 
 pytestmark = pytest.mark.fast
 

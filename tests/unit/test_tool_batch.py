@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from domain.tools import ExecutionMode, ToolCallRef, ToolTraits
-from workflows.tool_batch import batches
+from duragent.domain.tools import ExecutionMode, ToolCallRef, ToolTraits
+from duragent.workflows.tool_batch import batches
 
 pytestmark = pytest.mark.fast
 

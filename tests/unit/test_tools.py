@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from activities.tools import (
+from duragent.activities.tools import (
     BashTool,
     Tool,
     ToolContext,
@@ -24,12 +24,12 @@ from activities.tools import (
     process_group_alive,
     running_process_groups,
 )
-from activities.tools.base import resolve_in_workspace, truncate_head, truncate_tail
-from activities.tools.environment import tool_environment
-from activities.tools.find import GlobMatcher
-from domain.messages import ImageContent, TextContent
-from domain.tools import ToolResult, ToolTraits
-from settings import Settings, parse_tool_env
+from duragent.activities.tools.base import resolve_in_workspace, truncate_head, truncate_tail
+from duragent.activities.tools.environment import tool_environment
+from duragent.activities.tools.find import GlobMatcher
+from duragent.domain.messages import ImageContent, TextContent
+from duragent.domain.tools import ToolResult, ToolTraits
+from duragent.settings import Settings, parse_tool_env
 
 # A 1x1 transparent PNG.
 PNG = base64.b64decode(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from domain.config import SessionConfig
-from domain.context import build_context
-from domain.entries import (
+from duragent.domain.config import SessionConfig
+from duragent.domain.context import build_context
+from duragent.domain.entries import (
     CompactionEntry,
     CustomEntry,
     MessageEntry,
@@ -14,7 +14,7 @@ from domain.entries import (
     SessionEntry,
     ThinkingLevelChangeEntry,
 )
-from domain.messages import (
+from duragent.domain.messages import (
     AssistantMessage,
     CustomMessage,
     TextContent,
@@ -24,7 +24,7 @@ from domain.messages import (
     text_of,
     user_text,
 )
-from domain.transcript import MISSING_RESULT_TEXT, llm_transcript, repair_pairing
+from duragent.domain.transcript import MISSING_RESULT_TEXT, llm_transcript, repair_pairing
 
 pytestmark = pytest.mark.fast
 

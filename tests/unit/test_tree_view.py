@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api.tree_view import compaction_marks, tree_view
-from domain.entries import (
+from duragent.api.tree_view import compaction_marks, tree_view
+from duragent.domain.entries import (
     CompactionEntry,
     CustomMessageEntry,
     LabelEntry,
@@ -13,7 +13,7 @@ from domain.entries import (
     MessageEntry,
     SessionEntry,
 )
-from domain.messages import AssistantMessage, TextContent, user_text
+from duragent.domain.messages import AssistantMessage, TextContent, user_text
 
 pytestmark = pytest.mark.fast
 

@@ -12,15 +12,15 @@ import pytest
 from postgres_server import store_url
 from support import BOTH_STORES
 
-from activities.tree_ops import TreeOps
-from domain.config import SessionConfig
-from domain.entries import BranchSummaryEntry, LeafEntry, MessageEntry
-from domain.messages import CustomMessage, TextContent, user_text
-from domain.tree_ops import CommitNavigationInput, PlanNavigationResult
-from store import display, entries, sessions, staging
-from store.append import append_below
-from store.db import Database
-from store.entries import EntryCache
+from duragent.activities.tree_ops import TreeOps
+from duragent.domain.config import SessionConfig
+from duragent.domain.entries import BranchSummaryEntry, LeafEntry, MessageEntry
+from duragent.domain.messages import CustomMessage, TextContent, user_text
+from duragent.domain.tree_ops import CommitNavigationInput, PlanNavigationResult
+from duragent.store import display, entries, sessions, staging
+from duragent.store.append import append_below
+from duragent.store.db import Database
+from duragent.store.entries import EntryCache
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from api.web import WEB_DIR
+from duragent.api.web import WEB_DIR
 
 pytestmark = pytest.mark.fast
 
@@ -27,7 +27,7 @@ def _matches(path: PurePosixPath, pattern: str) -> bool:
 def test_pip_install_ships_every_asset() -> None:
     """Every file of the page is package data of `api` (what `pip install` copies)."""
     config = tomllib.loads((REPO / "pyproject.toml").read_text())
-    patterns = config["tool"]["setuptools"]["package-data"]["api"]
+    patterns = config["tool"]["setuptools"]["package-data"]["duragent.api"]
     missing = [
         str(p)
         for p in ASSETS

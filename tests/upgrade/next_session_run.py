@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from domain.runs import RunInput, RunResult
-from workflows.session_run import SessionRun
+from duragent.domain.runs import RunInput, RunResult
+from duragent.workflows.session_run import SessionRun
 
 PATCH = "upgrade-test-next-build"
 MEMO = {"build": "next"}

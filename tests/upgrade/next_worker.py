@@ -4,13 +4,13 @@
 
 from __future__ import annotations
 
-import client.workers
+import duragent.client.workers
 from upgrade.next_session_run import NextSessionRun
 
 
 def main() -> None:
     # build_worker registers the workflow its module names: this process is the next build.
-    client.workers.SessionRun = NextSessionRun  # type: ignore[attr-defined]
-    import worker
+    duragent.client.workers.SessionRun = NextSessionRun  # type: ignore[attr-defined]
+    from duragent import worker
 
     worker.main()

@@ -1,0 +1,1 @@
+"""duragent: a durable, steerable agent harness for Python on Temporal."""
