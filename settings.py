@@ -22,6 +22,7 @@
 | `DURAGENT_TOOL_ENV` | tools get PATH, HOME, LANG, LC_*, TZ...; add `NAME`, `P*`, `NAME=value` |
 | `DURAGENT_TOOL_SANDBOX` | `none`; `bwrap`: tool commands run in a bubblewrap sandbox |
 | `DURAGENT_MCP_CONFIG` | none: the MCP servers file (YAML or JSON) whose tools workers offer |
+| `DURAGENT_PLUGINS` | none: `module:attr,...`: plugins beside the installed ones |
 | `DURAGENT_PRICES_FILE` | none: a price table (TOML) whose models replace or add to the bundled |
 | `DURAGENT_WORKER_METRICS` | none (off): `host:port` where a worker serves Prometheus metrics |
 | `DURAGENT_API_METRICS` | off: `1` serves Prometheus metrics at the API's `/metrics` |
@@ -125,6 +126,9 @@ class Settings(BaseSettings):
     mcp_config: Path | None = None
     """The MCP servers a worker connects to (`activities.mcp.config`); clients read it
     too, to know which `<server>__<tool>` names a session's active tools may hold."""
+    plugins: Annotated[list[str], NoDecode] = []
+    """`module:attr` of each `duragent.Plugin` to load beside the installed ones (entry
+    point group `duragent.plugins`); workers and clients load the same (`client.plugins`)."""
     prices_file: Path | None = None
     """A price table of the bundled one's shape (`domain/prices.toml`) whose models
     replace or join the bundled ones; read and checked when the settings are."""
@@ -241,6 +245,13 @@ class Settings(BaseSettings):
         if isinstance(value, list):
             for entry in value:
                 check_tool_env_entry(str(entry))
+        return value
+
+    @field_validator("plugins", mode="before")
+    @classmethod
+    def _read_plugins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
     @field_validator("tool_sandbox", mode="before")

@@ -203,7 +203,9 @@ class ToolCalls:
             progress["processes"].append(identity)
 
         try:
-            ctx = ToolContext(workspace, on_update, on_process)
+            ctx = ToolContext(
+                workspace, on_update, on_process, session_id=data.session_id, call_id=call.id
+            )
             return await self._registry.run(call.name, args, ctx), False
         except asyncio.CancelledError:
             # Returning (not raising) hands the workflow a result for the call:

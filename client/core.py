@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Self
 
 from temporalio.client import Client
@@ -12,6 +13,7 @@ from duragent.activities.mcp.names import KnownToolNames
 from duragent.activities.tools import default_tool_names
 from duragent.client.connection import connect_temporal, open_store
 from duragent.client.errors import TemporalUnreachable
+from duragent.client.plugins import Plugins, load_plugins
 from duragent.client.prices import price_table
 from duragent.client.usage_tally import UsageTally
 from duragent.domain.prices import PriceTable
@@ -33,21 +35,33 @@ class ClientCore:
         self.temporal = temporal
         self.db = db
         self.settings = settings
-        self.tool_names = list(tool_names) if tool_names is not None else default_tool_names()
-        """The tools a session's active tools may name: the workers' built-in ones, unless
-        the workers register others (`build_worker(tools=...)`): then pass those. The MCP
-        servers' tools come on top (`known_tools`)."""
+        self._tool_names = list(tool_names) if tool_names is not None else None
         self.prices: PriceTable = price_table(settings.prices_file)
         """What the client prices usage with (`client.prices`)."""
         self.usage_tally = UsageTally()
         """Sessions' usage per run and model, read incrementally (`client.usage_tally`)."""
 
+    @cached_property
+    def plugins(self) -> Plugins:
+        """The plugins the settings load (the workers' too: `client.plugins`), loaded on
+        first use. Raises `PluginError` for one that cannot be loaded."""
+        return load_plugins(self.settings)
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The tools a session's active tools may name: the workers' built-in ones and
+        the plugins' tools, unless the workers register others (`build_worker(tools=...)`):
+        then pass those. The MCP servers' tools come on top (`known_tools`)."""
+        if self._tool_names is None:
+            self._tool_names = [*default_tool_names(), *self.plugins.tool_names()]
+        return self._tool_names
+
     def mcp_servers(self) -> list[str]:
         """The MCP servers in the config file `settings.mcp_config` names (the workers'
-        file: give clients the same). Raises `McpConfigError` for a bad file."""
-        if self.settings.mcp_config is None:
-            return []
-        return list(load_config(self.settings.mcp_config).servers)
+        file: give clients the same) and the plugins'. Raises `McpConfigError` for a bad
+        file, `PluginError` for a bad plugin."""
+        file = load_config(self.settings.mcp_config) if self.settings.mcp_config else None
+        return list(self.plugins.mcp_config(file).servers)
 
     def known_tools(self) -> KnownToolNames:
         """What a session's active tools may name: `tool_names`, and `<server>__<tool>`

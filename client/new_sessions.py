@@ -54,9 +54,7 @@ class NewSessions(SessionReads):
             if text is not None:
                 bounded(what, str(text))
         session_id = uuid.uuid4().hex
-        config = SessionConfig(model=model or self.settings.model)
-        if system_prompt is not None:
-            config = config.model_copy(update={"system_prompt": system_prompt})
+        config = self._new_config(model, system_prompt)
         if policy is not None:
             if owner is None:
                 raise ValueError("a workspace policy needs the session's owner")
@@ -81,6 +79,23 @@ class NewSessions(SessionReads):
                 owner=owner,
                 host=None if self.settings.shared_workspaces else host,
             )
+
+    def _new_config(self, model: str | None, system_prompt: str | None) -> SessionConfig:
+        """A new session's config: what the caller gives, else the plugins' defaults
+        (`client.plugins`), else the settings' model (a model set in the settings, not
+        left at its default, wins over the plugins')."""
+        plugins = self.plugins
+        if model is None and "model" not in self.settings.model_fields_set:
+            model = plugins.default("model")
+        config = SessionConfig(model=model or self.settings.model)
+        update = {
+            "system_prompt": system_prompt or plugins.default("system_prompt"),
+            "active_tools": plugins.default("active_tools"),
+        }
+        given = {key: value for key, value in update.items() if value is not None}
+        if "active_tools" in given:
+            given["active_tools"] = list(given["active_tools"])
+        return config.model_copy(update=given) if given else config
 
     def fork(self, session_id: str, entry_id: str, *, name: str | None = None) -> SessionRecord:
         """A new session continuing from `entry_id` of this one (its path copied)."""

@@ -1,19 +1,28 @@
 """Start what a command needs when it is not already there: the Temporal dev server, a
-worker and, for that worker when there is no API key, the offline model. Everything
-started here stops on exit, also when a signal cancels the command (`client.lifecycle`)."""
+worker and, for that worker when there is no API key, the offline model; and, for a
+command that follows a run on a worker elsewhere, one of its own when that worker does
+not answer. Everything started here stops on exit, also when a signal cancels the command
+(`client.lifecycle`)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
-from temporalio.api.enums.v1 import TaskQueueType, WorkerStatus
+from temporalio.api.enums.v1 import (
+    PendingActivityState,
+    PendingWorkflowTaskState,
+    TaskQueueType,
+    WorkerStatus,
+)
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, ListWorkersRequest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
 from duragent.client.connection import connect_temporal, open_store, temporal_reachable
@@ -25,6 +34,13 @@ from duragent.temporal_dev import DevServer
 Announce = Callable[[str], None]
 LIVE_POLLER_S = 70
 """A worker long-polls at least once a minute; an older poller is presumed gone."""
+NO_ANSWER_S = 5.0
+"""How long a run's task may wait for the workers elsewhere before the command following
+it starts one of its own. A live worker takes a task within milliseconds; one that was
+killed stays among the pollers for a minute, so only the wait tells it has gone. A busy
+worker may be this slow too: then the worker started here only adds hands."""
+WATCH_EVERY_S = 1.0
+"""How often the watch asks; it lasts the whole run, so once a second, not more."""
 
 
 def _local_port(address: str) -> int | None:
@@ -35,11 +51,17 @@ def _local_port(address: str) -> int | None:
 
 
 async def has_live_worker(client: Client, settings: Settings) -> bool:
-    """Whether a worker polls the task queue now.
+    """Whether a worker polls the task queue now."""
+    return bool(await live_workers(client, settings))
+
+
+async def live_workers(client: Client, settings: Settings) -> list[str]:
+    """The identities (`pid@host`) of the workers polling the task queue now.
 
     The task queue lists every poller of the last minutes, also those of a worker that
     has just stopped (the previous command's), so a poller counts only if it polled
-    within `LIVE_POLLER_S` and its worker has not reported shutting down since.
+    within `LIVE_POLLER_S` and its worker has not reported shutting down since. A worker
+    killed without a word still counts until `LIVE_POLLER_S` has passed.
     """
     response = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
@@ -51,9 +73,12 @@ async def has_live_worker(client: Client, settings: Settings) -> bool:
     now = time.time()
     recent = [p for p in response.pollers if now - _seconds(p.last_access_time) < LIVE_POLLER_S]
     if not recent:
-        return False
+        return []
     stopped = await _stopped_workers(client, settings)
-    return any(stopped.get(p.identity, 0.0) < _seconds(p.last_access_time) for p in recent)
+    live = (
+        p.identity for p in recent if stopped.get(p.identity, 0.0) < _seconds(p.last_access_time)
+    )
+    return sorted(set(live))
 
 
 async def _stopped_workers(client: Client, settings: Settings) -> dict[str, float]:
@@ -135,18 +160,116 @@ async def ensure_model(settings: Settings, announce: Announce) -> AsyncIterator[
 
 
 @contextlib.asynccontextmanager
-async def ensure_worker(settings: Settings, announce: Announce) -> AsyncIterator[None]:
+async def ensure_worker(settings: Settings, announce: Announce) -> AsyncIterator[list[str]]:
     """A worker in this process (with the offline model when there is no API key), unless
-    one polls the task queue already: then nothing is started, the model neither."""
+    one polls the task queue already: then nothing is started, the model neither, and it
+    says which worker it relies on. Yields those workers' identities (none: ours)."""
+    client = await connect_temporal(settings)
+    elsewhere = await live_workers(client, settings)
+    if elsewhere:
+        announce(f"Using {_workers(elsewhere)} already polling task queue {settings.task_queue}.")
+        yield elsewhere
+        return
+    async with _own_worker(client, settings, announce):
+        yield []
+
+
+@contextlib.asynccontextmanager
+async def stand_in_worker(
+    settings: Settings, announce: Announce, workflow_id: str, elsewhere: Sequence[str]
+) -> AsyncIterator[None]:
+    """While inside, watch the workflow that the workers `elsewhere` (from `ensure_worker`)
+    should work on: once a task of it that a worker here would take has waited
+    `NO_ANSWER_S` for them, say so and start a worker in this process; it stops on leaving.
+    With `elsewhere` empty the worker is this process's own: nothing to watch.
+
+    A failure to start that worker ends what is inside with its error, rather than leaving
+    it waiting for a worker that will not come."""
+    if not elsewhere:
+        yield
+        return
+    inside = asyncio.current_task()
+    assert inside is not None
+    watch = asyncio.create_task(_stand_in(settings, announce, workflow_id, elsewhere))
+
+    def on_end(task: asyncio.Task[None]) -> None:
+        if _failure(task) is not None:
+            inside.cancel()
+
+    watch.add_done_callback(on_end)
+    try:
+        yield
+    except asyncio.CancelledError:
+        failure = _failure(watch)
+        if failure is None:
+            raise
+        inside.uncancel()  # that cancel was only the way to stop waiting
+        raise failure from None
+    finally:
+        watch.remove_done_callback(on_end)
+        watch.cancel()
+        await asyncio.wait([watch])  # its worker, if it started one, has stopped
+
+
+def _failure(task: asyncio.Task[None]) -> BaseException | None:
+    return None if not task.done() or task.cancelled() else task.exception()
+
+
+async def _stand_in(
+    settings: Settings, announce: Announce, workflow_id: str, elsewhere: Sequence[str]
+) -> None:
+    """Until cancelled: wait for a task of the workflow to go unanswered, then run a worker."""
+    client = await connect_temporal(settings)
+    handle = client.get_workflow_handle(workflow_id)
+    while (waited := await _unanswered_s(handle, settings)) < NO_ANSWER_S:
+        await asyncio.sleep(WATCH_EVERY_S)
+    announce(
+        f"No worker answered for {waited:.0f} s ({_workers(elsewhere)} may have stopped): "
+        "starting one in this process."
+    )
+    async with _own_worker(client, settings, announce):
+        await asyncio.Event().wait()
+
+
+async def _unanswered_s(handle: WorkflowHandle[Any, Any], settings: Settings) -> float:
+    """How long the workflow's longest waiting task that a worker of this process would
+    take (its workflow task; an activity on the task queue or this host's queue, not
+    another host's, whose wait has its own handling) has waited for a worker; 0 if none.
+
+    Only tasks not taken yet count: one taken by a worker that then died comes back to
+    the queue when Temporal's timeout for it expires, and counts from then."""
+    info = (await handle.describe()).raw_description
+    now = time.time()
+    waits = [0.0]
+    task = info.pending_workflow_task
+    if (
+        info.HasField("pending_workflow_task")
+        and task.state == PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_SCHEDULED
+    ):
+        waits.append(now - _seconds(task.scheduled_time))
+    ours = {settings.task_queue, settings.host_queue}
+    for activity in info.pending_activities:
+        queue = activity.activity_options.task_queue.name
+        if activity.state != PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED or (
+            queue and queue not in ours
+        ):
+            continue
+        # A retry waiting out its backoff is scheduled in the future: not waiting yet.
+        due = max(_seconds(activity.scheduled_time), _seconds(activity.next_attempt_schedule_time))
+        waits.append(now - due)
+    return max(waits)
+
+
+@contextlib.asynccontextmanager
+async def _own_worker(
+    client: Client, settings: Settings, announce: Announce
+) -> AsyncIterator[None]:
+    """A worker in this process, with the offline model when there is no API key."""
     # Imported here, not at the top: the wiring loads the model SDK and every activity,
     # which commands that start no worker do not need to wait for.
     from duragent.client.workers import build_worker
     from duragent.telemetry.metrics import worker_runtime
 
-    client = await connect_temporal(settings)
-    if await has_live_worker(client, settings):
-        yield
-        return
     runtime = worker_runtime(settings)  # its metrics port is bound only for a worker
     if runtime is not None:
         client = await connect_temporal(settings, runtime=runtime)
@@ -158,6 +281,11 @@ async def ensure_worker(settings: Settings, announce: Announce) -> AsyncIterator
                 yield
         finally:
             db.dispose()
+
+
+def _workers(identities: Sequence[str]) -> str:
+    """'the worker 1234@host', or 'the workers ...' when there are several."""
+    return f"the worker{'s' if len(identities) > 1 else ''} {', '.join(identities)}"
 
 
 @contextlib.asynccontextmanager

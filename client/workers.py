@@ -40,6 +40,7 @@ from duragent.client.api import DuragentClient
 from duragent.client.connection import connect_temporal, open_store
 from duragent.client.errors import DuragentError
 from duragent.client.facade import SessionFacade
+from duragent.client.plugins import PluginError, Plugins, load_plugins
 from duragent.client.prices import price_table
 from duragent.client.workflow_runner import workflow_runner
 from duragent.settings import Settings
@@ -66,11 +67,14 @@ def model_client(settings: Settings) -> anthropic.AsyncAnthropic:
     )
 
 
-def tool_registry(settings: Settings) -> ToolRegistry:
+def tool_registry(settings: Settings, plugins: Plugins | None = None) -> ToolRegistry:
     """The built-in tools, their commands with the environment and sandbox `settings` ask
-    for, and the tools of the MCP servers in `settings.mcp_config` (connected on first use).
+    for, the plugins' tools (`plugins`, or those `settings` loads), and the tools of the
+    MCP servers in `settings.mcp_config` and the plugins (connected on first use).
     Raises `DuragentError` when the sandbox is asked for and cannot run here, or the MCP
-    config is bad."""
+    config or a plugin is bad."""
+    if plugins is None:
+        plugins = load_plugins(settings)
     sandbox = None
     if settings.tool_sandbox == "bwrap":
         try:
@@ -78,13 +82,19 @@ def tool_registry(settings: Settings) -> ToolRegistry:
         except SandboxUnavailable as exc:
             raise DuragentError(str(exc)) from None
     bash = BashTool(env=tool_environment(settings.tool_env), sandbox=sandbox)
-    providers = []
-    if settings.mcp_config is not None:
-        try:
-            providers = mcp_providers(load_config(settings.mcp_config), settings.mcp_logs)
-        except McpConfigError as exc:
-            raise DuragentError(str(exc)) from None
-    return ToolRegistry(default_tools(bash=bash), providers)
+    try:
+        config = load_config(settings.mcp_config) if settings.mcp_config is not None else None
+    except McpConfigError as exc:
+        raise DuragentError(str(exc)) from None
+    providers = mcp_providers(plugins.mcp_config(config), settings.mcp_logs)
+    try:
+        return ToolRegistry(
+            [*default_tools(bash=bash), *plugins.tools()],
+            providers,
+            opt_in=plugins.opt_in_tools(),
+        )
+    except ValueError as exc:  # a plugin's tool named as another tool
+        raise PluginError(f"plugins: {exc}") from None
 
 
 def private_paths(settings: Settings) -> list[Path]:
@@ -113,13 +123,17 @@ def build_worker(
     tools: ToolRegistry | None = None,
     model: anthropic.AsyncAnthropic | None = None,
     extensions: Sequence[Extension] = (),
+    plugins: Plugins | None = None,
 ) -> Worker:
     """A worker for `settings.task_queue`: the session workflows and their activities,
-    with the built-in and MCP tools (or `tools`) and the given extensions' hooks; and,
+    with the built-in, plugin and MCP tools (or `tools`), the given extensions' and the
+    plugins' hooks (`plugins`, or those `settings` loads); and,
     unless workspaces are shared, one for its host's queue (`settings.host_queue`), where
     the tool calls of its host's sessions go. Both run and stop together; when they stop,
     the tools' MCP connections close."""
-    registry = tools or tool_registry(settings)
+    if plugins is None:
+        plugins = load_plugins(settings)
+    registry = tools or tool_registry(settings, plugins)
     bash = registry.get("bash")
     if settings.tool_sandbox != "none" and isinstance(bash, BashTool) and bash.sandbox is None:
         raise DuragentError(
@@ -127,7 +141,9 @@ def build_worker(
             "run bash unsandboxed: build them with worker.tool_registry(settings)"
         )
     facades = DuragentClient(client, db, settings)
-    hooks = Extensions(extensions, lambda session_id: SessionFacade(facades, session_id))
+    hooks = Extensions(
+        [*extensions, *plugins.extensions()], lambda session_id: SessionFacade(facades, session_id)
+    )
     taker = SnapshotTaker(hooks, settings.resources_dir)
     host = None if settings.shared_workspaces else settings.host
     bookkeeping = Bookkeeping(db, hooks, taker, host)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -10,6 +11,9 @@ from duragent.domain.approvals import ApprovalAsk
 from duragent.domain.messages import TextContent, ToolResultContent, ToolResultMessage
 
 ExecutionMode = Literal["parallel", "sequential"]
+
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+"""The Messages API's rule for a tool's name."""
 
 
 class ToolResult(BaseModel):

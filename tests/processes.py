@@ -64,7 +64,7 @@ def spawn_python(
     )
 
 
-WORKER_ARGS = ["-c", "import worker; worker.main()"]
+WORKER_ARGS = ["-m", "duragent.worker"]
 
 
 def kill_group(process: subprocess.Popen[bytes], timeout: float | None = 10) -> None:

@@ -57,16 +57,16 @@ class Stack:
         self.processes.append(process)
         return process
 
-    async def cli(self, *args: str) -> tuple[int, str, str]:
-        """The real `duragent` command against this stack, 200 columns wide: its exit
-        code, stdout and stderr."""
+    async def cli(self, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+        """The real `duragent` command against this stack, 200 columns wide (with `env`
+        on top of the stack's environment): its exit code, stdout and stderr."""
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "duragent.client.cli",
             *args,
             cwd=REPO,
-            env={**self.env(), "COLUMNS": "200"},
+            env={**self.env(), "COLUMNS": "200", **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

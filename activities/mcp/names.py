@@ -13,9 +13,10 @@ import hashlib
 import re
 from collections.abc import Collection, Iterable, Iterator
 
+from duragent.domain.tools import TOOL_NAME
+
 SEPARATOR = "__"
 MAX_NAME = 64
-TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _OUTSIDE = re.compile(r"[^a-zA-Z0-9_-]")
 
 

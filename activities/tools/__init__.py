@@ -19,6 +19,7 @@ from duragent.activities.tools.bash import BashTool, process_group_alive, runnin
 from duragent.activities.tools.delegate import DelegateTool
 from duragent.activities.tools.edit import EditTool
 from duragent.activities.tools.find import FindTool
+from duragent.activities.tools.function import FunctionTool, function_tool, tool
 from duragent.activities.tools.grep import GrepTool
 from duragent.activities.tools.ls import LsTool
 from duragent.activities.tools.read import ReadTool
@@ -29,6 +30,7 @@ __all__ = [
     "DelegateTool",
     "EditTool",
     "FindTool",
+    "FunctionTool",
     "GrepTool",
     "LsTool",
     "ReadTool",
@@ -40,8 +42,10 @@ __all__ = [
     "WriteTool",
     "default_tool_names",
     "default_tools",
+    "function_tool",
     "process_group_alive",
     "running_process_groups",
+    "tool",
 ]
 
 

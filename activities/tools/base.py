@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +46,11 @@ def _ignore_process(pgid: int) -> None:
 
 @dataclass
 class ToolContext:
-    """Where a tool runs and where its partial output goes."""
+    """What a tool call knows of where it runs, and where its partial output goes.
+
+    A function tool (`@duragent.tool`) gets it as its first parameter when that parameter
+    is typed `ToolContext`.
+    """
 
     workspace: Path
     """Absolute directory; every path argument is resolved inside it."""
@@ -55,6 +60,27 @@ class ToolContext:
     """Called with the process group id of each process the tool starts, before the
     process may do anything: it records the group where a later attempt finds it to stop
     it if this worker dies. If it raises, the tool stops the process and fails."""
+    session_id: str = ""
+    """The session the call belongs to."""
+    call_id: str = ""
+    """The model's id for this call (`toolu_...`): the same on every attempt."""
+    _cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def print(self, *parts: object, sep: str = " ", end: str = "\n") -> None:
+        """Show a line of output while the call runs (live, as bash's output shows). What
+        the model reads is the tool's result; this is for the people watching."""
+        self.on_update(sep.join(str(part) for part in parts) + end)
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the call was aborted (or interrupted by guidance). An async tool is
+        cancelled by `asyncio.CancelledError`; a sync one runs on in its thread, so a long
+        one should check this now and then and return early."""
+        return self._cancelled.is_set()
+
+    def cancel(self) -> None:
+        """Mark the call cancelled (the caller does this when the call is aborted)."""
+        self._cancelled.set()
 
 
 class Tool(ABC, Generic[ArgsT]):
@@ -146,13 +172,19 @@ class ToolRegistry:
 
     Where a method takes `providers`, it names the providers a session uses (None: all);
     a provider's tools are neither offered nor run for a session that does not use it.
+    Tools named in `opt_in` are offered only to sessions whose active tools name them.
     """
 
     def __init__(
-        self, tools: Iterable[Tool[Any]] = (), providers: Iterable[ToolProvider] = ()
+        self,
+        tools: Iterable[Tool[Any]] = (),
+        providers: Iterable[ToolProvider] = (),
+        *,
+        opt_in: Iterable[str] = (),
     ) -> None:
         self._tools: dict[str, Tool[Any]] = {}
         self._providers: dict[str, ToolProvider] = {}
+        self._opt_in = frozenset(opt_in)
         for tool in tools:
             self.register(tool)
         for provider in providers:
@@ -209,9 +241,9 @@ class ToolRegistry:
                 f"Tool '{name}' is from {provider.kind} '{provider.name}', which this session "
                 f"does not use, so the call was not run. It uses: {used}."
             )
-        if active is None or name in active:
+        if name not in self._opt_in if active is None else name in active:
             return None
-        offered = ", ".join(t for t in self.names(providers) if t in active) or "none"
+        offered = ", ".join(self._offered(active, providers)) or "none"
         return (
             f"Tool '{name}' is not active in this session, so the call was not run. "
             f"Active tools: {offered}."
@@ -225,14 +257,14 @@ class ToolRegistry:
         `None` means every tool. Active names that are not registered are ignored, so a
         session configured with a tool this worker lacks still gets the others.
         """
-        wanted = None if active is None else set(active)
+        wanted = set(self._offered(active, providers)) if active is None else set(active)
         specs: list[ToolParam] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
             for t in self._tools.values()
         ]
         for provider in self._chosen(providers):
             specs.extend(provider.api_specs())
-        return [spec for spec in specs if wanted is None or spec["name"] in wanted]
+        return [spec for spec in specs if spec["name"] in wanted]
 
     async def run(self, name: str, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Parse the arguments and execute the tool, turning model mistakes into error results.
@@ -267,6 +299,13 @@ class ToolRegistry:
     async def aclose(self) -> None:
         """Close every provider (the worker is stopping)."""
         await asyncio.gather(*(provider.aclose() for provider in self._providers.values()))
+
+    def _offered(self, active: Sequence[str] | None, providers: Sequence[str] | None) -> list[str]:
+        """The tools a turn offers: those `active` names, or (None) all but the opt-in ones."""
+        names = self.names(providers)
+        if active is None:
+            return [name for name in names if name not in self._opt_in]
+        return [name for name in names if name in active]
 
     def _chosen(self, providers: Sequence[str] | None) -> list[ToolProvider]:
         return [p for p in self._providers.values() if providers is None or p.name in providers]

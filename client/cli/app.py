@@ -22,9 +22,23 @@ SETTING_OF_OPTION = {"namespace": "temporal_namespace"}
 """The `Settings` field a global option sets, where its name is not the option's."""
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version
+
+        typer.echo(f"duragent {version('duragent')}")
+        raise typer.Exit()
+
+
 @app.callback()
 def global_options(
     ctx: typer.Context,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
     home: Annotated[
         Path | None, typer.Option(help="State directory [env DURAGENT_HOME, default ./.duragent]")
     ] = None,
@@ -46,7 +60,11 @@ def global_options(
 ) -> None:
     # Each option overrides the setting of its name (`ctx.params` holds them all), so an
     # option is added in one place.
-    overrides = {SETTING_OF_OPTION.get(name, name): value for name, value in ctx.params.items()}
+    overrides = {
+        SETTING_OF_OPTION.get(name, name): value
+        for name, value in ctx.params.items()
+        if name != "version"
+    }
     try:
         ctx.obj = Settings.from_env(**overrides)
     except ValueError as error:  # pydantic's ValidationError is one too

@@ -20,6 +20,15 @@ T = TypeVar("T")
 SessionArg = Annotated[str, typer.Argument(help="Session id.")]
 MessageArg = Annotated[str, typer.Argument(help="The message.")]
 EntryPrefixArg = Annotated[str, typer.Argument(help="Entry id (or a unique prefix).")]
+PluginOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--plugin",
+        metavar="MODULE:ATTR",
+        help="A duragent.Plugin to load (repeatable), beside DURAGENT_PLUGINS and the "
+        "installed ones (entry points `duragent.plugins`).",
+    ),
+]
 
 
 def fail(message: str) -> NoReturn:
@@ -43,6 +52,18 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     end the process by that signal (`client.lifecycle`)."""
     with client_errors():
         return lifecycle.run(coro, notice=announce)
+
+
+def with_plugins(settings: Settings, paths: list[str] | None) -> Settings:
+    """`settings` with the `--plugin` paths added, every plugin loaded once to check it:
+    one that cannot be loaded ends the command with a line naming it (exit 2)."""
+    from duragent.client.plugins import load_plugins
+
+    if paths:
+        settings = settings.model_copy(update={"plugins": [*settings.plugins, *paths]})
+    with client_errors():
+        load_plugins(settings)
+    return settings
 
 
 def store_client(settings: Settings) -> DuragentClient:

@@ -16,7 +16,7 @@ from duragent.client.cli.budgets import budget_of, check_limits
 from duragent.client.cli.command import SessionArg, fail
 from duragent.client.cli.views import announce, console, cost_line
 from duragent.client.render import EventPrinter
-from duragent.client.services import local_services
+from duragent.client.services import ensure_worker, local_services, stand_in_worker
 from duragent.settings import Settings
 
 EXIT_CODES = {"completed": 0, "error": 1, "aborted": 130}
@@ -62,8 +62,10 @@ def run(
     (0 completed, 1 error, 130 aborted).
 
     Starts a Temporal dev server and a worker in this process when none is reachable, and
-    for that worker the offline model when ANTHROPIC_API_KEY is unset. Ctrl-C or SIGTERM
-    stop what it started; the run stays open for the next worker.
+    for that worker the offline model when ANTHROPIC_API_KEY is unset. A worker already
+    polling is named and used; when it does not answer for a few seconds, a worker is
+    started here after all. Ctrl-C or SIGTERM stop what it started; the run stays open for
+    the next worker.
     """
     settings: Settings = ctx.obj
     if max_turns is not None and max_turns < 1:
@@ -143,12 +145,20 @@ async def _follow(
     open_session: Callable[[DuragentClient], str],
     start: Callable[[DuragentClient, str], Awaitable[RunHandle]],
 ) -> int:
-    """Start a run (services started as needed), print its events, return its exit code."""
-    async with local_services(settings, announce) as ready:
+    """Start a run (services started as needed), print its events, return its exit code.
+
+    On a worker elsewhere, the run is watched: when that worker does not answer (it may
+    have been killed, which Temporal learns only a minute later), one is started here."""
+    async with (
+        local_services(settings, announce, worker=False) as ready,
+        ensure_worker(ready, announce) as elsewhere,
+    ):
         client = await DuragentClient.connect(ready)
         session_id = open_session(client)
         cursor = client.cursor(session_id)  # before the start: no event of the run is missed
-        return await show_run(client, session_id, await start(client, session_id), cursor)
+        handle = await start(client, session_id)
+        async with stand_in_worker(ready, announce, handle.workflow.id, elsewhere):
+            return await show_run(client, session_id, handle, cursor)
 
 
 async def show_run(client: DuragentClient, session_id: str, handle: RunHandle, cursor: int) -> int:

@@ -18,7 +18,7 @@ from duragent.client.services import ensure_model, ensure_temporal, local_servic
 from duragent.settings import Settings
 
 
-def worker(ctx: typer.Context) -> None:
+def worker(ctx: typer.Context, plugin: command.PluginOption = None) -> None:
     """Run a worker: it hosts session workflows and their activities until interrupted.
 
     With no ANTHROPIC_API_KEY and no ANTHROPIC_BASE_URL it serves the offline model itself.
@@ -27,7 +27,7 @@ def worker(ctx: typer.Context) -> None:
     """
     from duragent.client.workers import run_worker
 
-    settings: Settings = ctx.obj
+    settings = command.with_plugins(ctx.obj, plugin)
 
     async def main() -> None:
         async with ensure_model(settings, announce) as ready:
@@ -67,6 +67,7 @@ def serve(
     worker: Annotated[
         bool, typer.Option(help="Run a worker in this process when none is polling.")
     ] = True,
+    plugin: command.PluginOption = None,
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs).
 
@@ -78,7 +79,7 @@ def serve(
 
     from duragent.api.app import create_app
 
-    settings: Settings = ctx.obj
+    settings = command.with_plugins(ctx.obj, plugin)
     tokens = settings.api_tokens
     if not tokens:
         tokens = {secrets.token_urlsafe(24): "default"}
