@@ -10,11 +10,11 @@ from temporalio.client import Client
 
 from duragent.activities.mcp.config import load_config
 from duragent.activities.mcp.names import KnownToolNames
+from duragent.activities.prices import price_table
 from duragent.activities.tools import default_tool_names
 from duragent.client.connection import connect_temporal, open_store
 from duragent.client.errors import TemporalUnreachable
-from duragent.client.plugins import Plugins, load_plugins
-from duragent.client.prices import price_table
+from duragent.client.plugins import Plugin, Plugins, load_plugins
 from duragent.client.usage_tally import UsageTally
 from duragent.domain.prices import PriceTable
 from duragent.settings import Settings
@@ -31,11 +31,13 @@ class ClientCore:
         settings: Settings,
         *,
         tool_names: Sequence[str] | None = None,
+        plugins: Sequence[Plugin] = (),
     ) -> None:
         self.temporal = temporal
         self.db = db
         self.settings = settings
         self._tool_names = list(tool_names) if tool_names is not None else None
+        self._extra_plugins = list(plugins)
         self.prices: PriceTable = price_table(settings.prices_file)
         """What the client prices usage with (`client.prices`)."""
         self.usage_tally = UsageTally()
@@ -43,9 +45,9 @@ class ClientCore:
 
     @cached_property
     def plugins(self) -> Plugins:
-        """The plugins the settings load (the workers' too: `client.plugins`), loaded on
-        first use. Raises `PluginError` for one that cannot be loaded."""
-        return load_plugins(self.settings)
+        """The plugins the settings load (the workers' too: `client.plugins`) and those
+        given, loaded on first use. Raises `PluginError` for one that cannot be loaded."""
+        return load_plugins(self.settings, self._extra_plugins)
 
     @property
     def tool_names(self) -> list[str]:
@@ -69,9 +71,9 @@ class ClientCore:
         return KnownToolNames(self.tool_names, self.mcp_servers())
 
     @classmethod
-    async def connect(cls, settings: Settings) -> Self:
+    async def connect(cls, settings: Settings, *, plugins: Sequence[Plugin] = ()) -> Self:
         try:
             temporal = await connect_temporal(settings)
         except RuntimeError as err:
             raise TemporalUnreachable(settings.temporal_address, str(err)) from err
-        return cls(temporal, open_store(settings), settings)
+        return cls(temporal, open_store(settings), settings, plugins=plugins)

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from temporalio.exceptions import FailureError
 
+from duragent.domain.errors import DuragentError as DuragentError  # the base, shared
 from duragent.domain.fallbacks import root_message
-
-
-class DuragentError(Exception):
-    """Base class: every client error says what went wrong in its message."""
 
 
 class SessionBusy(DuragentError):

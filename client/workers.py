@@ -29,6 +29,7 @@ from duragent.activities.mcp.config import McpConfigError, load_config
 from duragent.activities.mcp.tools import mcp_providers
 from duragent.activities.model_turn import ModelTurns
 from duragent.activities.orphans import ProcessRecords
+from duragent.activities.prices import price_table
 from duragent.activities.snapshots import SnapshotTaker
 from duragent.activities.subagents import Subagents
 from duragent.activities.tool_call import ToolCalls
@@ -40,8 +41,7 @@ from duragent.client.api import DuragentClient
 from duragent.client.connection import connect_temporal, open_store
 from duragent.client.errors import DuragentError
 from duragent.client.facade import SessionFacade
-from duragent.client.plugins import PluginError, Plugins, load_plugins
-from duragent.client.prices import price_table
+from duragent.client.plugins import Plugin, PluginError, Plugins, load_plugins
 from duragent.client.workflow_runner import workflow_runner
 from duragent.settings import Settings
 from duragent.store.db import Database
@@ -67,14 +67,13 @@ def model_client(settings: Settings) -> anthropic.AsyncAnthropic:
     )
 
 
-def tool_registry(settings: Settings, plugins: Plugins | None = None) -> ToolRegistry:
+def tool_registry(settings: Settings, plugins: Sequence[Plugin] | Plugins = ()) -> ToolRegistry:
     """The built-in tools, their commands with the environment and sandbox `settings` ask
-    for, the plugins' tools (`plugins`, or those `settings` loads), and the tools of the
+    for, the plugins' tools (those `settings` loads and `plugins`), and the tools of the
     MCP servers in `settings.mcp_config` and the plugins (connected on first use).
     Raises `DuragentError` when the sandbox is asked for and cannot run here, or the MCP
     config or a plugin is bad."""
-    if plugins is None:
-        plugins = load_plugins(settings)
+    plugins = _loaded(settings, plugins)
     sandbox = None
     if settings.tool_sandbox == "bwrap":
         try:
@@ -95,6 +94,11 @@ def tool_registry(settings: Settings, plugins: Plugins | None = None) -> ToolReg
         )
     except ValueError as exc:  # a plugin's tool named as another tool
         raise PluginError(f"plugins: {exc}") from None
+
+
+def _loaded(settings: Settings, plugins: Sequence[Plugin] | Plugins) -> Plugins:
+    """The plugins `settings` load with `plugins` added (loaded already: as they are)."""
+    return plugins if isinstance(plugins, Plugins) else load_plugins(settings, plugins)
 
 
 def private_paths(settings: Settings) -> list[Path]:
@@ -123,16 +127,15 @@ def build_worker(
     tools: ToolRegistry | None = None,
     model: anthropic.AsyncAnthropic | None = None,
     extensions: Sequence[Extension] = (),
-    plugins: Plugins | None = None,
+    plugins: Sequence[Plugin] | Plugins = (),
 ) -> Worker:
     """A worker for `settings.task_queue`: the session workflows and their activities,
     with the built-in, plugin and MCP tools (or `tools`), the given extensions' and the
-    plugins' hooks (`plugins`, or those `settings` loads); and,
+    plugins' hooks (those `settings` loads and `plugins`); and,
     unless workspaces are shared, one for its host's queue (`settings.host_queue`), where
     the tool calls of its host's sessions go. Both run and stop together; when they stop,
     the tools' MCP connections close."""
-    if plugins is None:
-        plugins = load_plugins(settings)
+    plugins = _loaded(settings, plugins)
     registry = tools or tool_registry(settings, plugins)
     bash = registry.get("bash")
     if settings.tool_sandbox != "none" and isinstance(bash, BashTool) and bash.sandbox is None:

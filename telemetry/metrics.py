@@ -43,9 +43,9 @@ from temporalio.worker import (
     Interceptor,
 )
 
-from duragent.client.errors import DuragentError
-from duragent.client.prices import price_table
+from duragent.activities.prices import price_table
 from duragent.domain.cost import usage_cost
+from duragent.domain.errors import DuragentError
 from duragent.domain.messages import Usage
 from duragent.domain.prices import PriceTable
 from duragent.domain.subagents import FINISH_SUBAGENT, FinishSubagentInput

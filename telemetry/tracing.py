@@ -33,7 +33,7 @@ from temporalio.client import Client
 from temporalio.client import Interceptor as ClientInterceptor
 from temporalio.worker import Interceptor as WorkerInterceptor
 
-from duragent.client.errors import DuragentError
+from duragent.domain.errors import DuragentError
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider

@@ -15,7 +15,7 @@ from playwright.async_api import expect
 from support import UNTIL_GO, ApiServer, Stack, event_seen, eventually, let_go, run_finished
 
 from browser.pages import loaded, new_session, open_session, screenshot, send, signed_in
-from duragent.client.prices import bundled_prices
+from duragent.activities.prices import bundled_prices
 from duragent.domain.budgets import Budget
 from duragent.domain.cost import cost_text, usage_cost
 

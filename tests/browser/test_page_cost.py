@@ -10,7 +10,7 @@ from playwright.async_api import expect
 from support import ApiServer, Stack, eventually, run_finished
 
 from browser.pages import new_session, open_session, screenshot, send, signed_in
-from duragent.client.prices import bundled_prices
+from duragent.activities.prices import bundled_prices
 from duragent.domain.cost import cache_hit_rate, cost_text, rate_text, usage_cost
 
 pytestmark = pytest.mark.browser

@@ -17,7 +17,6 @@ from processes import REPO, spawn_python
 from support import Stack, event_seen, eventually
 
 from duragent.client.api import DuragentClient
-from duragent.client.plugins import load_plugins
 from duragent.domain.entries import MessageEntry
 from duragent.domain.messages import ToolResultMessage, text_of
 
@@ -146,10 +145,9 @@ def test_a_bad_plugin_is_one_line_and_exit_2(tmp_path: Path) -> None:
     }
 )
 async def test_a_function_tools_output_streams_and_abort_cancels_it(stack: Stack) -> None:
-    plugins = load_plugins(stack.settings, [orders_plugin.plugin])
     session = stack.client.create_session()
     marker = Path(session.workspace) / "stock.log"
-    async with stack.worker(plugins=plugins):
+    async with stack.worker(plugins=[orders_plugin.plugin]):
         await stack.client.prompt(session.id, "wait for widgets")
         await eventually(
             lambda: event_seen(

@@ -8,7 +8,7 @@ import json
 import pytest
 from support import BOTH_STORES, ApiServer, Stack
 
-from duragent.client.prices import bundled_prices
+from duragent.activities.prices import bundled_prices
 from duragent.domain.cost import cache_hit_rate, cost_text, usage_cost
 from duragent.domain.messages import Usage
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from support import BOTH_STORES, ApiServer, Stack, assert_valid_pairing
 
-from duragent.client.prices import bundled_prices
+from duragent.activities.prices import bundled_prices
 from duragent.domain.budgets import BUDGET_NOTE, Budget
 from duragent.domain.compaction import CompactionSettings
 from duragent.domain.cost import cost_text, usage_cost

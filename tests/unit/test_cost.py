@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from duragent.client.prices import bundled_prices, price_table
+from duragent.activities.prices import bundled_prices, price_table
 from duragent.domain.cost import (
     ModelUsage,
     cache_hit_rate,

@@ -14,17 +14,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def imported_modules(package: str) -> dict[str, set[str]]:
     """Each module file under `package` with the modules it imports."""
-    found: dict[str, set[str]] = {}
-    for path in sorted((ROOT / package).rglob("*.py")):
-        names: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                names.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names.add(node.module)
-                names.update(f"{node.module}.{alias.name}" for alias in node.names)
-        found[str(path.relative_to(ROOT))] = names
-    return found
+    return {
+        str(path.relative_to(ROOT)): imported_modules_of(path)
+        for path in sorted((ROOT / package).rglob("*.py"))
+    }
+
+
+def imported_modules_of(path: Path) -> set[str]:
+    """The modules one file imports."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
 
 
 def offenders(package: str, forbidden: str, allowed: tuple[str, ...] = ()) -> list[str]:
@@ -49,3 +54,52 @@ def test_the_http_api_reads_the_store_through_the_client() -> None:
     queries or transactions."""
     assert offenders("api", "duragent.store", allowed=("duragent.store.records",)) == []
     assert offenders("api", "duragent.client.db") == []
+
+
+LAYERS = [
+    ["domain"],
+    ["settings", "store", "temporal_dev", "offline_model"],
+    ["activities", "workflows"],
+    ["telemetry"],
+    ["client"],
+    ["worker", "api"],
+    ["client.cli"],
+]
+"""From the bottom up: a part imports only its own layer's parts and those below. The
+command line is the top (it starts workers and the API server); it lives in client/."""
+
+
+def _part(module: str) -> str | None:
+    """The part of `duragent` a module belongs to (`client.cli` before `client`)."""
+    if not module.startswith("duragent."):
+        return None
+    name = module.removeprefix("duragent.")
+    parts = [part for layer in LAYERS for part in layer]
+    found = [p for p in parts if name == p or name.startswith(p + ".")]
+    return max(found, key=len) if found else None
+
+
+def _layer(part: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if part in layer)
+
+
+def test_each_part_imports_only_its_layer_and_the_ones_below() -> None:
+    sources = [
+        *((f"{p}.py", p) for p in ("settings", "worker")),
+        *((p, p) for layer in LAYERS for p in layer if (ROOT / p).is_dir()),
+        ("temporal-dev", "temporal_dev"),
+    ]
+    wrong = []
+    for source, part in sources:
+        files = (
+            {source: imported_modules_of(ROOT / source)}
+            if source.endswith(".py")
+            else imported_modules(source)
+        )
+        for file, names in files.items():
+            here = "client.cli" if file.startswith("client/cli/") else part
+            for name in sorted(names):
+                there = _part(name)
+                if there is not None and _layer(there) > _layer(here):
+                    wrong.append(f"{file} ({here}) imports {name} ({there})")
+    assert wrong == []

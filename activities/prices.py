@@ -1,5 +1,6 @@
-"""The price table the client prices usage with: the bundled one (`domain/prices.toml`),
-with the models of `DURAGENT_PRICES_FILE` replacing or joining its own."""
+"""The price table usage is priced with (workers, clients, metrics): the bundled one
+(`domain/prices.toml`), with the models of `DURAGENT_PRICES_FILE` replacing or joining its
+own."""
 
 from __future__ import annotations
 
