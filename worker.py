@@ -1,6 +1,6 @@
 """The duragent worker: hosts the session workflows and every activity they call.
 
-Run it with `duragent worker` (or `python worker.py`); run as many as you like, on as
+Run it with `duragent worker` (or `python -m duragent.worker`); run as many as you like, on as
 many machines as share the Temporal cluster and the database. The wiring is
 `client.workers`, imported here under the names embedders use (`worker.build_worker`).
 """

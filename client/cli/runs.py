@@ -57,6 +57,7 @@ def run(
         bool,
         typer.Option(help="When a budget limit is reached, wait for a raise instead of stopping."),
     ] = False,
+    plugin: command.PluginOption = None,
 ) -> None:
     """Run PROMPT in a session and stream what happens; exit with the run's outcome
     (0 completed, 1 error, 130 aborted).
@@ -67,7 +68,7 @@ def run(
     started here after all. Ctrl-C or SIGTERM stop what it started; the run stays open for
     the next worker.
     """
-    settings: Settings = ctx.obj
+    settings = command.with_plugins(ctx.obj, plugin)
     if max_turns is not None and max_turns < 1:
         fail(f"--max-turns is at least 1 (got {max_turns})")
     limits = (max_tokens, max_cost, max_wall)
