@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from postgres_server import new_database
 from processes import REPO as REPO  # where the tests find the repository
@@ -104,6 +105,15 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s")
         await asyncio.sleep(interval)
+
+
+async def serves(url: str) -> bool:
+    """Whether an HTTP server answers `url` with 200 (a check for `eventually`)."""
+    try:
+        async with httpx.AsyncClient() as http:
+            return (await http.get(url)).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 BOTH_STORES = pytest.mark.parametrize("database", ["sqlite", "postgresql"], indirect=True)

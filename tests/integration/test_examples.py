@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 import httpx
+from mcp_support import free_port
 from processes import REPO
-from support import eventually
+from support import eventually, serves
 
 from duragent.temporal_dev import DevServer
 
@@ -63,9 +63,7 @@ def test_duragent_runs_inside_an_existing_worker(dev_server: DevServer, tmp_path
 async def test_a_fastapi_app_streams_a_sessions_events(
     dev_server: DevServer, tmp_path: Path
 ) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     log = open(tmp_path / "app.log", "wb")  # noqa: SIM115
     app = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "fastapi_app:app", "--port", str(port)],
@@ -77,15 +75,7 @@ async def test_a_fastapi_app_streams_a_sessions_events(
     try:
         url = f"http://127.0.0.1:{port}"
 
-        async def up() -> bool:
-            try:
-                async with httpx.AsyncClient() as client:
-                    await client.get(f"{url}/docs")
-                return True
-            except httpx.TransportError:
-                return False
-
-        await eventually(up, timeout=60)
+        await eventually(lambda: serves(f"{url}/docs"), timeout=60)
         kinds: list[str] = []
         texts: list[str] = []
         async with (

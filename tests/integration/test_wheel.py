@@ -4,7 +4,6 @@ from a project of the user's that has its own `settings.py`, `api/` and `client/
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -14,8 +13,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from mcp_support import free_port
 from processes import REPO
-from support import eventually
+from support import eventually, serves
 
 from duragent.temporal_dev import DevServer
 
@@ -132,9 +132,7 @@ def test_the_wheel_is_duragent_alone_and_leaves_the_users_modules_be(
 async def test_serve_serves_the_page_from_the_wheel(
     installed: Path, project: Path, dev_server: DevServer
 ) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     server = subprocess.Popen(
         [installed / "bin" / "duragent", "serve", "--port", str(port)],
         cwd=project,
@@ -145,14 +143,7 @@ async def test_serve_serves_the_page_from_the_wheel(
     try:
         url = f"http://127.0.0.1:{port}"
 
-        async def page() -> bool:
-            try:
-                async with httpx.AsyncClient() as http:
-                    return (await http.get(url)).status_code == 200
-            except httpx.TransportError:
-                return False
-
-        await eventually(page, timeout=60)
+        await eventually(lambda: serves(url), timeout=60)
         async with httpx.AsyncClient() as http:
             html = (await http.get(url)).text
             assert "<script" in html
