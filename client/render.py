@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections import deque
@@ -235,8 +236,7 @@ class EventPrinter:
                     f"[red]model error:[/] {escape(message.get('error_message') or '')}"
                 )
         elif kind == "tool_execution_start":
-            args = payload["args"]
-            shown = args.get("command") or args.get("path") or args.get("pattern") or ""
+            shown = _arguments_shown(payload["args"])
             self.console.print(f"  [yellow]→ {payload['tool_name']}[/] {escape(str(shown))}")
             self._tools.start(payload["tool_call_id"], payload["tool_name"])
         elif kind == "tool_execution_end":
@@ -285,3 +285,18 @@ class EventPrinter:
                 f"[{style}]run {payload['status']}[/] after {payload['turns']} turn(s),"
                 f" {escape(spent)}{error}"
             )
+
+
+ARGS_SHOWN_CHARS = 80
+
+
+def _arguments_shown(args: dict[str, Any]) -> str:
+    """What a call line shows of its arguments: the command, path or pattern of the
+    built-in tools; other tools' arguments as compact JSON, cut to one short line."""
+    named = args.get("command") or args.get("path") or args.get("pattern")
+    if named:
+        return str(named)
+    if not args:
+        return ""
+    text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= ARGS_SHOWN_CHARS else text[: ARGS_SHOWN_CHARS - 1] + "…"

@@ -131,3 +131,20 @@ def test_a_long_quiet_stretch_gets_progress_lines(monkeypatch: Any) -> None:
     lines = output_lines(out)
     assert "… 11 more line(s) so far; latest: line 31" in lines
     assert not any("latest: line 32" in line for line in lines)
+
+
+def test_a_call_line_shows_the_arguments_of_any_tool() -> None:
+    def call(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return ("tool_execution_start", {"tool_call_id": name, "tool_name": name, "args": args})
+
+    long_note = "x" * 200
+    text = printed(
+        call("bash", {"command": "ls -la"}),
+        call("ls", {}),
+        call("lookup_order", {"order_id": "A-1"}),
+        call("note", {"text": long_note}),
+    )
+    lines = [line.rstrip() for line in text.splitlines()]
+    assert lines[:3] == ["  → bash ls -la", "  → ls", '  → lookup_order {"order_id":"A-1"}']
+    assert lines[3].startswith('  → note {"text":"xxx') and lines[3].endswith("…")
+    assert len(lines[3]) == len("  → note ") + 80
