@@ -302,11 +302,13 @@ class SessionWorker(Worker):
 async def run_worker(settings: Settings) -> None:
     """Run a worker until cancelled (the CLI cancels on a stop signal); leaving, it shuts
     down: running activities are cancelled, which kills their tool processes."""
-    tools = tool_registry(settings)  # a sandbox that cannot run fails before anything starts
+    plugins = load_plugins(settings)  # once, for the tools and the hooks
+    # A sandbox that cannot run, or a bad plugin, fails before anything starts.
+    tools = tool_registry(settings, plugins)
     client = await connect_temporal(settings, runtime=worker_runtime(settings))
     db = open_store(settings)
     try:
-        async with build_worker(client, db, settings, tools=tools):
+        async with build_worker(client, db, settings, tools=tools, plugins=plugins):
             await asyncio.Event().wait()
     finally:
         db.dispose()

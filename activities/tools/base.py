@@ -241,7 +241,8 @@ class ToolRegistry:
                 f"Tool '{name}' is from {provider.kind} '{provider.name}', which this session "
                 f"does not use, so the call was not run. It uses: {used}."
             )
-        if name not in self._opt_in if active is None else name in active:
+        allowed = (name not in self._opt_in) if active is None else (name in active)
+        if allowed:
             return None
         offered = ", ".join(self._offered(active, providers)) or "none"
         return (
