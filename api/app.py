@@ -141,7 +141,7 @@ def create_app(
 
     @app.post("/api/sessions", status_code=201)
     def create_session(body: CreateSession, owner: User) -> SessionView:
-        session = client.create_session(
+        session = client.sessions.create(
             workspace=body.workspace,
             name=body.name,
             model=body.model,
@@ -153,17 +153,17 @@ def create_app(
 
     @app.get("/api/sessions")
     def list_sessions(owner: User) -> list[SessionRecord]:
-        return client.list_sessions(owner=owner)
+        return client.sessions.list(owner=owner)
 
     @app.get("/api/sessions/{session_id}")
     async def get_session(session_id: str, owner: User) -> SessionView:
         session = await owned_async(session_id, owner)
-        return SessionView(session=session, phase=await client.phase(session_id))
+        return SessionView(session=session, phase=await client.sessions.phase(session_id))
 
     @app.post("/api/sessions/{session_id}/input")
     async def send_input(session_id: str, body: SendInput, owner: User) -> InputResult:
         await owned_async(session_id, owner)
-        sent = await client.send_input(
+        sent = await client.inputs.send(
             session_id, body.text, guidance=body.guidance, intent=body.intent
         )
         if isinstance(sent, RunHandle):
@@ -192,7 +192,7 @@ def create_app(
         newest items; with one, the items after it. Follow `*_cursor` while `*_more`."""
         session = await owned_async(session_id, owner)
         page = await asyncio.to_thread(
-            client.session_page,
+            client.display.page,
             session_id,
             messages_after=messages_after,
             messages_limit=messages_limit,
@@ -200,7 +200,7 @@ def create_app(
             events_limit=events_limit,
         )
         latest = page.latest_run
-        status = await client.status(session_id)
+        status = await client.sessions.status(session_id)
         phase = status.phase
         # Asked only where there is one to show: it costs the run a query.
         run_budget = status.run is not None and status.run.budget is not None
@@ -222,7 +222,7 @@ def create_app(
             events_more=page.events_more,
             messages_earlier=page.messages_earlier,
             links=await asyncio.to_thread(session_links, client, session),
-            budget=BudgetState.of(await client.budget(session_id)) if budgeted else None,
+            budget=BudgetState.of(await client.budgets.get(session_id)) if budgeted else None,
         )
 
     @app.get("/api/sessions/{session_id}/messages")
@@ -235,25 +235,25 @@ def create_app(
         """The page of display messages just before `before` (the newest page without
         it), oldest first, bounded in count and to about 1 MB."""
         owned(session_id, owner)
-        page, earlier = client.display_before(session_id, before, limit=limit)
+        page, earlier = client.display.messages_before(session_id, before, limit=limit)
         return MessagesPage(messages=shown(page), earlier=earlier)
 
     @app.post("/api/sessions/{session_id}/input-queue", status_code=201)
     async def add_input(session_id: str, body: QueueInput, owner: User) -> QueueItem:
         await owned_async(session_id, owner)
         if body.kind == "guidance":
-            return await client.guide_text(session_id, body.text, intent=body.intent)
-        return await asyncio.to_thread(client.next_turn, session_id, body.text)
+            return await client.inputs.guide_text(session_id, body.text, intent=body.intent)
+        return await asyncio.to_thread(client.inputs.next_turn, session_id, body.text)
 
     @app.get("/api/sessions/{session_id}/input-queue")
     def list_input(session_id: str, owner: User, status: str | None = "pending") -> list[QueueItem]:
         owned(session_id, owner)
-        return client.queue_items(session_id, status=status)
+        return client.inputs.queue(session_id, status=status)
 
     @app.get("/api/sessions/{session_id}/input-queue/{item_id}")
     def get_input(session_id: str, item_id: str, owner: User) -> QueueItem:
         owned(session_id, owner)
-        return client.queue_item(session_id, item_id)
+        return client.inputs.item(session_id, item_id)
 
     @app.patch("/api/sessions/{session_id}/input-queue/{item_id}")
     async def act_on_input(
@@ -261,22 +261,22 @@ def create_app(
     ) -> QueueActionResult:
         await owned_async(session_id, owner)
         if body.action == "edit":
-            text = await asyncio.to_thread(client.edit_queue_item, session_id, item_id)
-            item = await asyncio.to_thread(client.queue_item, session_id, item_id)
+            text = await asyncio.to_thread(client.inputs.edit, session_id, item_id)
+            item = await asyncio.to_thread(client.inputs.item, session_id, item_id)
             return QueueActionResult(item=item, text=text)
-        item = await client.guide(session_id, item_id, intent=body.intent)
+        item = await client.inputs.guide(session_id, item_id, intent=body.intent)
         return QueueActionResult(item=item)
 
     @app.delete("/api/sessions/{session_id}/input-queue/{item_id}", status_code=204)
     def delete_input(session_id: str, item_id: str, owner: User) -> Response:
         owned(session_id, owner)
-        client.delete_queue_item(session_id, item_id)
+        client.inputs.delete(session_id, item_id)
         return Response(status_code=204)
 
     @app.post("/api/sessions/{session_id}/stop")
     async def stop(session_id: str, owner: User) -> StopResult:
         await owned_async(session_id, owner)
-        result = await client.abort(session_id)
+        result = await client.runs.abort(session_id)
         return StopResult(
             run_id=result.run_id,
             status=result.status,
@@ -312,7 +312,7 @@ def create_app(
 
 async def _sse(client: DuragentClient, session_id: str, cursor: int) -> AsyncIterator[str]:
     idle = 0.0
-    async for batch in client.event_batches(session_id, after=cursor, poll_s=SSE_POLL_S):
+    async for batch in client.events.batches(session_id, after=cursor, poll_s=SSE_POLL_S):
         for event in batch:
             data = json.dumps(event.model_dump(mode="json"))
             yield f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n"

@@ -54,9 +54,9 @@ async def wait_for(check: object, timeout: float = 30.0) -> None:
 
 
 async def one_abort(bench: Bench) -> float:
-    session = bench.client.create_session()
+    session = bench.client.sessions.create()
     pid_file = Path(session.workspace) / "pid.txt"
-    run = await bench.client.prompt(session.id, "run something long")
+    run = await bench.client.runs.prompt(session.id, "run something long")
     await wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
     pgid = int(pid_file.read_text())
     await asyncio.sleep(0.2)  # the tool is running and heartbeating
@@ -71,24 +71,24 @@ async def one_abort(bench: Bench) -> float:
 
 async def busy_calls(bench: Bench, count: int) -> list[RunHandle]:
     """`count` sessions whose bash call runs until cancelled; their run handles."""
-    sessions = [bench.client.create_session() for _ in range(count)]
-    runs = [await bench.client.prompt(s.id, "run something long") for s in sessions]
+    sessions = [bench.client.sessions.create() for _ in range(count)]
+    runs = [await bench.client.runs.prompt(s.id, "run something long") for s in sessions]
     pid_files = [Path(s.workspace) / "pid.txt" for s in sessions]
     await wait_for(lambda: all(f.exists() and f.read_text().strip() for f in pid_files), 120)
     return runs
 
 
 async def one_steer(bench: Bench) -> float:
-    session = bench.client.create_session()
+    session = bench.client.sessions.create()
     gate = f"gate-{session.id}"
     bench.model.add_steps(
         session.id,
         [{"wait_for": gate, "reply": [{"text": "first"}]}, {"reply": [{"text": "second"}]}],
         replace=True,
     )
-    run = await bench.client.prompt(session.id, "answer, then listen")
+    run = await bench.client.runs.prompt(session.id, "answer, then listen")
     await wait_for(lambda: len(bench.model.requests_for(session.id)) == 1)
-    await bench.client.steer(session.id, "one more thing")
+    await bench.client.inputs.steer(session.id, "one more thing")
     released = time.time()
     bench.model.release(gate)
     await wait_for(lambda: len(bench.model.requests_for(session.id)) == 2)

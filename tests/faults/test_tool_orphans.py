@@ -92,10 +92,10 @@ async def test_worker_killed_just_after_bash_spawned(
 ) -> None:
     # A sandboxed command also dies with its worker (bwrap --die-with-parent).
     monkeypatch.setenv("DURAGENT_TOOL_SANDBOX", sandbox)
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     log = Path(session.workspace) / "log.txt"
     first = stack.spawn_worker()
-    run = await stack.client.prompt(session.id, "run the slow thing")
+    run = await stack.client.runs.prompt(session.id, "run the slow thing")
     pgid = await shell_spawned()
     program = Path(f"/proc/{pgid}/cmdline").read_bytes().split(b"\0")[0]
     try:
