@@ -5,11 +5,13 @@ the real SDK at it: `anthropic.AsyncAnthropic(base_url=server.base_url, api_key=
 Each request consumes the next `Step` of its conversation (keyed by `metadata.user_id`).
 """
 
+from duragent.offline_model.chaos import Chaos
 from duragent.offline_model.script import DEMO_SCRIPT, Script, Step, load_script
 from duragent.offline_model.server import OfflineModelServer, RecordedRequest, serve_forever
 
 __all__ = [
     "DEMO_SCRIPT",
+    "Chaos",
     "OfflineModelServer",
     "RecordedRequest",
     "Script",

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from duragent.offline_model.chaos import Fault
 from duragent.offline_model.player import ScriptPlayer
 from duragent.offline_model.protocol import (
     JsonObject,
@@ -31,7 +32,7 @@ from duragent.offline_model.protocol import (
     stream_events,
     validate_request,
 )
-from duragent.offline_model.script import DEFAULT_KEY, Step
+from duragent.offline_model.script import DEFAULT_KEY, Step, TextPart
 
 
 class StreamCut(Exception):
@@ -98,6 +99,7 @@ def _stopped(request_id: str) -> JSONResponse:
 
 
 _PARSE_ERROR = "There was an error parsing the body"
+_DROPPED_TEXT = "This answer is cut off by a dropped connection before it ends. " * 2
 
 
 def _parse_body(raw: bytes) -> JsonObject | None:
@@ -192,6 +194,12 @@ def create_app(player: ScriptPlayer, holds: Holds | None = None) -> Starlette:
         return response
 
     async def play(key: str, body: JsonObject, position: int, request_id: str) -> Response:
+        dice = player.roll(key)
+        if dice is not None:
+            if dice.delay_ms and not await holds.pause(dice.delay_ms):
+                return _stopped(request_id)
+            if dice.fault is not None:  # before a step is taken: the retry gets it
+                return chaos_fault(dice.fault, body, position, request_id)
         taken = player.take(key, body)
         if taken is None:
             if player.when_exhausted == "error":
@@ -219,6 +227,21 @@ def create_app(player: ScriptPlayer, holds: Holds | None = None) -> Starlette:
         reply = build_message(step, body)
         return _answer(
             step, body, reply, request_id, holds, lambda: player.note_delta_sent(position)
+        )
+
+    def chaos_fault(fault: Fault, body: JsonObject, position: int, request_id: str) -> Response:
+        if fault == "overloaded":
+            return _error(529, "overloaded_error", "Overloaded (chaos).", request_id)
+        if fault == "server_error":
+            return _error(500, "api_error", "Internal server error (chaos).", request_id)
+        cut = Step(reply=[TextPart(text=_DROPPED_TEXT)], cut_after_chunks=1)
+        return _answer(
+            cut,
+            body,
+            build_message(cut, body),
+            request_id,
+            holds,
+            lambda: player.note_delta_sent(position),
         )
 
     async def count_tokens(request: Request) -> Response:

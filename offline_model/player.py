@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from duragent.offline_model.chaos import Chaos, Roll, roll
 from duragent.offline_model.protocol import JsonObject
 from duragent.offline_model.script import TEMPLATE_KEY, Script, Step
 
@@ -53,6 +54,8 @@ class ScriptPlayer:
         self._played: dict[str, set[int]] = {}
         self._log: list[RecordedRequest] = []
         self._open_gates: set[str] = set()
+        self.chaos: Chaos | None = script.chaos
+        self._rolled: dict[str, int] = {}
 
     def _conversation(self, key: str) -> list[Step]:
         # A key seen for the first time starts its own copy of the template.
@@ -77,6 +80,14 @@ class ScriptPlayer:
             if chosen is not None and not chosen[1].repeat:
                 played.add(chosen[0])
             return chosen
+
+    def roll(self, key: str) -> Roll | None:
+        """The chaos dice of `key`'s next request; None without chaos."""
+        if self.chaos is None:
+            return None
+        with self._lock:
+            number = self._rolled[key] = self._rolled.get(key, -1) + 1
+        return roll(self.chaos, key, number)
 
     def add_steps(self, key: str, steps: Sequence[StepInput], *, replace: bool = False) -> int:
         """Queue `steps` for `key` and return how many of its steps are now unplayed.

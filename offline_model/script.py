@@ -23,6 +23,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from duragent.offline_model.chaos import Chaos
+
 DEMO_SCRIPT = Path(__file__).parent / "scripts" / "demo.yaml"
 """The bundled demo script: a four-turn session that lists, writes, runs and summarises."""
 
@@ -213,12 +215,14 @@ class Script(BaseModel):
     """Conversations keyed by `metadata.user_id`, plus what to do once a key runs out.
 
     `when_exhausted`: "reply" answers with the text "(offline script finished)" and end_turn;
-    "error" answers 500 api_error naming the key.
+    "error" answers 500 api_error naming the key. `chaos`: random latency and faults on
+    every request (`offline_model.chaos`).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     when_exhausted: Literal["reply", "error"] = "reply"
+    chaos: Chaos | None = None
     conversations: dict[str, list[Step]] = Field(default_factory=dict)
 
     @classmethod
@@ -228,9 +232,12 @@ class Script(BaseModel):
         *,
         key: str = TEMPLATE_KEY,
         when_exhausted: Literal["reply", "error"] = "reply",
+        chaos: Chaos | dict[str, Any] | None = None,
     ) -> Script:
         """A script with one conversation (by default the "*" template) of `steps`."""
-        return cls.model_validate({"when_exhausted": when_exhausted, "conversations": {key: steps}})
+        return cls.model_validate(
+            {"when_exhausted": when_exhausted, "conversations": {key: steps}, "chaos": chaos}
+        )
 
 
 def load_script(path: str | Path) -> Script:

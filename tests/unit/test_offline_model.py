@@ -15,7 +15,15 @@ import httpx2
 import pytest
 from support import eventually
 
-from duragent.offline_model import DEMO_SCRIPT, OfflineModelServer, Script, Step, load_script
+from duragent.offline_model import (
+    DEMO_SCRIPT,
+    Chaos,
+    OfflineModelServer,
+    Script,
+    Step,
+    load_script,
+)
+from duragent.offline_model.chaos import roll
 from duragent.offline_model.protocol import validate_request
 
 MODEL = "offline-test-model"
@@ -425,3 +433,38 @@ async def test_demo_script_plays_through_the_sdk(demo_server: OfflineModelServer
     async with client_for(demo_server) as client:
         first = await client.messages.create(**user("make a script"))
     assert [b.name for b in first.content if b.type == "tool_use"] == ["ls"]
+
+
+async def test_chaos_faults_consume_no_step(serve: Serve) -> None:
+    server = serve([{"reply": [{"text": "ok"}]}], chaos={"overloaded": 1.0})
+    async with client_for(server) as client:
+        for _ in range(2):
+            with pytest.raises(anthropic.APIStatusError) as raised:
+                await client.messages.create(**user())
+            assert raised.value.status_code == 529
+    assert server.remaining("default") == 1  # the step waits for a request that gets through
+
+
+async def test_chaos_drops_a_stream_after_its_first_delta(serve: Serve) -> None:
+    server = serve([{"reply": [{"text": "ok"}]}], chaos={"dropped": 1.0})
+    async with client_for(server) as client:
+        with pytest.raises((anthropic.APIError, httpx2.HTTPError)):
+            async with client.messages.stream(**user()) as stream:
+                async for _ in stream:
+                    pass
+    assert server.remaining("default") == 1
+
+
+def test_chaos_dice_replay_with_the_seed() -> None:
+    chaos = Chaos(
+        seed=7, latency_ms=(10, 500), slow_first_byte=0.2, overloaded=0.2, server_error=0.2
+    )
+    first = [roll(chaos, "s1", n) for n in range(200)]
+    assert first == [roll(chaos, "s1", n) for n in range(200)]
+    assert first != [roll(chaos, "s2", n) for n in range(200)]
+    assert all(10 <= r.delay_ms <= 500 + chaos.slow_first_byte_ms for r in first)
+    faults = [r.fault for r in first]
+    assert {"overloaded", "server_error", None} == set(faults)  # no drops at chance 0
+    assert 20 < faults.count(None) < 180
+    with pytest.raises(ValueError):
+        Chaos(overloaded=0.6, dropped=0.6)
