@@ -1,0 +1,333 @@
+"""The soak's verdict: what the store, the workflow histories and the tools' own records
+say once every run has ended, against what the soak sent.
+
+Each finding is one line in one of three lists: `lost` (something sent, stored or run is
+missing), `doubled` (stored, delivered or run twice) and `failed` (a run that ended in an
+error for a reason other than an injected model fault, or whose outcome the soak never
+learned). Runs that failed on an injected model fault (retries used up on 529s, 500s and
+dropped streams) are listed apart: that is what such a run is meant to do.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from checks import model_requests, run_events
+from soak_sessions import RunLog, SessionLog
+from soak_tools import NOT_RETRY_SAFE, READ
+from support import Stack, assert_valid_pairing
+
+from duragent.domain.entries import CustomMessageEntry, MessageEntry, SessionEntry
+from duragent.domain.messages import AssistantMessage, ToolResultMessage, UserMessage
+from duragent.domain.runs import session_workflow_id
+
+INJECTED = ("(chaos)", "overloaded", "dropped", "Overloaded", "Internal server error")
+"""Words of the errors the offline model's chaos injects, as a failed run reports them."""
+
+
+@dataclass
+class Verdict:
+    runs: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    lost: list[str] = field(default_factory=list)
+    doubled: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    faulted: list[str] = field(default_factory=list)
+    """Runs that failed on an injected model fault."""
+    notes: list[str] = field(default_factory=list)
+    """What is worth knowing and breaks no promise (compactions refused, ...)."""
+
+
+# ------------------------------------------------------------------------------ runs
+
+
+def check_runs(stack: Stack, log: SessionLog, verdict: Verdict) -> None:
+    """Every run ended as completed, aborted or failed with a readable reason, once
+    (one agent_start and one agent_end), with its prompt stored once."""
+    session_id = log.session.id
+    records = {r.run_id: r for r in stack.client.runs.list(session_id)}
+    events = run_events(stack, session_id)
+    entries = stack.client.tree.entries(session_id)
+    started = {run.run_id for run in log.runs if run.run_id}
+    for extra in set(records) - started:
+        verdict.doubled.append(f"{session_id}: run {extra} that the soak never started")
+    for run in log.runs:
+        verdict.runs += 1
+        where = f"{session_id} run {run.run_id or '?'} ({run.prompt!r})"
+        record = records.get(run.run_id or "")
+        if run.result is None:
+            verdict.failed.append(f"{where}: its outcome never came: {run.client_error}")
+            verdict.statuses["unknown"] += 1
+            continue
+        verdict.statuses[run.result.status] += 1
+        if record is None:
+            verdict.lost.append(f"{where}: no run record in the store")
+            continue
+        if record.ended_at is None or record.status == "running":
+            verdict.lost.append(f"{where}: never ended (store: {record.status})")
+            continue
+        if record.status != run.result.status:
+            verdict.lost.append(f"{where}: ended {run.result.status}, stored as {record.status}")
+        if record.status == "error":
+            reason = record.error or ""
+            if not reason.strip() or "Traceback" in reason or len(reason) > 2000:
+                verdict.failed.append(f"{where}: failed with no readable reason: {reason!r}")
+            elif any(word in reason for word in INJECTED):
+                verdict.faulted.append(f"{where}: {reason}")
+            else:
+                verdict.failed.append(f"{where}: {reason}")
+        for kind in ("agent_start", "agent_end"):
+            seen = sum(1 for e in events if e.type == kind and e.payload["run_id"] == record.run_id)
+            if seen != 1:
+                (verdict.lost if seen == 0 else verdict.doubled).append(
+                    f"{where}: {seen} {kind} events"
+                )
+        stored = carrying(entries, run.prompt)
+        if stored > 1 or (stored == 0 and record.status != "error"):
+            (verdict.lost if stored == 0 else verdict.doubled).append(
+                f"{where}: its prompt stored {stored} times"
+            )
+
+
+def carrying(entries: Iterable[SessionEntry], text: str) -> int:
+    """How many user or custom messages (steers, guidance, prompts) carry `text`."""
+    return sum(
+        1
+        for e in entries
+        if (isinstance(e, MessageEntry) and isinstance(e.message, UserMessage))
+        or isinstance(e, CustomMessageEntry)
+        if text in json.dumps(e.model_dump(mode="json"))
+    )
+
+
+# ------------------------------------------------------------------------------ the tree
+
+
+def check_tree(stack: Stack, session_id: str, verdict: Verdict) -> list[SessionEntry]:
+    """Every entry stored once, all on one chain; every tool call with exactly one result.
+    Returns the session's entries."""
+    entries = stack.client.tree.entries(session_id)
+    ids = Counter(e.id for e in entries)
+    for entry_id, count in ids.items():
+        if count > 1:
+            verdict.doubled.append(f"{session_id}: entry {entry_id} stored {count} times")
+    path = stack.client.tree.path(session_id)
+    for parent, child in itertools.pairwise(path):
+        if child.parent_id != parent.id:
+            verdict.lost.append(f"{session_id}: {child.id} does not follow {parent.id}")
+    for entry_id in set(ids) - {e.id for e in path}:
+        verdict.lost.append(f"{session_id}: entry {entry_id} is off the session's branch")
+    try:
+        assert_valid_pairing(path)
+    except AssertionError as err:
+        verdict.lost.append(f"{session_id}: tool calls and results do not pair: {err}")
+    calls = Counter(call.id for call in tool_calls(entries))
+    results = Counter(m.tool_call_id for m in tool_results(entries))
+    for call_id in calls | results:
+        if calls[call_id] > 1:
+            verdict.doubled.append(f"{session_id}: tool call {call_id} stored {calls[call_id]}x")
+        if results[call_id] != 1 or calls[call_id] == 0:
+            what = "call" if calls[call_id] == 0 else f"{results[call_id]} results"
+            (verdict.lost if results[call_id] == 0 else verdict.doubled).append(
+                f"{session_id}: tool call {call_id}: {what}"
+            )
+    return entries
+
+
+def tool_calls(entries: Iterable[SessionEntry]) -> list[ToolCallView]:
+    return [
+        ToolCallView(call.id, call.name, str(call.arguments.get("command", "")))
+        for e in entries
+        if isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage)
+        for call in e.message.tool_calls
+    ]
+
+
+@dataclass(frozen=True)
+class ToolCallView:
+    id: str
+    name: str
+    command: str
+
+
+def tool_results(entries: Iterable[SessionEntry]) -> list[ToolResultMessage]:
+    return [
+        e.message
+        for e in entries
+        if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
+    ]
+
+
+# ------------------------------------------------------------------------------ queued input
+
+
+def check_queue(stack: Stack, log: SessionLog, entries: Sequence[SessionEntry], v: Verdict) -> None:
+    """Each steer, follow-up and queue item delivered at most once; delivered when the run
+    took it (a completed run took every steer and follow-up it accepted; a consumed item is
+    in the session)."""
+    session_id = log.session.id
+    consumed = Counter(
+        e.payload.get("entry_id")
+        for e in run_events(stack, session_id)
+        if e.type == "queue_consumed"
+    )
+    for item_id, times in consumed.items():
+        if times > 1:
+            v.doubled.append(f"{session_id}: queue item {item_id} consumed {times} times")
+    for text in log.texts.values():
+        stored = carrying(entries, text)
+        if stored > 1:
+            v.doubled.append(f"{session_id}: queued {text!r} stored {stored} times")
+    for run in log.runs:
+        check_delivered(log, run, entries, v)
+    for item_id in log.items:
+        item = stack.client.inputs.item(session_id, item_id)
+        stored = carrying(entries, log.texts[item_id])
+        if item.status == "consumed" and stored != 1:
+            v.lost.append(f"{session_id}: item {item_id} consumed, stored {stored} times")
+        if item.status != "consumed" and stored:
+            v.doubled.append(f"{session_id}: item {item_id} is {item.status}, yet stored")
+
+
+def check_delivered(
+    log: SessionLog, run: RunLog, entries: Sequence[SessionEntry], v: Verdict
+) -> None:
+    if run.result is None or run.result.status != "completed":
+        return  # an aborted or failed run may drop what it had not taken yet
+    for item_id, accepted in {**run.steers, **run.follow_ups}.items():
+        text = log.texts[item_id]
+        if accepted and not carrying(entries, text):
+            v.lost.append(f"{log.session.id}: run {run.run_id} accepted {text!r}, not stored")
+
+
+# ------------------------------------------------------------------------------ executions
+
+
+def check_executions(
+    stack: Stack, logs: Sequence[SessionLog], executions: Path, verdict: Verdict
+) -> None:
+    """From the tools' own records, outside the store: no tool that is not retry-safe ran
+    twice; every call that ran is in a session; every call whose result says it ran did."""
+    ran: Counter[str] = Counter()
+    tool_of: dict[str, str] = {}
+    if executions.exists():
+        for line in executions.read_text().splitlines():
+            call_id, tool, _ = line.split()
+            ran[call_id] += 1
+            tool_of[call_id] = tool
+    stored: dict[str, ToolResultMessage | None] = {}
+    for log in logs:
+        for session_id in [log.session.id, *descendants(stack, log.session.id)]:
+            entries = stack.client.tree.entries(session_id)
+            results = {m.tool_call_id: m for m in tool_results(entries)}
+            for call in tool_calls(entries):
+                stored[call.id] = results.get(call.id)
+                if call.name == "bash":
+                    check_bash(log, call, results.get(call.id), verdict)
+    for call_id, times in ran.items():
+        if times > 1 and tool_of[call_id] in NOT_RETRY_SAFE:
+            verdict.doubled.append(f"{tool_of[call_id]} call {call_id} ran {times} times")
+        if call_id not in stored:
+            verdict.lost.append(f"{tool_of[call_id]} call {call_id} ran; no session has it")
+    for call_id, result in stored.items():
+        ok = result is not None and not result.is_error and result.tool_name.startswith("soak_")
+        if ok and not ran[call_id]:
+            verdict.lost.append(f"call {call_id} has a result, yet it never ran")
+    verdict.notes.append(
+        f"{sum(ran.values())} tool executions recorded, "
+        f"{sum(t - 1 for c, t in ran.items() if tool_of[c] == READ)} of them retry-safe reruns"
+    )
+
+
+def check_bash(
+    log: SessionLog, call: ToolCallView, result: ToolResultMessage | None, verdict: Verdict
+) -> None:
+    token = next((t for t in log.bash_tokens if t in call.command), None)
+    if token is None:
+        return
+    lines = log.executions_file.read_text().split() if log.executions_file.exists() else []
+    times = lines.count(token)
+    if times > 1:
+        verdict.doubled.append(f"bash call {call.id} ran {times} times")
+    if result is not None and not result.is_error and times == 0:
+        verdict.lost.append(f"bash call {call.id} has a result, yet it never ran")
+
+
+def descendants(stack: Stack, session_id: str) -> list[str]:
+    found = []
+    for child in stack.client.sessions.children(session_id):
+        found += [child.id, *descendants(stack, child.id)]
+    return found
+
+
+# ------------------------------------------------------------------------------ usage
+
+
+def check_usage(stack: Stack, session_id: str, verdict: Verdict) -> None:
+    """Each run's usage (as its workflow summed it) is what its stored model calls used,
+    its sub-agents' included, and the session's is its runs' together."""
+    costs = stack.client.sessions.costs(session_id)
+    children = stack.client.sessions.children(session_id)
+    total = 0
+    for record in stack.client.runs.list(session_id):
+        own = costs.of_run(record.run_id).usage
+        total += own.total_tokens
+        stored = own
+        for child in children:
+            if child.parent_run_id == record.run_id:
+                stored = stored.plus(stack.client.sessions.costs(child.id).session.usage)
+        if stored != record.usage:
+            verdict.lost.append(
+                f"{session_id} run {record.run_id} ({record.status}): usage {record.usage} "
+                f"recorded, {stored} stored"
+            )
+    if total != costs.session.usage.total_tokens:
+        verdict.lost.append(
+            f"{session_id}: runs' tokens add up to {total}, the session's are "
+            f"{costs.session.usage.total_tokens}"
+        )
+
+
+# ------------------------------------------------------------------------------ the rest
+
+
+def check_model(stack: Stack, logs: Sequence[SessionLog], verdict: Verdict) -> None:
+    """The model (which validates requests like the real API) never got a transcript it
+    would reject: a broken tool_use/tool_result pairing, an empty message."""
+    for log in logs:
+        for session_id in [log.session.id, *descendants(stack, log.session.id)]:
+            rejected = [r for r in model_requests(stack, session_id) if r.status == 400]
+            if rejected:
+                verdict.lost.append(f"{session_id}: the model rejected {len(rejected)} requests")
+
+
+async def check_workflows(stack: Stack, logs: Sequence[SessionLog], verdict: Verdict) -> None:
+    """No session's workflow is still open (a run, a compaction)."""
+    for log in logs:
+        handle = stack.temporal.get_workflow_handle(session_workflow_id(log.session.id))
+        description = await handle.describe()
+        if description.status is not None and description.status.name == "RUNNING":
+            verdict.lost.append(f"{log.session.id}: its workflow is still open")
+
+
+def processes_left(marks: Sequence[str]) -> list[str]:
+    """Processes (other than this one) whose command line names, or whose working folder is
+    under, one of `marks` (the soak's folders): what its services and tools left running."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) == os.getpid():
+            continue
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        if any(mark in command or cwd.startswith(mark) for mark in marks):
+            found.append(f"{pid}: {command.strip()[:120]} (in {cwd})")
+    return found

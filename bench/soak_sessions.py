@@ -1,0 +1,361 @@
+"""The soak's sessions: each one a user (and a program) working with a session, run after run,
+while the services fail under it.
+
+Every run plays a script drawn from the session's seeded dice: tool turns (retry-safe and
+not), parallel batches, a bash call, a sub-agent now and then, a call that waits for an
+approval now and then; while it works the user steers, follows up, turns queued input into
+guidance, approves, and now and then aborts. After its second run a session is compacted.
+
+What the soak sent is written down here (`SessionLog`, `RunLog`): the checks compare it
+with what the store and the histories say at the end. A client call that fails because a
+service is down is tried again, as a patient user would, with the same ids (a resent steer
+carries its first id, so it can only be delivered once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from soak_stack import Services
+from soak_tools import DEPLOY, READ, WRITE
+
+from duragent.client.errors import (
+    ApprovalRefused,
+    QueueItemNotPending,
+    SessionBusy,
+    SessionIdle,
+)
+from duragent.client.run_control import RunHandle
+from duragent.domain.approvals import ApprovalPolicy, ApprovalRule
+from duragent.domain.runs import RunResult
+from duragent.domain.subagents import DELEGATE_TOOL
+from duragent.store.records import SessionRecord
+
+T = TypeVar("T")
+
+POLICY = ApprovalPolicy(rules=(ApprovalRule(tool=DEPLOY, action="ask"),), default="allow")
+"""Deploys wait for the soak's approval; every other call runs."""
+
+SUMMARY_STEPS: list[dict[str, Any]] = [
+    # A compaction's (and a split turn's) summary requests, answered whenever they come.
+    {"match": "You are compacting", "repeat": True, "reply": [{"text": "## Goal\nSoak."}]},
+    {"match": "beginning of a turn", "repeat": True, "reply": [{"text": "Working."}]},
+]
+SUBAGENT_STEPS: list[dict[str, Any]] = [
+    {"reply": [{"text": "Counting."}, {"tool_use": {"name": READ, "input": {"name": "sub"}}}]},
+    {"reply": [{"text": "Sub-agent done."}]},
+]
+"""Every sub-agent's session plays its own copy (the script's "*" steps)."""
+
+FINAL_ERRORS = (SessionIdle, SessionBusy, QueueItemNotPending, ApprovalRefused)
+"""Answers that retrying cannot change: the caller decides what they mean."""
+
+
+@dataclass
+class RunLog:
+    prompt: str
+    run_id: str | None = None
+    result: RunResult | None = None
+    client_error: str | None = None
+    """Why the soak never learned the run's outcome (it kept failing to ask)."""
+    steers: dict[str, bool] = field(default_factory=dict)
+    """Steering item id -> whether the run accepted it (the call returned)."""
+    follow_ups: dict[str, bool] = field(default_factory=dict)
+    guided: list[str] = field(default_factory=list)
+    """Queue items the run accepted as guidance."""
+    aborted: bool = False
+    """The soak asked for the abort (and the run was still open)."""
+    approvals: int = 0
+
+
+@dataclass
+class SessionLog:
+    index: int
+    session: SessionRecord
+    runs: list[RunLog] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)
+    """Text of each queued message (steer, follow-up, next-turn, guidance) by item id."""
+    items: list[str] = field(default_factory=list)
+    """Input-queue items (next turn, guidance) the soak stored."""
+    bash_tokens: list[str] = field(default_factory=list)
+    compactions: int = 0
+    compaction_errors: list[str] = field(default_factory=list)
+
+    @property
+    def executions_file(self) -> Path:
+        return Path(self.session.workspace) / "executions.log"
+
+
+@dataclass
+class Driving:
+    """What every session driver shares."""
+
+    services: Services
+    seed: int
+    end: float
+    """time.monotonic() after which no run starts."""
+    give_up: float
+    """time.monotonic() after which a client call is no longer tried again."""
+    client_errors: Counter[str] = field(default_factory=Counter)
+    """Client calls that failed and were tried again, by what and why."""
+
+
+async def patiently(driving: Driving, what: str, call: Callable[[], Awaitable[T]]) -> T:
+    """`call()`, tried again while a service is down (backing off, up to `give_up`)."""
+    delay = 0.5
+    while True:
+        try:
+            return await call()
+        except FINAL_ERRORS:
+            raise
+        except Exception as err:
+            driving.client_errors[f"{what}: {type(err).__name__}"] += 1
+            if time.monotonic() > driving.give_up:
+                raise
+        await asyncio.sleep(delay)  # a retry's back-off, not a wait for a state
+        delay = min(delay * 2, 5.0)
+
+
+def in_thread(function: Callable[[], T]) -> Callable[[], Awaitable[T]]:
+    """A store read or write of the client, off the event loop (it blocks while the
+    database is down)."""
+    return lambda: asyncio.to_thread(function)
+
+
+# ------------------------------------------------------------------------------ scripts
+
+
+def tool_use(tool: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_use": {"name": tool, "input": arguments}}
+
+
+def plan_turns(dice: random.Random, log: SessionLog, run: int) -> tuple[list[Any], bool]:
+    """The model's replies for one run, and whether one of its calls waits for approval."""
+    replies: list[dict[str, Any]] = []
+    asks = False
+    for turn in range(dice.randint(1, 4)):
+        kinds = dice.choices(
+            ["write", "read", "bash", "batch", "deploy", "delegate"],
+            weights=[3, 3, 2, 3, 1, 1],
+        )
+        calls: list[dict[str, Any]] = []
+        for kind in (
+            kinds
+            if kinds[0] != "batch"
+            else dice.choices(["write", "read", "bash"], k=dice.randint(2, 4))
+        ):
+            seconds = round(dice.uniform(0.2, 2.5), 2)
+            name = f"r{run}t{turn}c{len(calls)}"
+            if kind == "write":
+                calls.append(tool_use(WRITE, name=name, seconds=seconds))
+            elif kind == "read":
+                calls.append(tool_use(READ, name=name, seconds=seconds))
+            elif kind == "deploy":
+                calls.append(tool_use(DEPLOY, target=name, seconds=seconds))
+                asks = True
+            elif kind == "delegate":
+                calls.append(tool_use(DELEGATE_TOOL, prompt=f"Count the records ({name})."))
+            else:
+                token = f"b{uuid.uuid4().hex[:16]}"
+                log.bash_tokens.append(token)
+                command = f"echo {token} >> executions.log; sleep {seconds}"
+                calls.append(tool_use("bash", command=command))
+        delay_ms = dice.randint(100, 1500)
+        replies.append({"delay_ms": delay_ms, "reply": [{"text": f"Turn {turn + 1}."}, *calls]})
+    replies.append({"reply": [{"text": f"Run {run} done."}]})
+    # More replies than the tool turns need: steering and follow-ups add turns, and a
+    # retried model call (after a kill) plays the next reply.
+    replies += [{"reply": [{"text": "Noted."}]} for _ in range(3)]
+    return [*SUMMARY_STEPS, *replies], asks
+
+
+# ------------------------------------------------------------------------------ a run
+
+
+async def one_run(driving: Driving, log: SessionLog, dice: random.Random) -> None:
+    services, client = driving.services, driving.services.client
+    session_id = log.session.id
+    number = len(log.runs) + 1
+    steps, asks = plan_turns(dice, log, number)
+    services.model.add_steps(session_id, steps, replace=True)
+    if dice.random() < 0.25:  # input queued while idle: the run takes it first
+        text = f"Next-turn note {uuid.uuid4().hex[:8]} for run {number}."
+        item = await patiently(
+            driving, "next_turn", in_thread(lambda: client.inputs.next_turn(session_id, text))
+        )
+        log.items.append(item.id)
+        log.texts[item.id] = text
+    run = RunLog(prompt=f"Run {number} of session {log.index}: work on part {number}.")
+    log.runs.append(run)
+    handle: RunHandle | None = None
+    try:
+        handle = await patiently(
+            driving, "prompt", lambda: client.runs.prompt(session_id, run.prompt)
+        )
+        run.run_id = handle.run_id
+    except SessionBusy:
+        pass  # an attempt whose answer was lost with the server did start it
+
+    done = asyncio.Event()
+    actions = [
+        (0.35, steer),
+        (0.3, follow_up),
+        (0.35, guide),
+        (0.1, abort),
+    ]
+    tasks = [
+        asyncio.create_task(action(driving, log, run, done, dice.uniform(0.5, 10.0)))
+        for chance, action in actions
+        if dice.random() < chance
+    ]
+    if asks:
+        tasks.append(asyncio.create_task(approve(driving, log, run, done)))
+
+    async def outcome() -> RunResult:
+        if handle is not None:
+            return await handle.result()
+        return await client.runs.wait(session_id)
+
+    try:
+        run.result = await patiently(driving, "run result", outcome)
+        run.run_id = run.result.run_id
+    except Exception as err:
+        run.client_error = f"{type(err).__name__}: {err}"
+    finally:
+        done.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def later(done: asyncio.Event, delay: float) -> bool:
+    """Wait `delay` seconds into the run; False when the run ended first."""
+    try:
+        await asyncio.wait_for(done.wait(), delay)
+    except TimeoutError:
+        return True
+    return False
+
+
+async def steer(
+    driving: Driving, log: SessionLog, run: RunLog, done: asyncio.Event, delay: float
+) -> None:
+    await send_queued(driving, log, run.steers, done, delay, "steer")
+
+
+async def follow_up(
+    driving: Driving, log: SessionLog, run: RunLog, done: asyncio.Event, delay: float
+) -> None:
+    await send_queued(driving, log, run.follow_ups, done, delay, "follow_up")
+
+
+async def send_queued(
+    driving: Driving,
+    log: SessionLog,
+    sent: dict[str, bool],
+    done: asyncio.Event,
+    delay: float,
+    kind: str,
+) -> None:
+    if not await later(done, delay):
+        return
+    inputs = driving.services.client.inputs
+    item_id = uuid.uuid4().hex
+    text = f"{kind} {item_id[:8]}: also look at part {len(sent) + 1}."
+    log.texts[item_id] = text
+    sent[item_id] = False
+    send = inputs.steer if kind == "steer" else inputs.follow_up
+    try:
+        await patiently(driving, kind, lambda: send(log.session.id, text, item_id=item_id))
+        sent[item_id] = True
+    except SessionIdle:
+        pass  # the run ended first: not sent (unless an earlier try got through)
+
+
+async def guide(
+    driving: Driving, log: SessionLog, run: RunLog, done: asyncio.Event, delay: float
+) -> None:
+    """Input queued while the run works, then turned into guidance for it (as the page's
+    引导 chip does). Refused once the run has ended: it stays queued for the next run."""
+    if not await later(done, delay):
+        return
+    inputs, session_id = driving.services.client.inputs, log.session.id
+    text = f"Please also keep a note of part {uuid.uuid4().hex[:8]}."
+    item = await patiently(
+        driving, "next_turn", in_thread(lambda: inputs.next_turn(session_id, text))
+    )
+    log.items.append(item.id)
+    log.texts[item.id] = text
+    try:
+        await patiently(driving, "guide", lambda: inputs.guide(session_id, item.id))
+        run.guided.append(item.id)
+    except (SessionIdle, QueueItemNotPending):
+        pass
+
+
+async def abort(
+    driving: Driving, log: SessionLog, run: RunLog, done: asyncio.Event, delay: float
+) -> None:
+    if not await later(done, delay):
+        return
+    try:
+        await patiently(
+            driving, "abort", lambda: driving.services.client.runs.abort(log.session.id)
+        )
+        run.aborted = True
+    except SessionIdle:
+        pass
+
+
+async def approve(driving: Driving, log: SessionLog, run: RunLog, done: asyncio.Event) -> None:
+    """The person who approves deploys: looks at the waiting calls every second or so."""
+    approvals = driving.services.client.approvals
+    while not done.is_set():
+        try:
+            for waiting in await approvals.pending(log.session.id):
+                await approvals.approve(log.session.id, waiting.call_id, by="soak")
+                run.approvals += 1
+        except Exception as err:  # a service is down, or the call was decided already
+            driving.client_errors[f"approve: {type(err).__name__}"] += 1
+        await later(done, 1.0)
+
+
+# ------------------------------------------------------------------------------ a session
+
+
+async def drive(
+    driving: Driving, index: int, host: str, workspaces: Path, logs: list[SessionLog]
+) -> None:
+    """One session, run after run until the soak's time is up; its log joins `logs` as
+    soon as the session exists (a driver cancelled at the end leaves what it did)."""
+    dice = random.Random(f"{driving.seed}/session/{index}")
+    client = driving.services.client
+    record = await patiently(
+        driving,
+        "create",
+        in_thread(lambda: client.sessions.create(host=host, workspace=workspaces / f"s{index}")),
+    )
+    log = SessionLog(index, record)
+    logs.append(log)
+    await patiently(driving, "set_policy", lambda: client.approvals.set_policy(record.id, POLICY))
+    while time.monotonic() < driving.end:
+        await one_run(driving, log, dice)
+        if len(log.runs) == 2:
+            await compact(driving, log)
+        await asyncio.sleep(dice.uniform(0, 2))  # a person reading the answer
+
+
+async def compact(driving: Driving, log: SessionLog) -> None:
+    try:
+        await patiently(
+            driving, "compact", lambda: driving.services.client.tree.compact(log.session.id)
+        )
+        log.compactions += 1
+    except Exception as err:
+        log.compaction_errors.append(f"{type(err).__name__}: {err}")

@@ -1,0 +1,37 @@
+"""The soak's short run (bench/soak.py): six sessions at work for about a minute and a half
+while workers, the dev server and PostgreSQL fail at random and the model answers with
+random faults; then nothing lost, nothing doubled, no run failed but on an injected model
+fault, no process left behind.
+
+`DURAGENT_SOAK_SEED` replays a failing run with its seed (the failure message prints it).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from soak import SoakOptions, print_report, soak  # noqa: E402
+
+SEED = int(os.environ.get("DURAGENT_SOAK_SEED", "2404"))
+
+
+@pytest.mark.timeout(420)
+async def test_nothing_lost_under_a_short_soak(capsys: pytest.CaptureFixture[str]) -> None:
+    options = SoakOptions(sessions=6, minutes=1.5, seed=SEED, chaos_every_s=12, drain_s=150)
+    report = await soak(options, say=lambda line: None)
+    print_report(report)
+    seen = capsys.readouterr().out
+    print(seen)  # shown when the test fails
+    verdict = report.verdict
+    assert not verdict.lost, f"seed {SEED}: lost\n{seen}"
+    assert not verdict.doubled, f"seed {SEED}: doubled\n{seen}"
+    assert not verdict.failed, f"seed {SEED}: failed\n{seen}"
+    assert verdict.runs >= 12, f"seed {SEED}: only {verdict.runs} runs\n{seen}"
+    assert sum(report.kills.values()) >= 4, f"seed {SEED}: too few failures\n{seen}"
+    assert verdict.statuses["completed"] >= verdict.runs // 2, seen
