@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from duragent.activities.extensions import Extensions
@@ -36,5 +37,8 @@ class SnapshotTaker:
         ref = SnapshotRef.of(snapshot)
         if ref.id not in self._stored:  # content-addressed: once stored, always stored
             snapshots.put_snapshot(db, snapshot)
-            self._stored.add(ref.id)
+            # Stored once the caller's transaction commits, not before: one rolled back (the
+            # database gone a moment, the activity cancelled) wrote nothing, and a worker
+            # that remembered it anyway would fail every later turn that needs it.
+            event.listen(db, "after_commit", lambda _: self._stored.add(ref.id), once=True)
         return ref
