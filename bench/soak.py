@@ -72,6 +72,8 @@ class SoakOptions:
     """How long the runs open at the end may take to end, every service up."""
     model_faults: float = 0.09
     """The chance of a fault (529, 500 or a dropped stream, a third each) per model call."""
+    keep: bool = False
+    """Keep the soak's folder (the workers' logs, the workspaces, the dev server's file)."""
 
 
 @dataclass
@@ -82,6 +84,8 @@ class SoakReport:
     chaos_log: list[str] = field(default_factory=list)
     client_errors: Counter[str] = field(default_factory=Counter)
     left_behind: list[str] = field(default_factory=list)
+    worker_exits: list[str] = field(default_factory=list)
+    """Workers that exited by themselves (started again, as a supervisor would)."""
     killed_on_stop: list[str] = field(default_factory=list)
     """Workers that did not stop on SIGTERM within 30 s."""
     compactions: int = 0
@@ -116,7 +120,10 @@ async def soak(options: SoakOptions, say: Callable[[str], None] = print) -> Soak
     began = time.monotonic()
     say(f"soak: seed {options.seed} (replay with --seed {options.seed})")
     marks: list[str] = []
-    async with soak_services(offline_script(options), options.heartbeat_timeout_s) as services:
+    script = offline_script(options)
+    async with soak_services(script, options.heartbeat_timeout_s, options.keep) as services:
+        if options.keep:
+            say(f"soak: its folder is {services.home} (kept)")
         marks = [str(services.home), str(services.postgres.folder)]
         report = SoakReport(options, Verdict())
         start = time.monotonic()
@@ -129,6 +136,8 @@ async def soak(options: SoakOptions, say: Callable[[str], None] = print) -> Soak
             for host in [services.hosts[i % len(services.hosts)]]
         ]
         dice = random.Random(f"{options.seed}/chaos")
+        supervising = asyncio.Event()
+        supervisor = asyncio.create_task(services.supervise(supervising, start))
         await chaos(services, dice, end, options.chaos_every_s, report.kills, report.chaos_log)
         say(f"soak: {time.monotonic() - start:.0f} s of chaos over; waiting for the runs to end")
         _, stuck = await asyncio.wait(
@@ -137,6 +146,9 @@ async def soak(options: SoakOptions, say: Callable[[str], None] = print) -> Soak
         for task in stuck:
             task.cancel()
         await asyncio.gather(*drivers, return_exceptions=True)
+        supervising.set()
+        await supervisor
+        report.worker_exits = services.exits
         for task in drivers:
             if not task.cancelled() and task.exception() is not None:
                 report.verdict.failed.append(f"a session's driver failed: {task.exception()!r}")
@@ -182,6 +194,10 @@ def print_report(report: SoakReport) -> None:
     print("failures injected:")
     for line in report.chaos_log:
         print(f"  {line}")
+    if report.worker_exits:
+        print("workers that exited by themselves (started again):")
+        for line in report.worker_exits:
+            print(f"  {line}")
     print("kills by kind: " + ", ".join(f"{k} {n}" for k, n in sorted(report.kills.items())))
     print("runs by outcome: " + ", ".join(f"{k} {n}" for k, n in sorted(v.statuses.items())))
     print(f"compactions: {report.compactions}")
@@ -215,6 +231,7 @@ def main() -> None:
     parser.add_argument("--chaos-every", type=float, default=defaults.chaos_every_s)
     parser.add_argument("--heartbeat-timeout", type=float, default=defaults.heartbeat_timeout_s)
     parser.add_argument("--model-faults", type=float, default=defaults.model_faults)
+    parser.add_argument("--keep", action="store_true", help="keep the logs and workspaces")
     args = parser.parse_args()
     options = SoakOptions(
         sessions=args.sessions,
@@ -223,6 +240,7 @@ def main() -> None:
         chaos_every_s=args.chaos_every,
         heartbeat_timeout_s=args.heartbeat_timeout,
         model_faults=args.model_faults,
+        keep=args.keep,
     )
     print_report(asyncio.run(soak(options)))
 

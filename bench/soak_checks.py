@@ -24,7 +24,7 @@ from soak_tools import NOT_RETRY_SAFE, READ
 from support import Stack, assert_valid_pairing
 
 from duragent.domain.entries import CustomMessageEntry, MessageEntry, SessionEntry
-from duragent.domain.messages import AssistantMessage, ToolResultMessage, UserMessage
+from duragent.domain.messages import AssistantMessage, ToolResultMessage, UserMessage, text_of
 from duragent.domain.runs import session_workflow_id
 
 INJECTED = ("(chaos)", "overloaded", "dropped", "Overloaded", "Internal server error")
@@ -62,7 +62,8 @@ def check_runs(stack: Stack, log: SessionLog, verdict: Verdict) -> None:
         where = f"{session_id} run {run.run_id or '?'} ({run.prompt!r})"
         record = records.get(run.run_id or "")
         if run.result is None:
-            verdict.failed.append(f"{where}: its outcome never came: {run.client_error}")
+            why = run.client_error or "still open when the soak gave up waiting"
+            verdict.failed.append(f"{where}: its outcome never came: {why}")
             verdict.statuses["unknown"] += 1
             continue
         verdict.statuses[run.result.status] += 1
@@ -236,9 +237,12 @@ def check_executions(
         if call_id not in stored:
             verdict.lost.append(f"{tool_of[call_id]} call {call_id} ran; no session has it")
     for call_id, result in stored.items():
-        ok = result is not None and not result.is_error and result.tool_name.startswith("soak_")
-        if ok and not ran[call_id]:
-            verdict.lost.append(f"call {call_id} has a result, yet it never ran")
+        ours = result is not None and result.tool_name.startswith("soak_")
+        if result is not None and ours and says_it_ran(result) and not ran[call_id]:
+            verdict.lost.append(
+                f"{result.tool_name} call {call_id} has a result, yet it never ran: "
+                f"{text_of(result.content)[:200]!r}"
+            )
     verdict.notes.append(
         f"{sum(ran.values())} tool executions recorded, "
         f"{sum(t - 1 for c, t in ran.items() if tool_of[c] == READ)} of them retry-safe reruns"
@@ -255,8 +259,14 @@ def check_bash(
     times = lines.count(token)
     if times > 1:
         verdict.doubled.append(f"bash call {call.id} ran {times} times")
-    if result is not None and not result.is_error and times == 0:
+    if result is not None and says_it_ran(result) and times == 0:
         verdict.lost.append(f"bash call {call.id} has a result, yet it never ran")
+
+
+def says_it_ran(result: ToolResultMessage) -> bool:
+    """A result that is not an error, nor a call held back for guidance (not an error
+    either: the model re-plans)."""
+    return not result.is_error and not (result.details or {}).get("runtime_guidance_replan")
 
 
 def descendants(stack: Stack, session_id: str) -> list[str]:

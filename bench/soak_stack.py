@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -61,6 +63,10 @@ class Services:
     """The file the soak's tools append each execution to (see soak_tools)."""
     stopped: set[str] = field(default_factory=set)
     """Hosts whose worker is paused (SIGSTOP) right now."""
+    killed: set[str] = field(default_factory=set)
+    """Hosts whose worker the chaos killed and will start again."""
+    exits: list[str] = field(default_factory=list)
+    """Workers that exited by themselves (and were started again by `supervise`)."""
 
     # ---------------------------------------------------------------- workers
 
@@ -76,15 +82,32 @@ class Services:
         return env
 
     def start_worker(self, host: Host) -> None:
+        self.killed.discard(host.name)
         host.home.mkdir(parents=True, exist_ok=True)
         with open(host.home / "worker.log", "ab") as log:
             host.process = spawn_python(WORKER_ARGS, self.worker_env(host), log)
 
     def kill_worker(self, host: Host) -> None:
         """SIGKILL the host's worker and its whole process group."""
+        self.killed.add(host.name)
         if host.process is not None:
             kill_group(host.process)
         self.stopped.discard(host.name)
+
+    async def supervise(self, stop: asyncio.Event, started: float) -> None:
+        """Start again a worker that exited by itself, as systemd or Kubernetes would: a
+        worker that starts while the dev server or the database is down exits."""
+        while not stop.is_set():
+            for host in self.hosts:
+                process = host.process
+                if host.name in self.killed or process is None or process.poll() is None:
+                    continue
+                at = time.monotonic() - started
+                self.exits.append(f"{at:6.1f} s  {host.name} exited ({process.returncode})")
+                kill_group(process)  # whatever it left in its group
+                self.start_worker(host)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)  # a supervisor's round
 
     def pause_worker(self, host: Host) -> None:
         assert host.process is not None
@@ -156,13 +179,16 @@ def start_postgres(server: PostgresServer) -> None:
 
 
 @contextlib.asynccontextmanager
-async def soak_services(script: Script, heartbeat_timeout_s: float) -> AsyncIterator[Services]:
-    """Everything up, the workers polling; everything down and reaped on the way out."""
+async def soak_services(
+    script: Script, heartbeat_timeout_s: float, keep: bool = False
+) -> AsyncIterator[Services]:
+    """Everything up, the workers polling; everything down and reaped on the way out (the
+    folder with the workers' logs and workspaces removed, unless `keep`)."""
     binaries = find_binaries()
     if binaries is None:
         raise SystemExit("the soak needs PostgreSQL (initdb, pg_ctl)")
-    with tempfile.TemporaryDirectory(prefix="duragent-soak-") as tmp:
-        home = Path(tmp)
+    home = Path(tempfile.mkdtemp(prefix="duragent-soak-"))
+    try:
         postgres = PostgresServer(binaries)
         # initdb via PostgresServer.start, then a restart with room for three workers'
         # connection pools and the soak's own.
@@ -215,3 +241,6 @@ async def soak_services(script: Script, heartbeat_timeout_s: float) -> AsyncIter
             if db is not None:
                 db.dispose()
             postgres.stop()
+    finally:
+        if not keep:
+            shutil.rmtree(home, ignore_errors=True)

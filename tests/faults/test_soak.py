@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from soak import SoakOptions, print_report, soak  # noqa: E402
+from soak import SoakOptions, print_report, soak
 
 SEED = int(os.environ.get("DURAGENT_SOAK_SEED", "2404"))
 
