@@ -90,7 +90,8 @@ def check_runs(stack: Stack, log: SessionLog, verdict: Verdict) -> None:
                     f"{where}: {seen} {kind} events"
                 )
         stored = carrying(entries, run.prompt)
-        if stored > 1 or (stored == 0 and record.status != "error"):
+        # A run that failed or was aborted before its start was recorded has no prompt in.
+        if stored > 1 or (stored == 0 and record.status == "completed"):
             (verdict.lost if stored == 0 else verdict.doubled).append(
                 f"{where}: its prompt stored {stored} times"
             )
