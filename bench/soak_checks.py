@@ -23,7 +23,13 @@ from soak_sessions import RunLog, SessionLog
 from soak_tools import NOT_RETRY_SAFE, READ
 from support import Stack, assert_valid_pairing
 
-from duragent.domain.entries import CustomMessageEntry, MessageEntry, SessionEntry
+from duragent.domain.entries import (
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomMessageEntry,
+    MessageEntry,
+    SessionEntry,
+)
 from duragent.domain.messages import AssistantMessage, ToolResultMessage, UserMessage, text_of
 from duragent.domain.runs import session_workflow_id
 
@@ -125,6 +131,19 @@ def check_tree(stack: Stack, session_id: str, verdict: Verdict) -> list[SessionE
             verdict.lost.append(f"{session_id}: {child.id} does not follow {parent.id}")
     for entry_id in set(ids) - {e.id for e in path}:
         verdict.lost.append(f"{session_id}: entry {entry_id} is off the session's branch")
+    # The display history is the transcript, message for message (and each compaction's
+    # summary), as the fault suite's verdict has it.
+    shown = [(d.id, d.role) for d in stack.client.display.messages(session_id)]
+    expected = [
+        (e.id, e.message.role if isinstance(e, MessageEntry) else "custom")
+        for e in path
+        if isinstance(e, MessageEntry)
+        or (isinstance(e, CustomMessageEntry) and e.display)
+        or (isinstance(e, CompactionEntry | BranchSummaryEntry) and e.usage is not None)
+    ]
+    if shown != expected:
+        missing = set(expected) - set(shown)
+        verdict.lost.append(f"{session_id}: the display history differs; missing {missing}")
     try:
         assert_valid_pairing(path)
     except AssertionError as err:
