@@ -81,6 +81,8 @@ def check_runs(stack: Stack, log: SessionLog, verdict: Verdict) -> None:
             continue
         if record.status != run.result.status:
             verdict.lost.append(f"{where}: ended {run.result.status}, stored as {record.status}")
+        if record.usage != run.result.usage:
+            verdict.lost.append(f"{where}: used {run.result.usage}, stored {record.usage}")
         if record.status == "error":
             reason = record.error or ""
             if not reason.strip() or "Traceback" in reason or len(reason) > 2000:

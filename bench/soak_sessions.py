@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from soak_stack import Services
 from soak_tools import DEPLOY, READ, WRITE
+from temporalio.client import WorkflowFailureError
 
 from duragent.client.errors import (
     ApprovalRefused,
@@ -55,7 +56,13 @@ SUBAGENT_STEPS: list[dict[str, Any]] = [
 ]
 """Every sub-agent's session plays its own copy (the script's "*" steps)."""
 
-FINAL_ERRORS = (SessionIdle, SessionBusy, QueueItemNotPending, ApprovalRefused)
+FINAL_ERRORS = (
+    SessionIdle,
+    SessionBusy,
+    QueueItemNotPending,
+    ApprovalRefused,
+    WorkflowFailureError,  # a run's workflow failed: its outcome will not change
+)
 """Answers that retrying cannot change: the caller decides what they mean."""
 
 
