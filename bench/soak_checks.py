@@ -155,11 +155,12 @@ def check_tree(stack: Stack, session_id: str, verdict: Verdict) -> list[SessionE
     for call_id in calls | results:
         if calls[call_id] > 1:
             verdict.doubled.append(f"{session_id}: tool call {call_id} stored {calls[call_id]}x")
-        if results[call_id] != 1 or calls[call_id] == 0:
-            what = "call" if calls[call_id] == 0 else f"{results[call_id]} results"
-            (verdict.lost if results[call_id] == 0 else verdict.doubled).append(
-                f"{session_id}: tool call {call_id}: {what}"
-            )
+        if calls[call_id] == 0:
+            verdict.lost.append(f"{session_id}: a result for tool call {call_id}, not the call")
+        elif results[call_id] == 0:
+            verdict.lost.append(f"{session_id}: tool call {call_id} has no result")
+        elif results[call_id] > 1:
+            verdict.doubled.append(f"{session_id}: tool call {call_id}: {results[call_id]} results")
     return entries
 
 
