@@ -73,7 +73,8 @@ class SoakOptions:
     model_faults: float = 0.09
     """The chance of a fault (529, 500 or a dropped stream, a third each) per model call."""
     keep: bool = False
-    """Keep the soak's folder (the workers' logs, the workspaces, the dev server's file)."""
+    """Keep the soak's folder (the workers' logs, the workspaces, the dev server's file)
+    and PostgreSQL's (start it with `pg_ctl -D FOLDER/data start` to read the store)."""
 
 
 @dataclass
@@ -123,7 +124,7 @@ async def soak(options: SoakOptions, say: Callable[[str], None] = print) -> Soak
     script = offline_script(options)
     async with soak_services(script, options.heartbeat_timeout_s, options.keep) as services:
         if options.keep:
-            say(f"soak: its folder is {services.home} (kept)")
+            say(f"soak: its folder is {services.home}, the store's {services.postgres.folder}")
         marks = [str(services.home), str(services.postgres.folder)]
         report = SoakReport(options, Verdict())
         start = time.monotonic()

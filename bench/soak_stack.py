@@ -240,7 +240,10 @@ async def soak_services(
             await model.__aexit__(None, None, None)
             if db is not None:
                 db.dispose()
-            postgres.stop()
+            if keep:  # the store too: a failing soak is read from it afterwards
+                await asyncio.to_thread(pg_ctl, postgres, "stop", "-m", "fast")
+            else:
+                postgres.stop()
     finally:
         if not keep:
             shutil.rmtree(home, ignore_errors=True)
