@@ -203,3 +203,19 @@ class WorkspaceChunkRow(Base):
     seq: Mapped[int] = mapped_column(Integer, autoincrement=False)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class CancelHintRow(Base):
+    """A nudge from the worker process whose workflow task cancelled a call to the one
+    running it (`activities.cancel_hints`): heartbeat now, the reply carries the cancel.
+    Not the cancellation itself (Temporal's); pruned after a minute."""
+
+    __tablename__ = "cancel_hints"
+
+    seq: Mapped[int] = mapped_column(SeqType, primary_key=True, autoincrement=True)
+    workflow_id: Mapped[str] = mapped_column(String(200))
+    run_id: Mapped[str] = mapped_column(String(64))
+    activity_id: Mapped[str] = mapped_column(String(200))
+    origin: Mapped[str] = mapped_column(String(64))
+    """The process that wrote it (it hinted its own calls directly)."""
+    created_at: Mapped[int] = mapped_column(BigInteger, index=True)
