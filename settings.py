@@ -14,6 +14,7 @@
 | `DURAGENT_OFFLINE_SCRIPT` | the bundled demo script |
 | `DURAGENT_HEARTBEAT_TIMEOUT` | `10` seconds: a lost worker's model or tool call moves on then |
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
+| `DURAGENT_WORKER_LEASE` | `1.5` seconds: a worker whose lease lapses this long is lost (0: off) |
 | `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
 | `DURAGENT_API_TOKENS` | `token=user,...` for the HTTP API (none: `serve` makes one up) |
 | `DURAGENT_WORKSPACE_ROOTS` | none: `:`-separated folders API users may also put workspaces in |
@@ -103,6 +104,12 @@ class Settings(BaseSettings):
     longer than this (a restart) times out the calls running meanwhile too. A running
     call heartbeats every third of it (each heartbeat is a Temporal action), and at once
     when it is cancelled (`activities.heartbeat`)."""
+    worker_lease_s: float = Field(1.5, ge=0, validation_alias="DURAGENT_WORKER_LEASE")
+    """A worker process renews a lease in the store (`activities.leases`); one whose
+    lease has not changed for this long, as another worker sees it, is lost, and that
+    worker fails its running calls so that their next attempts start at once (recovery
+    in about this plus half a second, whatever the heartbeat timeout). 0: no leases;
+    a lost worker's calls wait for their heartbeat timeout."""
     heartbeat_throttle_ms: int = 50
     """While a call's cancellation is on its way, it heartbeats this often until the
     reply carries it: the abort latency bound."""

@@ -26,6 +26,7 @@ from duragent.activities.cancel_hints import CancelHints
 from duragent.activities.extensions import Extension, Extensions
 from duragent.activities.heartbeat import PACE
 from duragent.activities.hosts import HostActivities, MoveBookkeeping
+from duragent.activities.leases import LeaseInterceptor, WorkerLease
 from duragent.activities.mcp.config import McpConfigError, load_config
 from duragent.activities.mcp.tools import mcp_providers
 from duragent.activities.model_turn import ModelTurns
@@ -172,9 +173,15 @@ def build_worker(
     PACE.configure(floor=throttle.total_seconds())
     # The nudge from the process whose workflow task cancels a call to the one running it.
     hints = CancelHints(db)
+    # A lost worker's calls move on once its lease lapses, not its heartbeat timeout.
+    lease = WorkerLease(db, client, settings.worker_lease_s) if settings.worker_lease_s else None
     # Metrics when the client's runtime serves them (`telemetry.metrics`), and tracing
     # its client does not bring (a client of `connect_temporal` brings it); else none.
-    interceptors = [*worker_interceptors(client, settings), *tracing.worker_interceptors(client)]
+    interceptors = [
+        *worker_interceptors(client, settings),
+        *tracing.worker_interceptors(client),
+        *([LeaseInterceptor(lease)] if lease is not None else []),
+    ]
     host_options = (
         host_tool_options(db, settings, tool_calls, throttle, interceptors)
         if settings.host_queue is not None
@@ -182,13 +189,14 @@ def build_worker(
     )
     if settings.host_only:  # this host's tool calls, no runs or model calls
         assert host_options is not None  # settings refuse it with shared workspaces
-        return SessionWorker(registry, None, client, hints=hints, **host_options)
+        return SessionWorker(registry, None, client, hints=hints, lease=lease, **host_options)
     host_worker = Worker(client, **host_options) if host_options is not None else None
     return SessionWorker(
         registry,
         host_worker,
         client,
         hints=hints,
+        lease=lease,
         task_queue=settings.task_queue,
         workflows=[SessionRun, SessionChanges, SessionCompaction, SessionNavigation, SessionMove],
         activities=[
@@ -282,16 +290,20 @@ class SessionWorker(Worker):
         host_worker: Worker | None,
         *args: Any,
         hints: CancelHints | None = None,
+        lease: WorkerLease | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self._tool_registry = tools
         self.host_worker = host_worker
         self._hints = hints
+        self.lease = lease
 
     async def run(self) -> None:
         if self._hints is not None:
             self._hints.start()
+        if self.lease is not None:
+            self.lease.start()
         try:
             if self.host_worker is None:
                 await super().run()
@@ -304,6 +316,8 @@ class SessionWorker(Worker):
                 if isinstance(outcome, BaseException):
                     raise outcome
         finally:
+            if self.lease is not None:
+                await asyncio.to_thread(self.lease.stop)
             if self._hints is not None:
                 self._hints.stop()
             await self._tool_registry.aclose()
