@@ -12,7 +12,7 @@
 | `ANTHROPIC_API_KEY` | none: the offline (scripted) model is used |
 | `ANTHROPIC_BASE_URL` | Anthropic's; set by the CLI to the offline model when there is no key |
 | `DURAGENT_OFFLINE_SCRIPT` | the bundled demo script |
-| `DURAGENT_HEARTBEAT_TIMEOUT` | `10` seconds: a lost worker's model or tool call moves on then |
+| `DURAGENT_HEARTBEAT_TIMEOUT` | `60` seconds: a lost worker's call moves on then, if no lease did |
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
 | `DURAGENT_WORKER_LEASE` | `1.5` seconds: a worker whose lease lapses this long is lost (0: off) |
 | `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
@@ -95,15 +95,14 @@ class Settings(BaseSettings):
     anthropic_api_key: str | None = _env("ANTHROPIC_API_KEY", None)
     anthropic_base_url: str | None = _env("ANTHROPIC_BASE_URL", None)
     offline_script: Path | None = None
-    heartbeat_timeout_s: float = _env("DURAGENT_HEARTBEAT_TIMEOUT", 10.0)
-    """A running activity whose worker sends no heartbeat this long counts as lost and
-    is retried elsewhere: recovery takes this plus a fraction of a second. 2 s recovers
-    in about 2.3 s (`bench/recovery.py`) where workers have CPU to spare; on a worker out
-    of CPU heartbeats lag, and a short timeout takes its calls for lost (200 sessions on
-    one two-core machine: a quarter of the runs failed at 2 s). A Temporal server down
-    longer than this (a restart) times out the calls running meanwhile too. A running
-    call heartbeats every third of it (each heartbeat is a Temporal action), and at once
-    when it is cancelled (`activities.heartbeat`)."""
+    heartbeat_timeout_s: float = _env("DURAGENT_HEARTBEAT_TIMEOUT", 60.0)
+    """A running model or tool call whose worker sends no heartbeat this long counts as
+    lost and is retried elsewhere. Worker leases (`worker_lease_s`) notice a lost worker
+    far sooner; this is the backstop when they cannot (the store unreachable, leases
+    off, a worker lost in the first moment of a call). A call heartbeats every third of
+    it (each heartbeat is a Temporal action: 3 a minute at 60 s), and at once when it is
+    cancelled (`activities.heartbeat`). A Temporal server down longer than this (a
+    restart) times out the calls running meanwhile."""
     worker_lease_s: float = Field(1.5, ge=0, validation_alias="DURAGENT_WORKER_LEASE")
     """A worker process renews a lease in the store (`activities.leases`); one whose
     lease has not changed for this long, as another worker sees it, is lost, and that
