@@ -17,8 +17,10 @@ lease again and runs new calls as before.
 
 The store unreachable: a watcher that cannot read the leases judges nobody, and forgets
 what it saw, so each lease gets a whole `lease_s` after the store is back; calls then
-recover only by their heartbeat timeout, as before leases. A worker that cannot reach
-the store while the others can is taken for lost (its calls move on).
+recover only by their heartbeat timeout, as before leases. So does a watcher whose own
+reads were held up (a store slow for everyone, a starved or stopped process): a lease is
+judged only over reads that came on time. A worker that cannot reach the store while
+the others can is taken for lost (its calls move on).
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ class WorkerLease:
         self._ended: set[str] = set()
         self._seen: dict[str, tuple[int, float]] = {}
         """Another worker's lease -> (renewals, when this watcher first saw that count)."""
+        self._read_at = 0.0
+        """When this watcher last read the leases."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -128,7 +132,6 @@ class WorkerLease:
         with self._lock:
             started, self._started = self._started, {}
             ended, self._ended = self._ended, set()
-        now = time.monotonic()
         with self._db.transaction() as db:
             if not leases.renew(db, self.worker_id, int(time.time() * 1000)):
                 logger.info("worker lease %s: (re)taken", self.worker_id)
@@ -140,6 +143,12 @@ class WorkerLease:
             )
             leases.drop_calls(db, sorted(ended))
             current = leases.leases(db)
+        now = time.monotonic()
+        if now - self._read_at > self.lease_s / 2:
+            # This watcher itself was held up (a slow store, no CPU, stopped): what it
+            # saw before may be stale, and the others were likely held up alike.
+            self._seen.clear()
+        self._read_at = now
         lost: list[tuple[str, list[leases.Call]]] = []
         self._seen = {w: s for w, s in self._seen.items() if w in current}
         for worker_id, renewals in current.items():

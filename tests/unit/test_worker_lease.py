@@ -43,25 +43,41 @@ def lease(db: Database) -> WorkerLease:
     return WorkerLease(db, client=None, lease_s=LEASE_S)  # type: ignore[arg-type]
 
 
+def watch(watchers: list[WorkerLease], clock: Clock, seconds: float) -> list[Any]:
+    """Every watcher ticks every 0.1 s for `seconds`; what they took."""
+    taken: list[Any] = []
+    for _ in range(round(seconds / 0.1)):
+        clock.now += 0.1
+        for watcher in watchers:
+            taken += watcher.tick()
+    return taken
+
+
 def test_a_lapsed_lease_is_taken_once_with_its_calls(db: Database, clock: Clock) -> None:
     lost, a, b = lease(db), lease(db), lease(db)
     lost.call_started(b"token-1", "turn-1-model-1")
     for watcher in (lost, a, b):
         assert watcher.tick() == []
-    clock.now += LEASE_S - 0.1
-    assert a.tick() == [] and b.tick() == []  # not yet
-    clock.now += 0.2
-    taken = a.tick() + b.tick()
+    assert watch([a, b], clock, LEASE_S - 0.1) == []  # not yet
+    taken = watch([a, b], clock, 0.3)
     assert [(worker, [c[1:] for c in calls]) for worker, calls in taken] == [
         (lost.worker_id, [(b"token-1", "turn-1-model-1")])
     ]
 
 
 def test_a_renewing_lease_is_never_taken(db: Database, clock: Clock) -> None:
-    live, watcher = lease(db), lease(db)
-    for _ in range(10):
-        assert live.tick() == [] and watcher.tick() == []
-        clock.now += 1.0
+    assert watch([lease(db), lease(db)], clock, 10 * LEASE_S) == []
+
+
+def test_a_watcher_held_up_judges_nobody_on_what_it_saw_before(db: Database, clock: Clock) -> None:
+    """Its own reads came late (a store slow for every worker, no CPU): the other's
+    renewals were likely held up alike."""
+    other, watcher = lease(db), lease(db)
+    other.tick()
+    watcher.tick()
+    clock.now += 3 * LEASE_S
+    assert watcher.tick() == []
+    assert watch([watcher], clock, LEASE_S - 0.1) == []
 
 
 def test_no_judgment_across_a_store_gap(
@@ -79,6 +95,4 @@ def test_no_judgment_across_a_store_gap(
         clock.now += 10 * LEASE_S  # no renewal gets through meanwhile
         assert watcher.tick() == []
     assert watcher.tick() == []  # back: the lease gets a whole lease time again
-    clock.now += LEASE_S - 0.1
-    other.tick()
-    assert watcher.tick() == []
+    assert watch([watcher], clock, LEASE_S - 0.1) == []
