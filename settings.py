@@ -14,7 +14,7 @@
 | `DURAGENT_OFFLINE_SCRIPT` | the bundled demo script |
 | `DURAGENT_HEARTBEAT_TIMEOUT` | `60` seconds: a lost worker's call moves on then, if no lease did |
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
-| `DURAGENT_WORKER_LEASE` | `1.5` seconds: a worker whose lease lapses this long is lost (0: off) |
+| `DURAGENT_WORKER_LEASE` | `2` seconds: a worker whose lease lapses this long is lost (0: off) |
 | `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
 | `DURAGENT_API_TOKENS` | `token=user,...` for the HTTP API (none: `serve` makes one up) |
 | `DURAGENT_WORKSPACE_ROOTS` | none: `:`-separated folders API users may also put workspaces in |
@@ -103,7 +103,7 @@ class Settings(BaseSettings):
     it (each heartbeat is a Temporal action: 3 a minute at 60 s), and at once when it is
     cancelled (`activities.heartbeat`). A Temporal server down longer than this (a
     restart) times out the calls running meanwhile."""
-    worker_lease_s: float = Field(1.5, ge=0, validation_alias="DURAGENT_WORKER_LEASE")
+    worker_lease_s: float = Field(2.0, ge=0, validation_alias="DURAGENT_WORKER_LEASE")
     """A worker process renews a lease in the store (`activities.leases`); one whose
     lease has not changed for this long, as another worker sees it, is lost, and that
     worker fails its running calls so that their next attempts start at once (recovery

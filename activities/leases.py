@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
+from sqlalchemy.engine import make_url
 from temporalio import activity
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
@@ -61,7 +62,10 @@ class WorkerLease:
     """This worker process's lease, and the watch over the others' (see the module)."""
 
     def __init__(self, db: Database, client: Client, lease_s: float) -> None:
-        self._db = db
+        # Connections of its own: a worker whose activities hold every pooled connection
+        # must not miss its renewals waiting for one (and be taken for lost).
+        self._db = own_connections(db)
+        self._owns_db = self._db is not db
         self._client = client
         self.lease_s = lease_s
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -111,6 +115,8 @@ class WorkerLease:
                 leases.drop_worker(db, self.worker_id)
         except Exception as err:  # they lapse, and fail nothing: the calls have ended
             logger.warning("worker lease: could not remove %s: %s", self.worker_id, err)
+        if self._owns_db:
+            self._db.dispose()
 
     def _run(self) -> None:
         while not self._stopping.wait(RENEW_S):
@@ -185,6 +191,15 @@ class WorkerLease:
             await self._client.get_async_activity_handle(task_token=token).fail(error)
         except RPCError as err:  # it ended meanwhile (or its run did): nothing to move on
             logger.warning("worker lost: call %s not failed: %s", activity_id, err)
+
+
+def own_connections(db: Database) -> Database:
+    """The same store through a small pool of its own (an in-memory SQLite database is
+    only reachable through its own engine: then `db` itself)."""
+    url = make_url(db.url)
+    if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
+        return db
+    return Database(db.url, run_migrations=False, pool_size=1)
 
 
 def _log_failure(future: Future[Any]) -> None:

@@ -22,7 +22,7 @@ from duragent.activities.tools import process_group_alive
 from duragent.domain.runs import session_workflow_id
 
 BOUND_S = 10.0
-"""Generous for a 1.5 s lease; a heartbeat timeout would take 60 s."""
+"""Generous for a 2 s lease; a heartbeat timeout would take 60 s."""
 
 
 def long_heartbeat_timeout(stack: Stack) -> None:
