@@ -100,6 +100,14 @@ class QueueItemNotPending(DuragentError):
         super().__init__(f"input {item_id!r} is {status}, no longer pending")
 
 
+class InputQueueFull(DuragentError):
+    def __init__(self, session_id: str, limit: int) -> None:
+        super().__init__(
+            f"session {session_id}'s input queue holds {limit} pending items, the most it "
+            "holds: send, guide or delete some first"
+        )
+
+
 class EntryNotInSession(DuragentError, LookupError):
     def __init__(self, session_id: str, entry_id: str) -> None:
         super().__init__(f"entry {entry_id!r} is not in session {session_id}")
