@@ -54,6 +54,7 @@ from duragent.client.errors import (
     InvalidWorkspace,
     QueueItemNotFound,
     QueueItemNotPending,
+    SearchAttributesMissing,
     SessionBusy,
     SessionIdle,
     SessionNotFound,
@@ -99,6 +100,7 @@ _STATUS = {
     ApprovalRefused: 409,
     ApprovalNotRecorded: 503,
     WorkerNotAnswering: 503,
+    SearchAttributesMissing: 503,
 }
 
 

@@ -108,6 +108,17 @@ class InputQueueFull(DuragentError):
         )
 
 
+class SearchAttributesMissing(DuragentError):
+    """The Temporal namespace lacks the search attributes duragent finds workflows by."""
+
+    def __init__(self, namespace: str, names: str) -> None:
+        super().__init__(
+            f"Temporal namespace {namespace} lacks duragent's search attributes ({names}): "
+            "add them with `duragent setup-temporal` (same settings), or on Temporal Cloud "
+            "with its web UI or `tcld namespace search-attributes add`"
+        )
+
+
 class EntryNotInSession(DuragentError, LookupError):
     def __init__(self, session_id: str, entry_id: str) -> None:
         super().__init__(f"entry {entry_id!r} is not in session {session_id}")
