@@ -89,7 +89,7 @@ def process_identity(pgid: int) -> dict[str, Any]:
     return {
         "pgid": pgid,
         "host": socket.gethostname(),
-        "started": _start_ticks(pgid),
+        "started": process_start_ticks(pgid),
         "at": time.time(),
     }
 
@@ -102,7 +102,7 @@ async def stop_orphan(identity: dict[str, Any]) -> Fate:
         return "ended"
     if identity.get("host") != socket.gethostname():
         return "elsewhere"
-    started = _start_ticks(pgid)
+    started = process_start_ticks(pgid)
     if started is not None and started != identity.get("started"):
         return "ended"  # the pid now belongs to another process
     # With the leader alive and the same, or gone while members of its group remain (a
@@ -119,7 +119,7 @@ async def stop_orphan(identity: dict[str, Any]) -> Fate:
     return "stopped"
 
 
-def _start_ticks(pid: int) -> int | None:
+def process_start_ticks(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (Linux), or None if gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
