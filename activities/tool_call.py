@@ -243,7 +243,11 @@ class ToolCalls:
         started is stopped first, and the result says what is known."""
         record = self._records.read(data.result_entry_id)
         identities = _identities(record, progress)
-        fates = [(identity, await stop_orphan(identity)) for identity in identities]
+        swept = {(i.get("host"), i.get("pgid")) for i in record.swept} if record else set()
+        fates: list[tuple[dict[str, Any], Fate]] = [
+            (i, "stopped" if (i.get("host"), i.get("pgid")) in swept else await stop_orphan(i))
+            for i in identities
+        ]
         tool = self._registry.get(data.call.name)
         gated = tool is not None and tool.process_gate
         return _interrupted(data.call.name, attempt, progress, record, fates, gated=gated)

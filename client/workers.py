@@ -28,7 +28,7 @@ from duragent.activities.hosts import HostActivities, MoveBookkeeping
 from duragent.activities.mcp.config import McpConfigError, load_config
 from duragent.activities.mcp.tools import mcp_providers
 from duragent.activities.model_turn import ModelTurns
-from duragent.activities.orphans import ProcessRecords
+from duragent.activities.orphans import ProcessRecords, sweep_records
 from duragent.activities.prices import price_table
 from duragent.activities.snapshots import SnapshotTaker
 from duragent.activities.subagents import Subagents
@@ -160,9 +160,8 @@ def build_worker(
     tree = TreeOps(db, anthropic_client, cache, prices)
     subagents = Subagents(db, registry)
     moves = MoveBookkeeping(db)
-    tool_calls = ToolCalls(
-        db, registry, hooks, ProcessRecords(settings.tool_processes), host, replies
-    )
+    records = ProcessRecords(settings.tool_processes)
+    tool_calls = ToolCalls(db, registry, hooks, records, host, replies)
     # Cancellation reaches an activity in the reply to a heartbeat, so the throttle
     # bounds abort latency (measured: about the throttle plus 5 ms). The default
     # would hold heartbeats back for seconds.
@@ -180,6 +179,7 @@ def build_worker(
     return SessionWorker(
         registry,
         host_worker,
+        records,
         client,
         task_queue=settings.task_queue,
         workflows=[SessionRun, SessionChanges, SessionCompaction, SessionNavigation, SessionMove],
@@ -268,16 +268,24 @@ def tuning(settings: Settings) -> dict[str, Any]:
 class SessionWorker(Worker):
     """A Temporal worker and its host's tool worker (if any), run and stopped together
     (`async with`, `run()`, `shutdown()`); once both have stopped it closes its tools'
-    connections (MCP servers, their processes), and with them nothing runs any more."""
+    connections (MCP servers, their processes), and with them nothing runs any more.
+    While it runs it sweeps this machine's tool process records (`activities.orphans`)."""
 
     def __init__(
-        self, tools: ToolRegistry, host_worker: Worker | None, *args: Any, **kwargs: Any
+        self,
+        tools: ToolRegistry,
+        host_worker: Worker | None,
+        records: ProcessRecords,
+        *args: Any,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self._tool_registry = tools
         self.host_worker = host_worker
+        self._records = records
 
     async def run(self) -> None:
+        sweeping = asyncio.create_task(sweep_records(self._records))
         try:
             if self.host_worker is None:
                 await super().run()
@@ -290,6 +298,7 @@ class SessionWorker(Worker):
                 if isinstance(outcome, BaseException):
                     raise outcome
         finally:
+            sweeping.cancel()
             await self._tool_registry.aclose()
 
     async def shutdown(self) -> None:
