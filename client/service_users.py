@@ -8,7 +8,7 @@ here (one small file per process in `<home>/commands/`), and a command that star
 waits, before stopping it, until the commands that registered after it have ended.
 
 Only later commands are waited for: one that came earlier cannot be using a service that
-did not exist when it started it own, and waiting only one way can never deadlock. A
+did not exist when it started its own, and waiting only one way can never deadlock. A
 second Ctrl-C (or SIGTERM) stops the wait: the services stop at once.
 """
 
