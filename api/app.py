@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from duragent.api.body_limit import BodyLimit
 from duragent.api.models import (
@@ -47,12 +49,14 @@ from duragent.client.errors import (
     ApprovalNotRecorded,
     ApprovalRefused,
     DuragentError,
+    InputQueueFull,
     InputTooLarge,
     InvalidChange,
     InvalidPrompt,
     InvalidWorkspace,
     QueueItemNotFound,
     QueueItemNotPending,
+    SearchAttributesMissing,
     SessionBusy,
     SessionIdle,
     SessionNotFound,
@@ -82,6 +86,11 @@ _BODY_TOO_LARGE = (
     f"request body is over {MAX_BODY_BYTES} bytes; the API takes at most "
     f"{MAX_INPUT_BYTES} bytes ({MAX_INPUT_BYTES // 1024} KiB) per text"
 )
+logger = logging.getLogger(__name__)
+_STORE_UNREACHABLE = (
+    "the database is unreachable or busy; nothing was lost (runs wait for it and go on): "
+    "try again in a few seconds"
+)
 # First match wins: subclasses before their bases.
 _STATUS = {
     SessionNotFound: 404,
@@ -89,6 +98,7 @@ _STATUS = {
     SessionBusy: 409,
     SessionIdle: 409,
     QueueItemNotPending: 409,
+    InputQueueFull: 409,
     InputTooLarge: 413,
     WorkspaceNotAllowed: 403,
     InvalidWorkspace: 422,
@@ -97,6 +107,7 @@ _STATUS = {
     ApprovalRefused: 409,
     ApprovalNotRecorded: 503,
     WorkerNotAnswering: 503,
+    SearchAttributesMissing: 503,
 }
 
 
@@ -139,9 +150,19 @@ def create_app(
         status = next((code for kind, code in _STATUS.items() if isinstance(error, kind)), 400)
         return JSONResponse({"detail": str(error)}, status_code=status)
 
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    async def store_unreachable(request: Request, error: Exception) -> JSONResponse:
+        # The driver's text may name the server and the statement: it goes to the log,
+        # the caller gets the reason alone.
+        logger.warning("store unreachable for %s %s: %s", request.method, request.url.path, error)
+        return JSONResponse(
+            {"detail": _STORE_UNREACHABLE}, status_code=503, headers={"Retry-After": "5"}
+        )
+
     @app.post("/api/sessions", status_code=201)
     def create_session(body: CreateSession, owner: User) -> SessionView:
-        session = client.create_session(
+        session = client.sessions.create(
             workspace=body.workspace,
             name=body.name,
             model=body.model,
@@ -153,17 +174,17 @@ def create_app(
 
     @app.get("/api/sessions")
     def list_sessions(owner: User) -> list[SessionRecord]:
-        return client.list_sessions(owner=owner)
+        return client.sessions.list(owner=owner)
 
     @app.get("/api/sessions/{session_id}")
     async def get_session(session_id: str, owner: User) -> SessionView:
         session = await owned_async(session_id, owner)
-        return SessionView(session=session, phase=await client.phase(session_id))
+        return SessionView(session=session, phase=await client.sessions.phase(session_id))
 
     @app.post("/api/sessions/{session_id}/input")
     async def send_input(session_id: str, body: SendInput, owner: User) -> InputResult:
         await owned_async(session_id, owner)
-        sent = await client.send_input(
+        sent = await client.inputs.send(
             session_id, body.text, guidance=body.guidance, intent=body.intent
         )
         if isinstance(sent, RunHandle):
@@ -192,7 +213,7 @@ def create_app(
         newest items; with one, the items after it. Follow `*_cursor` while `*_more`."""
         session = await owned_async(session_id, owner)
         page = await asyncio.to_thread(
-            client.session_page,
+            client.display.page,
             session_id,
             messages_after=messages_after,
             messages_limit=messages_limit,
@@ -200,7 +221,7 @@ def create_app(
             events_limit=events_limit,
         )
         latest = page.latest_run
-        status = await client.status(session_id)
+        status = await client.sessions.status(session_id)
         phase = status.phase
         # Asked only where there is one to show: it costs the run a query.
         run_budget = status.run is not None and status.run.budget is not None
@@ -222,7 +243,7 @@ def create_app(
             events_more=page.events_more,
             messages_earlier=page.messages_earlier,
             links=await asyncio.to_thread(session_links, client, session),
-            budget=BudgetState.of(await client.budget(session_id)) if budgeted else None,
+            budget=BudgetState.of(await client.budgets.get(session_id)) if budgeted else None,
         )
 
     @app.get("/api/sessions/{session_id}/messages")
@@ -235,25 +256,25 @@ def create_app(
         """The page of display messages just before `before` (the newest page without
         it), oldest first, bounded in count and to about 1 MB."""
         owned(session_id, owner)
-        page, earlier = client.display_before(session_id, before, limit=limit)
+        page, earlier = client.display.messages_before(session_id, before, limit=limit)
         return MessagesPage(messages=shown(page), earlier=earlier)
 
     @app.post("/api/sessions/{session_id}/input-queue", status_code=201)
     async def add_input(session_id: str, body: QueueInput, owner: User) -> QueueItem:
         await owned_async(session_id, owner)
         if body.kind == "guidance":
-            return await client.guide_text(session_id, body.text, intent=body.intent)
-        return await asyncio.to_thread(client.next_turn, session_id, body.text)
+            return await client.inputs.guide_text(session_id, body.text, intent=body.intent)
+        return await asyncio.to_thread(client.inputs.next_turn, session_id, body.text)
 
     @app.get("/api/sessions/{session_id}/input-queue")
     def list_input(session_id: str, owner: User, status: str | None = "pending") -> list[QueueItem]:
         owned(session_id, owner)
-        return client.queue_items(session_id, status=status)
+        return client.inputs.queue(session_id, status=status)
 
     @app.get("/api/sessions/{session_id}/input-queue/{item_id}")
     def get_input(session_id: str, item_id: str, owner: User) -> QueueItem:
         owned(session_id, owner)
-        return client.queue_item(session_id, item_id)
+        return client.inputs.item(session_id, item_id)
 
     @app.patch("/api/sessions/{session_id}/input-queue/{item_id}")
     async def act_on_input(
@@ -261,22 +282,22 @@ def create_app(
     ) -> QueueActionResult:
         await owned_async(session_id, owner)
         if body.action == "edit":
-            text = await asyncio.to_thread(client.edit_queue_item, session_id, item_id)
-            item = await asyncio.to_thread(client.queue_item, session_id, item_id)
+            text = await asyncio.to_thread(client.inputs.edit, session_id, item_id)
+            item = await asyncio.to_thread(client.inputs.item, session_id, item_id)
             return QueueActionResult(item=item, text=text)
-        item = await client.guide(session_id, item_id, intent=body.intent)
+        item = await client.inputs.guide(session_id, item_id, intent=body.intent)
         return QueueActionResult(item=item)
 
     @app.delete("/api/sessions/{session_id}/input-queue/{item_id}", status_code=204)
     def delete_input(session_id: str, item_id: str, owner: User) -> Response:
         owned(session_id, owner)
-        client.delete_queue_item(session_id, item_id)
+        client.inputs.delete(session_id, item_id)
         return Response(status_code=204)
 
     @app.post("/api/sessions/{session_id}/stop")
     async def stop(session_id: str, owner: User) -> StopResult:
         await owned_async(session_id, owner)
-        result = await client.abort(session_id)
+        result = await client.runs.abort(session_id)
         return StopResult(
             run_id=result.run_id,
             status=result.status,
@@ -312,7 +333,7 @@ def create_app(
 
 async def _sse(client: DuragentClient, session_id: str, cursor: int) -> AsyncIterator[str]:
     idle = 0.0
-    async for batch in client.event_batches(session_id, after=cursor, poll_s=SSE_POLL_S):
+    async for batch in client.events.batches(session_id, after=cursor, poll_s=SSE_POLL_S):
         for event in batch:
             data = json.dumps(event.model_dump(mode="json"))
             yield f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n"

@@ -15,7 +15,7 @@ from duragent.store.records import SessionRecord
 def owned_session(client: DuragentClient, session_id: str, owner: str) -> SessionRecord:
     """The session, if `owner` owns it; a 404 otherwise."""
     try:
-        session = client.get_session(session_id)
+        session = client.sessions.get(session_id)
     except SessionNotFound:
         session = None
     if session is None or session.owner != owner:

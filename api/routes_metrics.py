@@ -59,7 +59,7 @@ class StoreCollector(Collector):
         self._client = client
 
     def collect(self) -> Iterator[Metric]:
-        figures = self._client.store_figures()
+        figures = self._client.sessions.figures()
         yield GaugeMetricFamily("duragent_sessions", "Sessions in the store.", figures.sessions)
         runs = GaugeMetricFamily(
             "duragent_runs_in_progress", "Runs in progress, by phase.", labels=["phase"]

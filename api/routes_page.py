@@ -99,7 +99,7 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
 
     def entry_of(session_id: str, entry_id: str) -> None:
         try:
-            client.require_entry(session_id, entry_id)
+            client.tree.require_entry(session_id, entry_id)
         except EntryNotInSession as err:
             raise HTTPException(404, str(err)) from err
 
@@ -117,23 +117,23 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
                 latest_run=run,
                 status="running" if run is not None and run.status == "running" else "idle",
             )
-            for session, run in client.session_summaries(owner=owner)
+            for session, run in client.sessions.summaries(owner=owner)
         ]
 
     @router.patch("/sessions/{session_id}")
     async def rename(session_id: str, body: Rename, owner: User) -> SessionRecord:
         """Rename the session: at once when idle, at the next save point of a run."""
         await owned_async(session_id, owner)
-        await client.set_name(session_id, body.name)
-        return await asyncio.to_thread(client.get_session, session_id)
+        await client.sessions.rename(session_id, body.name)
+        return await asyncio.to_thread(client.sessions.get, session_id)
 
     @router.get("/sessions/{session_id}/status")
     async def status(session_id: str, owner: User) -> SessionStatusView:
         session = await owned_async(session_id, owner)
-        found = await client.status(session_id)
+        found = await client.sessions.status(session_id)
         answering: bool | None = True if found.run is not None else None
         if found.run is None and found.phase != "idle":
-            answering = await client.worker_answering(session_id)
+            answering = await client.sessions.worker_answering(session_id)
         return SessionStatusView(
             session=session,
             phase=found.phase,
@@ -146,50 +146,50 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
     async def steer(session_id: str, body: QueueText, owner: User) -> Queued:
         """A message for the open run, after the current turn's tool calls (409 if idle)."""
         await owned_async(session_id, owner)
-        return Queued(id=await client.steer(session_id, body.text))
+        return Queued(id=await client.inputs.steer(session_id, body.text))
 
     @router.post("/sessions/{session_id}/follow-up")
     async def follow_up(session_id: str, body: QueueText, owner: User) -> Queued:
         """A message for when the open run would otherwise stop (409 if idle)."""
         await owned_async(session_id, owner)
-        return Queued(id=await client.follow_up(session_id, body.text))
+        return Queued(id=await client.inputs.follow_up(session_id, body.text))
 
     @router.post("/sessions/{session_id}/compact")
     async def compact(session_id: str, body: Compact, owner: User) -> CompactResult:
         """Compact an idle session now (409 while busy)."""
         await owned_async(session_id, owner)
-        return await client.compact(session_id, instructions=body.instructions)
+        return await client.tree.compact(session_id, instructions=body.instructions)
 
     @router.get("/sessions/{session_id}/tree")
     def tree(session_id: str, owner: User) -> TreeView:
         # Every entry of the session is read: a plain `def`, so it runs on a thread and
         # other requests and event streams go on meanwhile.
         session = owned(session_id, owner)
-        return tree_view(client.entries(session_id), session.leaf_id)
+        return tree_view(client.tree.entries(session_id), session.leaf_id)
 
     @router.get("/sessions/{session_id}/compactions")
     def compactions(session_id: str, owner: User) -> list[CompactionMark]:
         """Where the model's context was compacted, for markers in the display history."""
         owned(session_id, owner)
-        return compaction_marks(client.entries(session_id))
+        return compaction_marks(client.tree.entries(session_id))
 
     @router.post("/sessions/{session_id}/goto")
     async def goto(session_id: str, body: Goto, owner: User) -> NavigateResult:
         """Move the leaf to an entry; a user message's text comes back in `edit_text`."""
         await owned_entry(session_id, owner, body.entry_id)
-        return await client.navigate(session_id, body.entry_id, summarize=body.summarize)
+        return await client.tree.navigate(session_id, body.entry_id, summarize=body.summarize)
 
     @router.post("/sessions/{session_id}/fork", status_code=201)
     def fork(session_id: str, body: Fork, owner: User) -> SessionRecord:
         """A new session continuing from the entry (its path copied)."""
         owned(session_id, owner)
         entry_of(session_id, body.entry_id)
-        return client.fork(session_id, body.entry_id, name=body.name)
+        return client.sessions.fork(session_id, body.entry_id, name=body.name)
 
     @router.put("/sessions/{session_id}/labels/{entry_id}", status_code=204)
     async def label(session_id: str, entry_id: str, body: Label, owner: User) -> Response:
         await owned_entry(session_id, owner, entry_id)
-        await client.set_label(session_id, entry_id, (body.label or "").strip() or None)
+        await client.tree.label(session_id, entry_id, (body.label or "").strip() or None)
         return Response(status_code=204)
 
     return router

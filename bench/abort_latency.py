@@ -66,9 +66,9 @@ async def wait_for(check: object, timeout: float = 30.0) -> None:
 async def one_abort(bench: Bench, host: str | None = None) -> float:
     """One abort of a running bash call (on `host`'s worker if given)."""
     workspace = bench.home / "elsewhere" / uuid.uuid4().hex if host else None
-    session = bench.client.create_session(host=host, workspace=workspace)
+    session = bench.client.sessions.create(host=host, workspace=workspace)
     pid_file = Path(session.workspace) / "pid.txt"
-    run = await bench.client.prompt(session.id, "run something long")
+    run = await bench.client.runs.prompt(session.id, "run something long")
     await wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
     pgid = int(pid_file.read_text())
     await asyncio.sleep(0.2)  # the tool is running and heartbeating
@@ -82,16 +82,16 @@ async def one_abort(bench: Bench, host: str | None = None) -> float:
 
 
 async def one_steer(bench: Bench) -> float:
-    session = bench.client.create_session()
+    session = bench.client.sessions.create()
     gate = f"gate-{session.id}"
     bench.model.add_steps(
         session.id,
         [{"wait_for": gate, "reply": [{"text": "first"}]}, {"reply": [{"text": "second"}]}],
         replace=True,
     )
-    run = await bench.client.prompt(session.id, "answer, then listen")
+    run = await bench.client.runs.prompt(session.id, "answer, then listen")
     await wait_for(lambda: len(bench.model.requests_for(session.id)) == 1)
-    await bench.client.steer(session.id, "one more thing")
+    await bench.client.inputs.steer(session.id, "one more thing")
     released = time.time()
     bench.model.release(gate)
     await wait_for(lambda: len(bench.model.requests_for(session.id)) == 2)

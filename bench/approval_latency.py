@@ -50,17 +50,17 @@ async def wait_for(check: object, timeout: float = 60.0) -> None:
 
 
 async def one_approval(bench: Bench) -> float:
-    session = bench.client.create_session()
-    await bench.client.set_approval_policy(session.id, ASK_ALL)
-    run = await bench.client.prompt(session.id, "write the time")
+    session = bench.client.sessions.create()
+    await bench.client.approvals.set_policy(session.id, ASK_ALL)
+    run = await bench.client.runs.prompt(session.id, "write the time")
 
     async def waiting() -> bool:
-        return bool(await bench.client.approvals(session.id))
+        return bool(await bench.client.approvals.pending(session.id))
 
     await wait_for(waiting)
-    [pending] = await bench.client.approvals(session.id)
+    [pending] = await bench.client.approvals.pending(session.id)
     sent = time.time()
-    await bench.client.approve(session.id, pending.call_id)
+    await bench.client.approvals.approve(session.id, pending.call_id)
     result = await run.result()
     assert result.status == "completed", result.error
     started = float((Path(session.workspace) / "started.txt").read_text())

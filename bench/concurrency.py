@@ -98,14 +98,14 @@ async def batch(bench: Bench, sessions: int, turns: int, latency_ms: int) -> Fig
     worker = spawn_worker(bench)
     try:
         await worker_polling(bench, worker)
-        warm = bench.client.create_session()  # imports, sandbox, connections
-        await (await bench.client.prompt(warm.id, "warm up")).result()
-        ids = [bench.client.create_session().id for _ in range(sessions)]
+        warm = bench.client.sessions.create()  # imports, sandbox, connections
+        await (await bench.client.runs.prompt(warm.id, "warm up")).result()
+        ids = [bench.client.sessions.create().id for _ in range(sessions)]
         await asyncio.sleep(0.5)
         settled = rss_mb(worker.pid)
         worker_cpu, server_cpu = cpu_ms(worker.pid), cpu_ms(bench.server_pid)
         began = time.monotonic()
-        handles = await asyncio.gather(*(bench.client.prompt(i, "look around") for i in ids))
+        handles = await asyncio.gather(*(bench.client.runs.prompt(i, "look around") for i in ids))
         results = await asyncio.gather(*(h.result() for h in handles))
         wall = time.monotonic() - began
         worker_cpu, server_cpu = (

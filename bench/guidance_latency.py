@@ -54,19 +54,19 @@ def received(bench: Bench, session_id: str, index: int) -> float:
 
 async def start(bench: Bench, steps: list[dict[str, Any]], host: str | None = None) -> str:
     workspace = bench.home / "elsewhere" / uuid.uuid4().hex if host else None
-    session = bench.client.create_session(host=host, workspace=workspace)
+    session = bench.client.sessions.create(host=host, workspace=workspace)
     bench.model.add_steps(session.id, steps, replace=True)
-    await bench.client.prompt(session.id, "work")
+    await bench.client.runs.prompt(session.id, "work")
     return session.id
 
 
 async def guide(bench: Bench, session_id: str, text: str, intent: str) -> None:
-    item = bench.client.next_turn(session_id, text)
-    await bench.client.guide(session_id, item.id, intent=intent)  # type: ignore[arg-type]
+    item = bench.client.inputs.next_turn(session_id, text)
+    await bench.client.inputs.guide(session_id, item.id, intent=intent)  # type: ignore[arg-type]
 
 
 async def finished(bench: Bench, session_id: str) -> None:
-    await wait_for(lambda: (r := bench.client.runs(session_id)) and r[0].status != "running")
+    await wait_for(lambda: (r := bench.client.runs.list(session_id)) and r[0].status != "running")
 
 
 async def interrupted(bench: Bench, host: str | None = None) -> tuple[float, float]:
@@ -79,7 +79,7 @@ async def interrupted(bench: Bench, host: str | None = None) -> tuple[float, flo
         ],
         host,
     )
-    pid = Path(bench.client.get_session(session).workspace) / "pid.txt"
+    pid = Path(bench.client.sessions.get(session).workspace) / "pid.txt"
     await wait_for(lambda: pid.exists() and pid.read_text().strip())
     pgid = int(pid.read_text())
     await asyncio.sleep(0.2)
@@ -107,7 +107,7 @@ async def after_tool(bench: Bench) -> float:
     await finished(bench, session)
     ends = [
         e.created_at
-        async for e in bench.client.events(session, follow=False)
+        async for e in bench.client.events.stream(session, follow=False)
         if e.type == "tool_execution_end"
     ]
     return received(bench, session, 1) * 1000 - ends[0]

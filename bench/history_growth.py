@@ -67,9 +67,11 @@ async def main() -> None:
             (workspace / f"part{part}.txt").write_text(
                 line * int(args.result_kb * 1024 / len(line))
             )
-        session = bench.client.create_session(workspace=workspace)
+        session = bench.client.sessions.create(workspace=workspace)
         async with build_worker(bench.client.temporal, bench.client.db, bench.settings):
-            handle = await bench.client.prompt(session.id, "Read all the parts, again and again.")
+            handle = await bench.client.runs.prompt(
+                session.id, "Read all the parts, again and again."
+            )
             result = await handle.result()
             history = await handle.workflow.fetch_history()
     assert result.status == "completed", result.error

@@ -51,22 +51,24 @@ async def main() -> None:
     async with bench_stack(script(args.turns)) as bench:
         worker = spawn_worker(bench)
         try:
-            session = bench.client.create_session()
-            options = bench.client.default_options().model_copy(
+            session = bench.client.sessions.create()
+            options = bench.client.runs.default_options().model_copy(
                 update={
                     "compaction": CompactionSettings(
                         context_window=12_000, reserve_tokens=0, keep_recent_tokens=3_000
                     )
                 }
             )
-            run = await bench.client.prompt(session.id, "list it again and again", options=options)
+            run = await bench.client.runs.prompt(
+                session.id, "list it again and again", options=options
+            )
             result = await run.result()
             peak = peak_rss_mb(worker.pid)
         finally:
             kill(worker)
         starts = [
             e.created_at
-            async for e in bench.client.events(session.id, follow=False)
+            async for e in bench.client.events.stream(session.id, follow=False)
             if e.type in ("turn_start", "agent_end")
         ]
         durations = [float(b - a) for a, b in itertools.pairwise(starts)]

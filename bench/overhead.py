@@ -85,12 +85,12 @@ async def plain_loop(bench: Bench, workspace: Path, turns: int) -> list[float]:
 
 
 async def duragent_run(bench: Bench, workspace: Path) -> list[float]:
-    session = bench.client.create_session(workspace=workspace)
-    handle = await bench.client.prompt(session.id, "Read the notes, many times.")
+    session = bench.client.sessions.create(workspace=workspace)
+    handle = await bench.client.runs.prompt(session.id, "Read the notes, many times.")
     await handle.result()
     starts = [
         e.created_at
-        async for e in bench.client.events(session.id, follow=False)
+        async for e in bench.client.events.stream(session.id, follow=False)
         if e.type in ("turn_start", "agent_end")
     ]
     return [float(b - a) for a, b in itertools.pairwise(starts)]

@@ -79,8 +79,8 @@ async def one_run(bench: Bench, http: httpx.AsyncClient, page: Any, delay: int) 
 async def long_session(bench: Bench, turns: int) -> str:
     """A session with `turns` turns, made by a real run."""
     bench.model.add_steps("*", long_script(turns)["conversations"]["*"], replace=True)
-    session = bench.client.create_session(owner=USER)
-    options = bench.client.default_options().model_copy(
+    session = bench.client.sessions.create(owner=USER)
+    options = bench.client.runs.default_options().model_copy(
         update={
             "compaction": CompactionSettings(
                 context_window=12_000, reserve_tokens=0, keep_recent_tokens=3_000
@@ -88,7 +88,7 @@ async def long_session(bench: Bench, turns: int) -> str:
         }
     )
     started = time.monotonic()
-    run = await bench.client.prompt(session.id, "list it again and again", options=options)
+    run = await bench.client.runs.prompt(session.id, "list it again and again", options=options)
     result = await run.result()
     assert result.status == "completed", result.error
     print(f"made a session of {result.turns} turns in {time.monotonic() - started:.0f} s")

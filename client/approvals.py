@@ -25,7 +25,7 @@ from duragent.client.errors import (
     WorkerNotAnswering,
     failure_text,
 )
-from duragent.client.session_writes import SessionWrites
+from duragent.client.part import ClientPart
 from duragent.domain.approvals import (
     ApprovalDecision,
     ApprovalOutcome,
@@ -42,34 +42,32 @@ DECIDE_TIMEOUT = timedelta(seconds=10)
 """How long a decision waits for the run's worker to take it."""
 
 
-class Approvals(SessionWrites):
+class Approvals(ClientPart):
     """The approval policy of a session and decisions on its waiting tool calls."""
 
-    async def set_approval_policy(
-        self, session_id: str, policy: ApprovalPolicy | dict[str, Any]
-    ) -> None:
+    async def set_policy(self, session_id: str, policy: ApprovalPolicy | dict[str, Any]) -> None:
         """Set the policy the next turns use (branch-scoped, like the model)."""
         try:
             checked = ApprovalPolicy.model_validate(policy)
         except ValidationError as err:
             raise InvalidChange(f"approval policy: {one_line(err)}") from err
-        await self.configure(session_id, approval_policy=checked)
+        await self._client.config.update(session_id, approval_policy=checked)
 
-    async def approval_policy(self, session_id: str) -> ApprovalPolicy | None:
+    async def policy(self, session_id: str) -> ApprovalPolicy | None:
         """The policy the session's next turn uses: one set during the open run (still a
         pending write), else the one on the session's path (None: every call runs)."""
-        status = await self.status(session_id)
+        status = await self._client.sessions.status(session_id)
         pending = status.run.pending_writes if status.run else []
         for entry in reversed(pending):
             if isinstance(entry, ApprovalPolicyChangeEntry):
                 return entry.policy
-        stored, _, _ = await asyncio.to_thread(self._stored_status, session_id)
+        stored, _, _ = await asyncio.to_thread(self._client.sessions.stored_status, session_id)
         return stored.approval_policy
 
-    async def approvals(self, session_id: str) -> list[PendingApproval]:
+    async def pending(self, session_id: str) -> list[PendingApproval]:
         """The tool calls of the session's run that wait for a decision, with their full
         arguments (read from the staged assistant message); empty when none waits."""
-        handle = await self._open_run(session_id)
+        handle = await self._client.workflows.open_run(session_id)
         if handle is None:
             return []
         try:
@@ -108,10 +106,10 @@ class Approvals(SessionWrites):
             decision = ApprovalDecision(call_id=call_id, decision=kind, reason=reason, by=by)
         except ValidationError as err:
             raise ApprovalRefused(one_line(err)) from err
-        handle = await self._open_run(session_id)
+        handle = await self._client.workflows.open_run(session_id)
         if handle is None:
             raise SessionIdle(session_id, f"{kind} tool call {call_id!r}")
-        if not await self.worker_answering(session_id):
+        if not await self._client.sessions.worker_answering(session_id):
             raise ApprovalNotRecorded(session_id, "no worker answers")
         try:
             return await asyncio.wait_for(
@@ -128,7 +126,7 @@ class Approvals(SessionWrites):
 
     def _with_arguments(self, pending: list[PendingApproval]) -> list[PendingApproval]:
         ids = sorted({p.assistant_entry_id for p in pending})
-        with self.db.transaction() as db:
+        with self._client.db.transaction() as db:
             messages = staging.staged_messages(db, ids)
         filled = []
         for item in pending:

@@ -19,7 +19,7 @@ from temporalio.service import RPCError
 
 from duragent.client.bounds import one_line
 from duragent.client.errors import InvalidChange, SessionIdle, WorkerNotAnswering, failure_text
-from duragent.client.session_writes import SessionWrites
+from duragent.client.part import ClientPart
 from duragent.domain.budgets import Budget, BudgetRaise, BudgetView, Scope, Spent
 from duragent.domain.prices import PriceTable
 from duragent.store.spend import session_spend
@@ -65,20 +65,21 @@ def in_force(budget: Budget | None) -> Budget | None:
     return budget if budget is not None and budget.limited else None
 
 
-class Budgets(SessionWrites):
+class Budgets(ClientPart):
     """A session's budget and its runs' spending."""
 
-    async def set_budget(self, session_id: str, budget: Budget | dict[str, Any]) -> None:
+    async def set(self, session_id: str, budget: Budget | dict[str, Any]) -> None:
         """Set what all the session's runs together may spend (a budget without limits
         removes it). A running run checks it from its next save point."""
         checked = checked_budget(budget)
-        check_priced(checked, (await self.status(session_id)).config.model, self.prices)
-        await self.configure(session_id, budget=checked)
+        status = await self._client.sessions.status(session_id)
+        check_priced(checked, status.config.model, self._client.prices)
+        await self._client.config.update(session_id, budget=checked)
 
-    async def budget(self, session_id: str) -> BudgetView:
+    async def get(self, session_id: str) -> BudgetView:
         """The session's budget (None: none, or removed) and spending; with the open run's
         budget and spending (and the limits it waits on) while one runs with a budget."""
-        status = await self.status(session_id)
+        status = await self._client.sessions.status(session_id)
         if status.run is not None and status.run.budget is not None:
             view = status.run.budget
             if view.session_spent is None:  # the run has not read it (no session budget)
@@ -89,10 +90,10 @@ class Budgets(SessionWrites):
         return BudgetView(session_budget=in_force(status.config.budget), session_spent=spent)
 
     def _session_spent(self, session_id: str) -> Spent:
-        with self.db.transaction() as db:
-            return session_spend(db, session_id, self.prices)
+        with self._client.db.transaction() as db:
+            return session_spend(db, session_id, self._client.prices)
 
-    async def raise_budget(
+    async def raise_limits(
         self,
         session_id: str,
         budget: Budget | dict[str, Any],
@@ -107,10 +108,10 @@ class Budgets(SessionWrites):
             change = BudgetRaise(budget=checked_budget(budget), scope=scope, by=by)
         except ValidationError as err:
             raise BudgetRefused(one_line(err)) from err
-        handle = await self._open_run(session_id)
+        handle = await self._client.workflows.open_run(session_id)
         if handle is None:
             raise SessionIdle(session_id, "raise a run's budget")
-        if not await self.worker_answering(session_id):
+        if not await self._client.sessions.worker_answering(session_id):
             raise BudgetNotRaised(session_id, "the budget was not raised")
         try:
             return await asyncio.wait_for(

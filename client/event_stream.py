@@ -1,20 +1,22 @@
-"""A session's run events, read after a cursor and followed as they are stored."""
+"""A session's run events (`client.events`), read after a cursor and followed as they are
+stored."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
 
-from duragent.client.session_reads import SessionReads
+from duragent.client.part import ClientPart
+from duragent.store import events
 from duragent.store.records import StoredEvent
 
 EVENT_POLL_S = 0.05
 
 
-class EventStream(SessionReads):
+class EventStream(ClientPart):
     """Read and follow run events (from the store: workers are other processes)."""
 
-    async def events(
+    async def stream(
         self,
         session_id: str,
         *,
@@ -28,8 +30,8 @@ class EventStream(SessionReads):
         ones until `agent_end` of `run_id` (or of any run, when no run id is given) has
         been yielded.
         """
-        await asyncio.to_thread(self.get_session, session_id)
-        async for batch in self.event_batches(session_id, after=after):
+        await asyncio.to_thread(self._client.sessions.get, session_id)
+        async for batch in self.batches(session_id, after=after):
             for event in batch:
                 if run_id is None or event.run_id == run_id:
                     yield event
@@ -38,7 +40,7 @@ class EventStream(SessionReads):
             if not batch and not follow:
                 return
 
-    async def event_batches(
+    async def batches(
         self, session_id: str, *, after: int = 0, poll_s: float = EVENT_POLL_S
     ) -> AsyncIterator[list[StoredEvent]]:
         """Every read of the session's events after the cursor `after`, without end: the
@@ -47,9 +49,20 @@ class EventStream(SessionReads):
         quiet session (a stream's keep-alive); the store is read off the event loop."""
         cursor = after
         while True:
-            batch = await asyncio.to_thread(self.read_events, session_id, after=cursor)
+            batch = await asyncio.to_thread(self.read, session_id, after=cursor)
             yield batch
             if batch:
                 cursor = batch[-1].seq
             else:
                 await asyncio.sleep(poll_s)
+
+    def read(self, session_id: str, *, after: int = 0) -> list[StoredEvent]:
+        """The next batch of the session's run events after the cursor `after`."""
+        with self._client.db.transaction() as db:
+            return events.read_events(db, session_id, after=after)
+
+    def cursor(self, session_id: str) -> int:
+        """The session's newest event seq (numbered per session from 1): follow from here
+        to see only what comes next."""
+        with self._client.db.transaction() as db:
+            return events.latest_seq(db, session_id)

@@ -23,28 +23,28 @@ class SessionFacade:
 
     # Hooks run on a worker's event loop: the store is read on a thread of its own.
     async def path(self) -> list[SessionEntry]:
-        return await asyncio.to_thread(self._client.path, self.session_id)
+        return await asyncio.to_thread(self._client.tree.path, self.session_id)
 
     async def entries(self) -> list[SessionEntry]:
-        return await asyncio.to_thread(self._client.entries, self.session_id)
+        return await asyncio.to_thread(self._client.tree.entries, self.session_id)
 
     async def pending_writes(self) -> list[SessionEntry]:
-        return await self._client.pending_writes(self.session_id)
+        return await self._client.writes.pending(self.session_id)
 
     async def append_custom_entry(
         self, custom_type: str, data: dict[str, Any] | None = None
     ) -> str:
-        return await self._client.append_custom_entry(self.session_id, custom_type, data)
+        return await self._client.tree.append_custom_entry(self.session_id, custom_type, data)
 
     async def append_custom_message(
         self, custom_type: str, text: str, *, display: bool = True
     ) -> str:
-        return await self._client.append_custom_message(
+        return await self._client.tree.append_custom_message(
             self.session_id, custom_type, text, display=display
         )
 
     async def set_label(self, entry_id: str, label: str | None) -> None:
-        await self._client.set_label(self.session_id, entry_id, label)
+        await self._client.tree.label(self.session_id, entry_id, label)
 
     async def set_name(self, name: str) -> None:
-        await self._client.set_name(self.session_id, name)
+        await self._client.sessions.rename(self.session_id, name)

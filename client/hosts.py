@@ -10,7 +10,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from duragent.client.errors import DuragentError, InvalidHost, failure_text
-from duragent.client.session_workflows import SessionWorkflows
+from duragent.client.part import ClientPart
 from duragent.domain.hosts import MoveInput, MoveResult, is_host_name
 from duragent.workflows.session_move import SessionMove
 
@@ -29,7 +29,7 @@ class MoveFailed(DuragentError):
         )
 
 
-class Hosts(SessionWorkflows):
+class Hosts(ClientPart):
     """Which host a session's tools run on, and moving it."""
 
     async def move(
@@ -51,12 +51,12 @@ class Hosts(SessionWorkflows):
         """
         if not is_host_name(host):
             raise InvalidHost(host)
-        if self.settings.shared_workspaces:
+        if self._client.settings.shared_workspaces:
             raise MoveRefused(
                 "workspaces are on storage every worker shares (DURAGENT_SHARED_WORKSPACES): "
                 "sessions have no host to move from or to"
             )
-        session = await asyncio.to_thread(self.get_session, session_id)
+        session = await asyncio.to_thread(self._client.sessions.get, session_id)
         target_folder = str(Path(workspace).expanduser()) if workspace else session.workspace
         if not Path(target_folder).is_absolute():
             raise MoveRefused(
@@ -74,9 +74,9 @@ class Hosts(SessionWorkflows):
             start_within_s=start_within_s,
         )
         try:
-            handle = await self._start_session_workflow(SessionMove.run, data, session_id, "move")
+            handle = await self._client.workflows.start(SessionMove.run, data, session_id, "move")
         except WorkflowAlreadyStartedError as err:
-            raise await self._busy(session_id) from err
+            raise await self._client.workflows.busy(session_id) from err
         try:
             result: MoveResult = await handle.result()
         except WorkflowFailureError as err:

@@ -1,4 +1,5 @@
-"""Input for a session: steering, follow-ups, the stored input queue and guidance."""
+"""Input for a session (`client.inputs`): steering, follow-ups, the stored input queue and
+guidance."""
 
 from __future__ import annotations
 
@@ -12,21 +13,24 @@ from temporalio.service import RPCError, RPCStatusCode
 from duragent.client.bounds import bounded, one_message
 from duragent.client.errors import (
     DuragentError,
+    InputQueueFull,
     InvalidPrompt,
+    QueueItemNotFound,
     QueueItemNotPending,
     SessionBusy,
     SessionIdle,
 )
-from duragent.client.run_control import RunControl, RunHandle
+from duragent.client.part import ClientPart
+from duragent.client.run_control import RunHandle
 from duragent.domain.guidance import GuidanceIntent, GuidanceItem, classify
-from duragent.domain.input import PromptInput
+from duragent.domain.input import MAX_PENDING_INPUT, PromptInput
 from duragent.domain.queues import QueuedMessage
 from duragent.store import input_queue
 from duragent.store.records import QueueItem
 from duragent.workflows.session_run import SessionRun
 
 
-class Inputs(RunControl):
+class Inputs(ClientPart):
     """What a user sends a session besides a prompt, and the queue it waits in."""
 
     async def steer(
@@ -54,7 +58,7 @@ class Inputs(RunControl):
         item = QueuedMessage(
             id=item_id or uuid.uuid4().hex, message=one_message(message, message_what)
         )
-        handle = await self._open_run(session_id)
+        handle = await self._client.workflows.open_run(session_id)
         if handle is None:
             raise SessionIdle(session_id, what)
         try:
@@ -67,9 +71,12 @@ class Inputs(RunControl):
 
     def next_turn(self, session_id: str, message: PromptInput) -> QueueItem:
         """Queue a message for the session's next run, inserted before its prompt (seed
-        004's nextTurn). Stored, so it waits through restarts; allowed while busy."""
-        self.get_session(session_id)
-        with self.db.transaction() as db:
+        004's nextTurn). Stored, so it waits through restarts; allowed while busy.
+        `InputQueueFull` once `MAX_PENDING_INPUT` items wait."""
+        self._client.sessions.get(session_id)
+        with self._client.db.transaction() as db:
+            if input_queue.count_pending(db, session_id) >= MAX_PENDING_INPUT:
+                raise InputQueueFull(session_id, MAX_PENDING_INPUT)
             return input_queue.add_item(
                 db,
                 item_id=uuid.uuid4().hex,
@@ -78,7 +85,7 @@ class Inputs(RunControl):
                 message=one_message(message, "queued input"),
             )
 
-    async def send_input(
+    async def send(
         self,
         session_id: str,
         text: str,
@@ -93,7 +100,7 @@ class Inputs(RunControl):
             raise InvalidPrompt("an intent is for guidance: send it with guidance")
         if not guidance:
             with contextlib.suppress(SessionBusy):
-                return await self.prompt(session_id, text)
+                return await self._client.runs.prompt(session_id, text)
         if guidance:
             return await self.guide_text(session_id, text, intent=intent)
         return await asyncio.to_thread(self.next_turn, session_id, text)
@@ -104,14 +111,14 @@ class Inputs(RunControl):
         """New text as guidance for the run in progress (queued, then guided). When the
         run cannot take it (`SessionIdle`: none is open), nothing is kept: it was meant for
         this run, not the next one."""
-        if await self._open_run(session_id) is None:
+        if await self._client.workflows.open_run(session_id) is None:
             raise SessionIdle(session_id, "take guidance")  # nothing stored, not even cancelled
         item = await asyncio.to_thread(self.next_turn, session_id, text)
         try:
             return await self.guide(session_id, item.id, intent=intent)
         except DuragentError:
             with contextlib.suppress(DuragentError):
-                await asyncio.to_thread(self.delete_queue_item, session_id, item.id)
+                await asyncio.to_thread(self.delete, session_id, item.id)
             raise
 
     async def guide(
@@ -119,10 +126,10 @@ class Inputs(RunControl):
     ) -> QueueItem:
         """Turn a pending item into guidance for the session's run in progress; the run
         takes it at its nearest safe point. Guiding the same item twice delivers it once."""
-        item = await asyncio.to_thread(self.queue_item, session_id, item_id)
+        item = await asyncio.to_thread(self.item, session_id, item_id)
         bounded("guidance", item.text)  # items queued before the limit held may be larger
-        handle = await self._open_run(session_id)
-        run_id = await self._run_id(handle) if handle else None
+        handle = await self._client.workflows.open_run(session_id)
+        run_id = await self._client.workflows.run_id(handle) if handle else None
         if handle is None or run_id is None:
             raise SessionIdle(session_id, "take guidance")
         if not (item.kind == "guidance" and item.run_id == run_id and item.status == "pending"):
@@ -136,28 +143,48 @@ class Inputs(RunControl):
             # The run ended meanwhile: keep the input.
             await asyncio.to_thread(self._release_guidance, run_id)
             raise SessionIdle(session_id, "take guidance") from err
-        return await asyncio.to_thread(self.queue_item, session_id, item_id)
+        return await asyncio.to_thread(self.item, session_id, item_id)
 
     def _mark_guidance(self, session_id: str, item_id: str, run_id: str) -> None:
         """Mark a pending item as guidance for `run_id` (`QueueItemNotPending` if taken)."""
-        with self.db.transaction() as db:
+        with self._client.db.transaction() as db:
             if not input_queue.guide(db, item_id, run_id):
-                raise QueueItemNotPending(item_id, self.queue_item(session_id, item_id).status)
+                raise QueueItemNotPending(item_id, self.item(session_id, item_id).status)
 
     def _release_guidance(self, run_id: str) -> None:
-        with self.db.transaction() as db:
+        with self._client.db.transaction() as db:
             input_queue.release_guidance(db, run_id)
 
-    def edit_queue_item(self, session_id: str, item_id: str) -> str:
+    def edit(self, session_id: str, item_id: str) -> str:
         """Take an item back to edit it: it is cancelled and its text returned."""
         self._cancel_item(session_id, item_id)
-        return self.queue_item(session_id, item_id).text
+        return self.item(session_id, item_id).text
 
-    def delete_queue_item(self, session_id: str, item_id: str) -> None:
+    def delete(self, session_id: str, item_id: str) -> None:
         self._cancel_item(session_id, item_id)
 
     def _cancel_item(self, session_id: str, item_id: str) -> None:
-        item = self.queue_item(session_id, item_id)
-        with self.db.transaction() as db:
+        item = self.item(session_id, item_id)
+        with self._client.db.transaction() as db:
             if not input_queue.cancel(db, item_id):
                 raise QueueItemNotPending(item_id, item.status)
+
+    def queue(self, session_id: str, *, status: str | None = "pending") -> list[QueueItem]:
+        """The session's input queue: its items with `status` (None: all), oldest first."""
+        self._client.sessions.get(session_id)
+        with self._client.db.transaction() as db:
+            return input_queue.list_items(db, session_id, status=status)
+
+    def item(self, session_id: str, item_id: str) -> QueueItem:
+        """One item of the session's input queue; `QueueItemNotFound` for another id."""
+        with self._client.db.transaction() as db:
+            item = input_queue.get_item(db, item_id)
+        if item is None or item.session_id != session_id:
+            raise QueueItemNotFound(session_id, item_id)
+        return item
+
+    def next_turn_items(self, session_id: str) -> list[QueueItem]:
+        """next_turn messages still waiting for a run."""
+        self._client.sessions.get(session_id)
+        with self._client.db.transaction() as db:
+            return input_queue.list_items(db, session_id, kind="next_turn")

@@ -1,8 +1,10 @@
-"""Runs: start one (prompt, skill, template), wait for it, abort it."""
+"""Runs (`client.runs`): start one (prompt, skill, template), wait for it, abort it, read
+the stored ones."""
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +17,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from duragent.client.bounds import bounded, first_line
 from duragent.client.budgets import check_priced, checked_budget
 from duragent.client.errors import InvalidPrompt, ResourceNotFound, SessionIdle
-from duragent.client.session_workflows import SessionWorkflows
+from duragent.client.part import ClientPart
 from duragent.domain.budgets import Budget
 from duragent.domain.input import PromptInput, normalize_prompt_input
 from duragent.domain.messages import AgentMessage
@@ -28,7 +30,9 @@ from duragent.domain.runs import (
     RunResult,
     session_workflow_id,
 )
+from duragent.store import runs
 from duragent.store.clock import now_ms
+from duragent.store.records import RunRecord
 from duragent.workflows.session_run import SessionRun
 
 
@@ -42,8 +46,8 @@ class RunHandle:
         return await self.workflow.result()
 
 
-class RunControl(SessionWorkflows):
-    """Start, wait for and abort a session's runs."""
+class Runs(ClientPart):
+    """Start, wait for and abort a session's runs; read the stored ones."""
 
     async def prompt(
         self,
@@ -56,7 +60,7 @@ class RunControl(SessionWorkflows):
     ) -> RunHandle:
         """Start a run of the session with this prompt; `SessionBusy` if one is open.
         `budget` limits what the run may spend (domain.budgets), besides the session's."""
-        await asyncio.to_thread(self.get_session, session_id)
+        await asyncio.to_thread(self._client.sessions.get, session_id)
         try:
             messages = normalize_prompt_input(prompt, now_ms())
         except ValueError as err:
@@ -93,17 +97,17 @@ class RunControl(SessionWorkflows):
     def _require_resource(self, session_id: str, kind: ResourceKind, name: str) -> None:
         """Refuse a name that does not exist before a run starts: a started run would
         only fail, and stay in the session's history as a failed run of no turns."""
-        session = self.get_session(session_id)
+        session = self._client.sessions.get(session_id)
         if not Path(session.workspace).is_dir():
             return  # a workspace on the workers' machines only: the run reports it
-        known = self.resources(session_id, kind)
+        known = self._client.sessions.resources(session_id, kind)
         if name not in known:
             raise ResourceNotFound(session_id, kind, name, known)
 
     async def _start(
         self,
         session_id: str,
-        messages: list[AgentMessage],
+        messages: builtins.list[AgentMessage],
         invocation: Invocation | None,
         max_turns: int | None = None,
         options: RunOptions | None = None,
@@ -114,8 +118,8 @@ class RunControl(SessionWorkflows):
             raise InvalidPrompt(f"max_turns must be at least 1 (got {max_turns})")
         checked = None if budget is None else checked_budget(budget)
         if checked is not None and checked.max_cost_usd is not None:
-            config, _, _ = await asyncio.to_thread(self._stored_status, session_id)
-            check_priced(checked, config.model, self.prices)
+            config, _, _ = await asyncio.to_thread(self._client.sessions.stored_status, session_id)
+            check_priced(checked, config.model, self._client.prices)
         run_id = uuid.uuid4().hex
         kind: RunKind = invocation.kind if invocation else "prompt"
         run_input = RunInput(
@@ -133,37 +137,38 @@ class RunControl(SessionWorkflows):
             return await self._start_workflow(run_input, summary)
         except WorkflowAlreadyStartedError as err:
             # A run whose outcome is stored may still be closing: wait for it, once.
-            if await self._settled_open_run(session_id) is not None:
-                raise await self._busy(session_id) from err
+            if await self._client.workflows.settled_open_run(session_id) is not None:
+                raise await self._client.workflows.busy(session_id) from err
         try:
             return await self._start_workflow(run_input, summary)
         except WorkflowAlreadyStartedError as err:
-            raise await self._busy(session_id) from err
+            raise await self._client.workflows.busy(session_id) from err
 
     async def _start_workflow(self, run_input: RunInput, summary: str) -> RunHandle:
         """Start the session's run workflow; `WorkflowAlreadyStartedError` if one is open."""
         session_id, run_id = run_input.session_id, run_input.run_id
-        handle = await self._start_session_workflow(
+        handle = await self._client.workflows.start(
             SessionRun.run, run_input, session_id, "run", run_id=run_id, summary=summary
         )
         return RunHandle(session_id, run_id, handle)
 
     def default_options(self) -> RunOptions:
-        timeout = self.settings.heartbeat_timeout_s
+        settings = self._client.settings
+        timeout = settings.heartbeat_timeout_s
         return RunOptions(
             model_heartbeat_timeout_s=timeout,
             tool_heartbeat_timeout_s=timeout,
-            host_wait_s=self.settings.host_wait_s,
+            host_wait_s=settings.host_wait_s,
         )
 
     async def wait(self, session_id: str, run_id: str | None = None) -> RunResult:
         """Wait for the session's open run (or the given one) and return its result."""
-        handle = self.temporal.get_workflow_handle_for(
+        handle = self._client.temporal.get_workflow_handle_for(
             SessionRun.run, session_workflow_id(session_id)
         )
         result = await handle.result(follow_runs=True)
         if run_id is not None and result.run_id != run_id:
-            record = await asyncio.to_thread(self.run_state, run_id)
+            record = await asyncio.to_thread(self.get, run_id)
             if record is None:
                 raise LookupError(f"run {run_id!r} does not exist")
             return RunResult(
@@ -180,8 +185,19 @@ class RunControl(SessionWorkflows):
         """Abort (stop) the open run: running tools are killed, finished results kept,
         queued steering and follow-ups dropped and returned in the result, and the
         session's pending input-queue items cancelled."""
-        handle = await self._open_run(session_id)
+        handle = await self._client.workflows.open_run(session_id)
         if handle is None:
             raise SessionIdle(session_id, "abort")
         await handle.cancel()
         return await handle.result()
+
+    def get(self, run_id: str) -> RunRecord | None:
+        """The stored run (its status, turns, usage, error); None for an unknown id."""
+        with self._client.db.transaction() as db:
+            return runs.get_run(db, run_id)
+
+    def list(self, session_id: str) -> builtins.list[RunRecord]:
+        """The session's runs, newest first."""
+        self._client.sessions.get(session_id)
+        with self._client.db.transaction() as db:
+            return runs.list_runs(db, session_id)

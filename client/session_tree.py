@@ -1,4 +1,6 @@
-"""The session tree's structural operations: compaction and navigation (workflows of their own)."""
+"""The session tree (`client.tree`): its entries and current path, labels and extension
+entries, and its structural operations, compaction and navigation (workflows of their
+own)."""
 
 from __future__ import annotations
 
@@ -9,14 +11,89 @@ from typing import Any
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from duragent.client.bounds import bounded
-from duragent.client.session_workflows import SessionWorkflows
+from duragent.client.errors import EntryNotInSession
+from duragent.client.part import ClientPart
 from duragent.domain.compaction import CompactionSettings
+from duragent.domain.entries import (
+    CustomEntry,
+    CustomMessageEntry,
+    LabelEntry,
+    SessionEntry,
+    current_labels,
+)
+from duragent.domain.messages import TextContent
 from duragent.domain.tree_ops import CompactInput, CompactResult, NavigateInput, NavigateResult
+from duragent.store import entries
+from duragent.store.clock import now_ms
 from duragent.workflows.session_structure import SessionCompaction, SessionNavigation
 
 
-class SessionTree(SessionWorkflows):
-    """Compact a session, or move its leaf."""
+class SessionTree(ClientPart):
+    """Read a session's tree, add entries to it, compact it, or move its leaf."""
+
+    def entries(self, session_id: str) -> list[SessionEntry]:
+        """Every entry of the session tree, in the order they were stored."""
+        self._client.sessions.get(session_id)
+        with self._client.db.transaction() as db:
+            return entries.list_entries(db, session_id)
+
+    def path(self, session_id: str) -> list[SessionEntry]:
+        """The current branch: entries from the root to the session's leaf."""
+        session = self._client.sessions.get(session_id)
+        with self._client.db.transaction() as db:
+            return entries.load_path(db, session.leaf_id)
+
+    def labels(self, session_id: str) -> dict[str, str]:
+        """Each labelled entry's current label (the latest label entry for it wins)."""
+        return current_labels(self.entries(session_id))
+
+    def require_entry(self, session_id: str, entry_id: str) -> None:
+        """`EntryNotInSession` unless `entry_id` is an entry of the session."""
+        with self._client.db.transaction() as db:
+            found = entries.belongs_to(db, entry_id, session_id)
+        if not found:
+            self._client.sessions.get(session_id)
+            raise EntryNotInSession(session_id, entry_id)
+
+    async def append_custom_entry(
+        self, session_id: str, custom_type: str, data: dict[str, Any] | None = None
+    ) -> str:
+        """Store extension state in the session (never sent to the model)."""
+        bounded("custom entry", {"custom_type": custom_type, "data": data or {}})
+        entry = CustomEntry(
+            id=uuid.uuid4().hex,
+            parent_id=None,
+            timestamp=now_ms(),
+            custom_type=custom_type,
+            data=data or {},
+        )
+        await self._client.writes.apply(session_id, entries=[entry])
+        return entry.id
+
+    async def append_custom_message(
+        self, session_id: str, custom_type: str, text: str, *, display: bool = True
+    ) -> str:
+        """A message of an extension's that the model sees (and the UI, if `display`)."""
+        bounded("custom message type", custom_type)
+        bounded("custom message", text)
+        entry = CustomMessageEntry(
+            id=uuid.uuid4().hex,
+            parent_id=None,
+            timestamp=now_ms(),
+            custom_type=custom_type,
+            content=[TextContent(text=text)],
+            display=display,
+        )
+        await self._client.writes.apply(session_id, entries=[entry])
+        return entry.id
+
+    async def label(self, session_id: str, entry_id: str, label: str | None) -> None:
+        if label is not None:
+            bounded("label", label)
+        entry = LabelEntry(
+            id=uuid.uuid4().hex, parent_id=None, timestamp=now_ms(), target_id=entry_id, label=label
+        )
+        await self._client.writes.apply(session_id, entries=[entry])
 
     async def compact(
         self,
@@ -64,8 +141,8 @@ class SessionTree(SessionWorkflows):
 
     async def _structural(self, session_id: str, run: Any, data: Any, kind: str) -> Any:
         """Start a structural operation under the session's id: refused while busy."""
-        await asyncio.to_thread(self.get_session, session_id)
+        await asyncio.to_thread(self._client.sessions.get, session_id)
         try:
-            return await self._start_session_workflow(run, data, session_id, kind)
+            return await self._client.workflows.start(run, data, session_id, kind)
         except WorkflowAlreadyStartedError as err:
-            raise await self._busy(session_id) from err
+            raise await self._client.workflows.busy(session_id) from err

@@ -30,7 +30,7 @@ from duragent.activities.leases import LeaseInterceptor, WorkerLease
 from duragent.activities.mcp.config import McpConfigError, load_config
 from duragent.activities.mcp.tools import mcp_providers
 from duragent.activities.model_turn import ModelTurns
-from duragent.activities.orphans import ProcessRecords
+from duragent.activities.orphans import ProcessRecords, sweep_records
 from duragent.activities.prices import price_table
 from duragent.activities.snapshots import SnapshotTaker
 from duragent.activities.subagents import Subagents
@@ -162,9 +162,8 @@ def build_worker(
     tree = TreeOps(db, anthropic_client, cache, prices)
     subagents = Subagents(db, registry)
     moves = MoveBookkeeping(db)
-    tool_calls = ToolCalls(
-        db, registry, hooks, ProcessRecords(settings.tool_processes), host, replies
-    )
+    records = ProcessRecords(settings.tool_processes)
+    tool_calls = ToolCalls(db, registry, hooks, records, host, replies)
     # Calls heartbeat for liveness only, and fast while a cancel is hinted
     # (`activities.heartbeat`): every heartbeat they ask for is to be sent, so the SDK's
     # throttle is the floor of that fast pace. Cancellation reaches an activity in the
@@ -189,11 +188,14 @@ def build_worker(
     )
     if settings.host_only:  # this host's tool calls, no runs or model calls
         assert host_options is not None  # settings refuse it with shared workspaces
-        return SessionWorker(registry, None, client, hints=hints, lease=lease, **host_options)
+        return SessionWorker(
+            registry, None, records, client, hints=hints, lease=lease, **host_options
+        )
     host_worker = Worker(client, **host_options) if host_options is not None else None
     return SessionWorker(
         registry,
         host_worker,
+        records,
         client,
         hints=hints,
         lease=lease,
@@ -282,12 +284,14 @@ def tuning(settings: Settings) -> dict[str, Any]:
 class SessionWorker(Worker):
     """A Temporal worker and its host's tool worker (if any), run and stopped together
     (`async with`, `run()`, `shutdown()`); once both have stopped it closes its tools'
-    connections (MCP servers, their processes), and with them nothing runs any more."""
+    connections (MCP servers, their processes), and with them nothing runs any more.
+    While it runs it sweeps this machine's tool process records (`activities.orphans`)."""
 
     def __init__(
         self,
         tools: ToolRegistry,
         host_worker: Worker | None,
+        records: ProcessRecords,
         *args: Any,
         hints: CancelHints | None = None,
         lease: WorkerLease | None = None,
@@ -296,10 +300,12 @@ class SessionWorker(Worker):
         super().__init__(*args, **kwargs)
         self._tool_registry = tools
         self.host_worker = host_worker
+        self._records = records
         self._hints = hints
         self.lease = lease
 
     async def run(self) -> None:
+        sweeping = asyncio.create_task(sweep_records(self._records))
         if self._hints is not None:
             self._hints.start()
         if self.lease is not None:
@@ -316,6 +322,7 @@ class SessionWorker(Worker):
                 if isinstance(outcome, BaseException):
                     raise outcome
         finally:
+            sweeping.cancel()
             if self.lease is not None:
                 await asyncio.to_thread(self.lease.stop)
             if self._hints is not None:

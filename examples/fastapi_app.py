@@ -43,11 +43,11 @@ app = FastAPI(lifespan=lifespan)
 @app.get("/ask")
 async def ask(q: str) -> StreamingResponse:
     client = agents["client"]
-    session = client.create_session(name=q[:40])
-    run = await client.prompt(session.id, q)
+    session = client.sessions.create(name=q[:40])
+    run = await client.runs.prompt(session.id, q)
 
     async def events() -> AsyncIterator[str]:
-        async for event in client.events(session.id, run_id=run.run_id):
+        async for event in client.events.stream(session.id, run_id=run.run_id):
             data = json.dumps({"type": event.type, **event.payload})
             yield f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n"
 

@@ -57,14 +57,14 @@ async def main(question: str) -> None:
     async with ensure_temporal(settings, print), ensure_model(settings, print) as settings:
         client = await duragent.DuragentClient.connect(settings, plugins=[plugin])
         async with duragent.build_worker(client.temporal, client.db, settings, plugins=[plugin]):
-            session = client.create_session(name="support")
-            await client.set_approval_policy(session.id, POLICY)
-            run = await client.prompt(session.id, question)
-            while not (waiting := await client.approvals(session.id)):
+            session = client.sessions.create(name="support")
+            await client.approvals.set_policy(session.id, POLICY)
+            run = await client.runs.prompt(session.id, question)
+            while not (waiting := await client.approvals.pending(session.id)):
                 await asyncio.sleep(0.1)
             call = waiting[0]
             print(f"waiting for approval: {call.tool_name} {call.args_preview}")
-            await client.approve(session.id, call.call_id)
+            await client.approvals.approve(session.id, call.call_id)
             result = await run.result()
     print(f"{result.status}: {result.final_text}")
 

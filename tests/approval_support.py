@@ -31,10 +31,10 @@ async def waiting_calls(stack: Stack, session_id: str, count: int = 1) -> list[s
     await eventually(lambda: event_seen(stack, session_id, "approval_requested"))
 
     async def enough() -> bool:
-        return len(await stack.client.approvals(session_id)) >= count
+        return len(await stack.client.approvals.pending(session_id)) >= count
 
     await eventually(enough)
-    return [p.call_id for p in await stack.client.approvals(session_id)]
+    return [p.call_id for p in await stack.client.approvals.pending(session_id)]
 
 
 def tool_results_sent(stack: Stack, session_id: str) -> list[dict[str, Any]]:
@@ -57,7 +57,7 @@ def result_text(block: dict[str, Any]) -> str:
 
 
 def stored_result(stack: Stack, session_id: str, call_id: str) -> ToolResultMessage:
-    for entry in stack.client.path(session_id):
+    for entry in stack.client.tree.path(session_id):
         message = entry.message if isinstance(entry, MessageEntry) else None
         if isinstance(message, ToolResultMessage) and message.tool_call_id == call_id:
             return message

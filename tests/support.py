@@ -237,13 +237,13 @@ class ApiServer:
 
 def run_finished(stack: Stack, session_id: str) -> bool:
     """The session's latest run exists and is no longer running."""
-    runs = stack.client.runs(session_id)
+    runs = stack.client.runs.list(session_id)
     return bool(runs) and runs[0].status != "running"
 
 
 async def event_seen(stack: Stack, session_id: str, kind: str, **match: object) -> bool:
     """The session has a stored event of `kind` whose payload fields equal `match`."""
-    async for event in stack.client.events(session_id, follow=False):
+    async for event in stack.client.events.stream(session_id, follow=False):
         if event.type == kind and all(event.payload.get(k) == v for k, v in match.items()):
             return True
     return False
@@ -255,7 +255,7 @@ UNTIL_GO = "while [ ! -f go ]; do sleep 0.05; done"
 
 def let_go(stack: Stack, session_id: str) -> None:
     """Release the session's commands waiting in `UNTIL_GO`."""
-    (Path(stack.client.get_session(session_id).workspace) / "go").touch()
+    (Path(stack.client.sessions.get(session_id).workspace) / "go").touch()
 
 
 def bash_then_text(command: str, *texts: str) -> dict[str, Any]:

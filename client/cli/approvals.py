@@ -77,8 +77,8 @@ def policy(
         async with local_services(settings, announce, worker=False) as ready:
             client = await DuragentClient.connect(ready)
             if new is not None:
-                await client.set_approval_policy(session, new)
-            shown = await client.approval_policy(session)
+                await client.approvals.set_policy(session, new)
+            shown = await client.approvals.policy(session)
             for line in policy_lines(shown):
                 say(Text(line))
 
@@ -92,7 +92,7 @@ def approvals(ctx: typer.Context, session: SessionArg) -> None:
     async def main() -> None:
         async with local_services(settings, announce, worker=False) as ready:
             client = await DuragentClient.connect(ready)
-            pending = await client.approvals(session)
+            pending = await client.approvals.pending(session)
             if not pending:
                 console.print("no tool call waits for approval")
             for item in pending:
@@ -114,7 +114,7 @@ def approve(
     ] = False,
 ) -> None:
     """Let a waiting tool call run. Needs a worker answering for the run."""
-    _decide(ctx.obj, lambda c: c.approve(session, call, always=always))
+    _decide(ctx.obj, lambda c: c.approvals.approve(session, call, always=always))
 
 
 def deny(
@@ -126,7 +126,7 @@ def deny(
     ] = None,
 ) -> None:
     """Refuse a waiting tool call: it does not run, and the model reads why."""
-    _decide(ctx.obj, lambda c: c.deny(session, call, reason))
+    _decide(ctx.obj, lambda c: c.approvals.deny(session, call, reason))
 
 
 def _decide(

@@ -62,8 +62,8 @@ def budget(
         async with local_services(settings, announce, worker=False) as ready:
             client = await DuragentClient.connect(ready)
             if new is not None:
-                await client.set_budget(session, new)
-            for line in budget_lines(await client.budget(session)):
+                await client.budgets.set(session, new)
+            for line in budget_lines(await client.budgets.get(session)):
                 say(Text(line))
 
     command.run(main())
@@ -96,7 +96,7 @@ def raise_budget(
     async def main() -> None:
         async with local_services(settings, announce, worker=False) as ready:
             client = await DuragentClient.connect(ready)
-            view = await client.budget(session)
+            view = await client.budgets.get(session)
             which: Scope = "session" if scope == "session" else "run"
             if scope is None and view.waiting:
                 which = view.waiting[0].scope
@@ -105,7 +105,7 @@ def raise_budget(
             given |= {"max_cost_usd": cost, "max_wall_s": wall}
             fields: dict[str, Any] = (old or Budget()).model_dump()
             fields |= {name: value for name, value in given.items() if value is not None}
-            raised = await client.raise_budget(session, fields, scope=which)
+            raised = await client.budgets.raise_limits(session, fields, scope=which)
             for line in budget_lines(raised):
                 say(Text(line))
 

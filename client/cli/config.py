@@ -80,8 +80,10 @@ def configure(
     async def main() -> None:
         async with local_services(settings, announce) as ready:
             client = await DuragentClient.connect(ready)
-            await client.configure(session, **{k: v for k, v in fields.items() if v is not None})
-            console.print(config_line((await client.status(session)).config))
+            await client.config.update(
+                session, **{k: v for k, v in fields.items() if v is not None}
+            )
+            console.print(config_line((await client.sessions.status(session)).config))
 
     command.run(main())
 

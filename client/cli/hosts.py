@@ -38,7 +38,7 @@ def move(
 
     async def main() -> None:
         client = await DuragentClient.connect(ctx.obj)
-        moved = await client.move(session, host, copy=not no_copy, workspace=workspace)
+        moved = await client.hosts.move(session, host, copy=not no_copy, workspace=workspace)
         copied = (
             f"copied {moved.copied_files} file(s), {moved.copied_bytes} bytes"
             if moved.copied_files or moved.copied_bytes

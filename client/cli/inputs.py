@@ -23,19 +23,19 @@ GUIDANCE_INTENTS = ("interrupt", "supplement")
 
 def steer(ctx: typer.Context, session: SessionArg, text: MessageArg) -> None:
     """Steer the running agent: TEXT reaches the model after the current tool calls finish."""
-    _signal(ctx.obj, lambda c: c.steer(session, text), "steering queued")
+    _signal(ctx.obj, lambda c: c.inputs.steer(session, text), "steering queued")
 
 
 def follow_up(ctx: typer.Context, session: SessionArg, text: MessageArg) -> None:
     """Queue TEXT for when the running agent would otherwise stop."""
-    _signal(ctx.obj, lambda c: c.follow_up(session, text), "follow-up queued")
+    _signal(ctx.obj, lambda c: c.inputs.follow_up(session, text), "follow-up queued")
 
 
 def next_turn(ctx: typer.Context, session: SessionArg, text: MessageArg) -> None:
     """Queue TEXT for the session's next run, before its prompt (allowed while busy)."""
     client = store_client(ctx.obj)
     with client_errors():
-        item = client.next_turn(session, text)
+        item = client.inputs.next_turn(session, text)
     console.print(f"queued for the next run: {item.id}")
 
 
@@ -56,8 +56,8 @@ def send(
             client = await DuragentClient.connect(ready)
             hosted_elsewhere = await has_live_worker(client.temporal, ready)
             async with ensure_worker(ready, announce):
-                cursor = client.cursor(session)
-                sent = await client.send_input(session, text, guidance=guide)
+                cursor = client.events.cursor(session)
+                sent = await client.inputs.send(session, text, guidance=guide)
                 if not isinstance(sent, RunHandle):
                     console.print(f"queued ({sent.kind}): {sent.id}")
                     return 0
@@ -100,15 +100,15 @@ def guide(
 
     async def main() -> None:
         client = await DuragentClient.connect(ctx.obj)
-        client.get_session(session)
+        client.sessions.get(session)
         if text is None:
             assert item is not None
             try:
-                guided = await client.guide(session, item, intent=chosen)
+                guided = await client.inputs.guide(session, item, intent=chosen)
             except QueueItemNotFound as error:
                 fail(f"{error} (new text is sent with: duragent guide SESSION --text TEXT)")
         else:
-            guided = await client.guide_text(session, text, intent=chosen)
+            guided = await client.inputs.guide_text(session, text, intent=chosen)
         console.print(f"guidance sent: {guided.id}")
 
     command.run(main())
@@ -122,12 +122,12 @@ def queue(
     client = store_client(ctx.obj)
     with client_errors():
         if args[0] == "rm" and len(args) == 3:
-            client.delete_queue_item(args[1], args[2])
+            client.inputs.delete(args[1], args[2])
             console.print(f"deleted {args[2]}")
             return
         if len(args) != 1:
             fail("expected `queue SESSION` or `queue rm SESSION ITEM`")
-        for item in client.queue_items(args[0]):
+        for item in client.inputs.queue(args[0]):
             say(queue_line(item.id, item.kind, item.text))
 
 

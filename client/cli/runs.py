@@ -79,13 +79,13 @@ def run(
 
     def open_session(client: DuragentClient) -> str:
         if session is None:
-            record = client.create_session(workspace=workspace, name=name, host=host)
+            record = client.sessions.create(workspace=workspace, name=name, host=host)
             announce(f"Session {record.id} (workspace {record.workspace})")
             return record.id
-        return client.get_session(session).id
+        return client.sessions.get(session).id
 
     async def start(client: DuragentClient, session_id: str) -> RunHandle:
-        return await client.prompt(session_id, prompt, max_turns=max_turns, budget=budget)
+        return await client.runs.prompt(session_id, prompt, max_turns=max_turns, budget=budget)
 
     raise typer.Exit(command.run(_follow(settings, open_session, start)))
 
@@ -99,7 +99,7 @@ def skill(
     """Run a skill in a session and stream what happens."""
 
     async def start(client: DuragentClient, session_id: str) -> RunHandle:
-        return await client.skill(session_id, name, args or [])
+        return await client.runs.skill(session_id, name, args or [])
 
     raise typer.Exit(command.run(_follow(ctx.obj, _existing(session), start)))
 
@@ -115,7 +115,7 @@ def template(
     """Run a prompt template with arguments in a session and stream what happens."""
 
     async def start(client: DuragentClient, session_id: str) -> RunHandle:
-        return await client.prompt_from_template(session_id, name, args or [])
+        return await client.runs.prompt_from_template(session_id, name, args or [])
 
     raise typer.Exit(command.run(_follow(ctx.obj, _existing(session), start)))
 
@@ -127,7 +127,7 @@ def abort(ctx: typer.Context, session: SessionArg) -> None:
     async def main() -> int:
         async with local_services(settings, announce) as ready:
             client = await DuragentClient.connect(ready)
-            result = await client.abort(session)
+            result = await client.runs.abort(session)
             console.print(f"run {result.run_id} aborted after {result.turns} turn(s)")
             for text in [*result.cleared_steering, *result.cleared_follow_ups]:
                 console.print(f"  dropped: {escape(text)}")
@@ -138,7 +138,7 @@ def abort(ctx: typer.Context, session: SessionArg) -> None:
 
 def _existing(session: str) -> Callable[[DuragentClient], str]:
     """Open `session` (it must exist) for `_follow`."""
-    return lambda client: client.get_session(session).id
+    return lambda client: client.sessions.get(session).id
 
 
 async def _follow(
@@ -156,7 +156,7 @@ async def _follow(
     ):
         client = await DuragentClient.connect(ready)
         session_id = open_session(client)
-        cursor = client.cursor(session_id)  # before the start: no event of the run is missed
+        cursor = client.events.cursor(session_id)  # before the start: no event of the run is missed
         handle = await start(client, session_id)
         async with stand_in_worker(ready, announce, handle.workflow.id, elsewhere):
             return await show_run(client, session_id, handle, cursor)
@@ -167,11 +167,11 @@ async def show_run(client: DuragentClient, session_id: str, handle: RunHandle, c
     cost, as `status` says it); its exit code."""
 
     def run_cost(run_id: str) -> str:
-        return cost_line(client.costs(session_id).of_run(run_id))
+        return cost_line(client.sessions.costs(session_id).of_run(run_id))
 
     printer = EventPrinter(console, session_id, run_cost)
     try:
-        async for event in client.events(session_id, run_id=handle.run_id, after=cursor):
+        async for event in client.events.stream(session_id, run_id=handle.run_id, after=cursor):
             printer.show(event)
     except asyncio.CancelledError:  # a signal: services stop, the run stays open
         printer.close()

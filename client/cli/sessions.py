@@ -63,7 +63,7 @@ def sessions(ctx: typer.Context) -> None:
             when(record.updated_at),
             record.workspace,
         ]
-        for record in client.list_sessions()
+        for record in client.sessions.list()
     ]
     print_table(console, columns, rows)
 
@@ -86,8 +86,8 @@ def show(
     settings: Settings = ctx.obj
     client = store_client(settings)
     with client_errors():
-        record = client.get_session(session)
-    path = client.path(session)
+        record = client.sessions.get(session)
+    path = client.tree.path(session)
     if as_json:
         console.out(
             json.dumps([e.model_dump(mode="json") for e in path], indent=2), highlight=False
@@ -103,9 +103,9 @@ def show(
                 f"(its call {record.parent_tool_call_id}, run {record.parent_run_id})"
             )
         )
-    for child in client.children(session):
+    for child in client.sessions.children(session):
         say(Text(f"sub-agent {child.id}  {child.name or ''}  for call {child.parent_tool_call_id}"))
-    costs = client.costs(session)
+    costs = client.sessions.costs(session)
     columns = [
         Column("run"),
         Column("status"),
@@ -125,7 +125,7 @@ def show(
             when(run.started_at),
             run.error or "",
         ]
-        for run in client.runs(session)
+        for run in client.runs.list(session)
     ]
     print_table(console, columns, rows)
     say(Text(f"session cost {cost_line(costs.session)}; {prices_line(client.prices)}"))
@@ -162,7 +162,7 @@ def history(
     store = store_client(settings)
     require_session(store, session)
     if run is not None:
-        record = store.run_state(run)
+        record = store.runs.get(run)
         if record is None or record.session_id != session:
             fail(f"run {run!r} is not a run of session {session} (`duragent show` lists them)")
 
@@ -216,8 +216,8 @@ def status(
 
     async def main() -> None:
         client = await DuragentClient.connect(ctx.obj)
-        state = await client.status(session)
-        costs = await asyncio.to_thread(client.costs, session)
+        state = await client.sessions.status(session)
+        costs = await asyncio.to_thread(client.sessions.costs, session)
         latest = state.run.run_id if state.run else _latest_run(client, session)
         run_cost = costs.of_run(latest) if latest else None
         if as_json:
@@ -235,7 +235,7 @@ def status(
                     "prices_as_of": client.prices.as_of.isoformat(),
                     "prices_overridden_by": client.prices.overridden_by,
                 },
-                "budget": (await client.budget(session)).model_dump(mode="json"),
+                "budget": (await client.budgets.get(session)).model_dump(mode="json"),
             }
             console.out(json.dumps(view, indent=2), highlight=False)
             return
@@ -252,7 +252,7 @@ def status(
             say(Text(f"run {latest} cost {cost_line(run_cost)}"))
         say(Text(f"session cost {cost_line(costs.session)}; {prices_line(client.prices)}"))
         if state.config.budget is not None or (state.run and state.run.budget):
-            for line in budget_lines(await client.budget(session)):
+            for line in budget_lines(await client.budgets.get(session)):
                 say(Text(line))
         if state.run:
             for item in state.run.steering:
@@ -269,5 +269,5 @@ def status(
 
 def _latest_run(client: DuragentClient, session: str) -> str | None:
     """The session's latest run (None before its first)."""
-    found = client.runs(session)
+    found = client.runs.list(session)
     return found[0].run_id if found else None

@@ -27,9 +27,9 @@ def tree(ctx: typer.Context, session: SessionArg) -> None:
     """The session's tree of entries: branches, labels, compactions; the leaf marked."""
     client = store_client(ctx.obj)
     with client_errors():
-        record = client.get_session(session)
-        entries = client.entries(session)
-    labels = client.labels(session)
+        record = client.sessions.get(session)
+        entries = client.tree.entries(session)
+    labels = client.tree.labels(session)
     children: dict[str | None, list[SessionEntry]] = {}
     for entry in entries:
         if entry.type != "label":
@@ -57,7 +57,7 @@ def fork(
     """A new session continuing from ENTRY of SESSION (the workspace is shared)."""
     client = store_client(ctx.obj)
     with client_errors():
-        record = client.fork(session, command.entry_id(client, session, entry), name=name)
+        record = client.sessions.fork(session, command.entry_id(client, session, entry), name=name)
     console.print(f"forked: {record.id}")
 
 
@@ -73,7 +73,7 @@ def label(
     async def main() -> None:
         async with local_services(ctx.obj, announce) as ready:
             client = await DuragentClient.connect(ready)
-            await client.set_label(session, entry_id, text or None)
+            await client.tree.label(session, entry_id, text or None)
             console.print("labelled")
 
     command.run(main())
@@ -96,7 +96,9 @@ def compact(
         async with local_services(ctx.obj, announce) as ready:
             client = await DuragentClient.connect(ready)
             settings = CompactionSettings(keep_recent_tokens=keep)
-            result = await client.compact(session, instructions=instructions, settings=settings)
+            result = await client.tree.compact(
+                session, instructions=instructions, settings=settings
+            )
             if not result.compacted:
                 console.print(result.reason)
                 return 1
@@ -127,7 +129,7 @@ def goto(
     async def main() -> None:
         async with local_services(ctx.obj, announce) as ready:
             client = await DuragentClient.connect(ready)
-            moved = await client.navigate(session, entry_id, summarize=summarize)
+            moved = await client.tree.navigate(session, entry_id, summarize=summarize)
             console.print(f"leaf: {moved.leaf_id}")
             if moved.edit_text is not None:
                 console.print(Text(f"edit and send again: {moved.edit_text}"))

@@ -47,7 +47,7 @@ async def test_the_card_shows_the_arguments_and_approves(
         await card.locator("button.approval-approve").click()
         await expect(card).to_have_count(0)
         await eventually(lambda: run_finished(stack, session_id))
-        workspace = Path(stack.client.get_session(session_id).workspace)
+        workspace = Path(stack.client.sessions.get(session_id).workspace)
         assert (workspace / "out.txt").read_text() == "ran\n"
         await expect(page.locator('.tool[data-call-id="call_write"]')).to_have_attribute(
             "data-state", "done"
@@ -79,7 +79,7 @@ async def test_the_card_goes_when_another_client_decides(
         other = await signed_in(browser_context, api)
         await open_session(other, session_id)
         await expect(other.locator(CARD)).to_be_visible()
-        await stack.client.approve(session_id, "call_write")  # a third client: the CLI's
+        await stack.client.approvals.approve(session_id, "call_write")  # a third client: the CLI's
         await expect(page.locator(CARD)).to_have_count(0)
         await expect(other.locator(CARD)).to_have_count(0)
         await eventually(lambda: run_finished(stack, session_id))

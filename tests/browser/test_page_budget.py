@@ -88,9 +88,9 @@ async def test_the_card_says_what_was_reached_and_a_raise_lets_the_run_finish(
         await expect(card).to_have_count(0)
         await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
         await eventually(lambda: run_finished(stack, session_id))
-        [run] = stack.client.runs(session_id)
+        [run] = stack.client.runs.list(session_id)
         assert run.status == "completed" and run.error is None
-        assert stack.client.get_session(session_id).config.budget == Budget(
+        assert stack.client.sessions.get(session_id).config.budget == Budget(
             max_turns=3, on_exceed="ask"
         )
         await expect(page.locator(".run-header .budget")).to_have_text("budget: 2 of 3 turns")
@@ -116,7 +116,7 @@ async def test_a_reload_while_waiting_shows_the_card_and_another_clients_raise_c
         await expect(card.locator(".budget-message")).to_have_text(SAID)
         await expect(page.locator(TURNS)).to_have_value("1")
         await expect(page.locator(".run-header .phase")).to_have_text("waiting for a budget raise")
-        await stack.client.raise_budget(session_id, Budget(max_turns=5, on_exceed="ask"))
+        await stack.client.budgets.raise_limits(session_id, Budget(max_turns=5, on_exceed="ask"))
         await expect(card).to_have_count(0)
         await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
         await eventually(lambda: run_finished(stack, session_id))
@@ -131,7 +131,7 @@ async def test_stop_ends_a_run_that_waits_for_a_raise(
         await page.locator(".run-header button.stop").click()
         await expect(page.locator(CARD)).to_have_count(0)
         await eventually(lambda: run_finished(stack, session_id))
-        [run] = stack.client.runs(session_id)
+        [run] = stack.client.runs.list(session_id)
         assert run.status == "aborted"
         await expect(page.locator(".run-header .phase")).to_have_text("idle")
 
@@ -153,7 +153,7 @@ async def test_a_budget_stop_leaves_a_note_and_the_header_shows_the_use(
         await expect(note).to_contain_text(
             "The session's turn limit (1 turn) is reached: 1 turn spent. The run stopped here"
         )
-        [run] = stack.client.runs(session_id)
+        [run] = stack.client.runs.list(session_id)
         price = bundled_prices().price_of(stack.settings.model)
         assert price is not None
         spent = cost_text(usage_cost(run.usage, price))
@@ -172,7 +172,9 @@ async def test_a_runs_own_budget_shows_while_it_works_and_is_raised_from_its_car
         session_id = await new_session(http)
         page = await signed_in(browser_context, api)
         await open_session(page, session_id)
-        await stack.client.prompt(session_id, "go", budget=Budget(max_turns=1, on_exceed="ask"))
+        await stack.client.runs.prompt(
+            session_id, "go", budget=Budget(max_turns=1, on_exceed="ask")
+        )
         await eventually(lambda: event_seen(stack, session_id, "tool_execution_start"))
         # Mid-turn, before any limit is reached: the run's budget and what it spent.
         await expect(page.locator(".run-header .budget")).to_have_text("budget: 1 of 1 turn")
@@ -189,11 +191,11 @@ async def test_a_runs_own_budget_shows_while_it_works_and_is_raised_from_its_car
         await expect(card).to_have_count(0)
         await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
         await eventually(lambda: run_finished(stack, session_id))
-        [run] = stack.client.runs(session_id)
+        [run] = stack.client.runs.list(session_id)
         assert run.status == "completed" and run.error is None
         raised = [
             e.payload
-            async for e in stack.client.events(session_id, follow=False)
+            async for e in stack.client.events.stream(session_id, follow=False)
             if e.type == "budget_raised"
         ]
         assert [(r["scope"], r["budget"]["max_turns"]) for r in raised] == [("run", 2)]
@@ -216,7 +218,7 @@ async def test_a_budget_set_on_the_page_stops_a_run_and_its_notes_button_raises_
         await page.locator(limit_box("max_tokens")).fill("1000000")
         await editor.locator("button.budget-save").click()
         await expect(editor).to_have_count(0)
-        assert stack.client.get_session(session_id).config.budget == Budget(
+        assert stack.client.sessions.get(session_id).config.budget == Budget(
             max_turns=1, max_tokens=1_000_000
         )
         assert await stored_budget(http, session_id) == {
@@ -246,7 +248,7 @@ async def test_a_budget_set_on_the_page_stops_a_run_and_its_notes_button_raises_
         await page.locator(limit_box("max_turns")).fill("3")
         await page.locator(limit_box("max_turns")).press("Enter")
         await expect(editor).to_have_count(0)
-        assert stack.client.get_session(session_id).config.budget == Budget(
+        assert stack.client.sessions.get(session_id).config.budget == Budget(
             max_turns=3, max_tokens=1_000_000
         )
         await expect(page.locator(".run-header .budget")).to_contain_text("budget: 1 of 3 turns")
@@ -255,7 +257,7 @@ async def test_a_budget_set_on_the_page_stops_a_run_and_its_notes_button_raises_
         await send(page, "go on")
         await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
         await eventually(lambda: run_finished(stack, session_id))
-        latest = stack.client.runs(session_id)[0]
+        latest = stack.client.runs.list(session_id)[0]
         assert latest.status == "completed" and latest.error is None
         await expect(page.locator(".run-header .budget")).to_contain_text("budget: 2 of 3 turns")
         assert await page.locator(".msg.budget-note").count() == 1
@@ -306,7 +308,7 @@ async def test_a_bad_limit_is_named_in_the_editor_and_nothing_is_stored(
         await screenshot(page, "budget-editor-refused")
 
         # A cost limit for a model without a price: the server's reason.
-        await stack.client.set_model(session_id, "claude-unpriced-1")
+        await stack.client.config.set_model(session_id, "claude-unpriced-1")
         await page.locator(limit_box("max_turns")).fill("2")
         await page.locator(limit_box("max_cost_usd")).fill("0.5")
         await editor.locator("button.budget-save").click()
@@ -316,7 +318,7 @@ async def test_a_bad_limit_is_named_in_the_editor_and_nothing_is_stored(
         await expect(page.locator(limit_box("max_cost_usd"))).to_have_value("0.5")
         assert len(puts) == 2
         assert await stored_budget(http, session_id) == before
-        assert stack.client.get_session(session_id).config.budget == Budget(
+        assert stack.client.sessions.get(session_id).config.budget == Budget(
             max_turns=2, on_exceed="ask"
         )
 
@@ -337,7 +339,7 @@ async def test_remove_budget_clears_the_sessions_budget(
         await editor.locator("button.budget-remove").click()
         await expect(editor).to_have_count(0)
         assert await stored_budget(http, session_id) is None
-        assert not (await stack.client.budget(session_id)).session_budget
+        assert not (await stack.client.budgets.get(session_id)).session_budget
         await expect(page.locator(".run-header .budget")).to_have_text("")
         # Opened again: no limits, nothing to remove.
         await page.locator(".run-header button.edit-budget").click()
@@ -364,8 +366,8 @@ async def test_a_budget_saved_in_the_editor_while_a_run_waits_lets_it_go_on(
         await expect(page.locator(CARD)).to_have_count(0)
         await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
         await eventually(lambda: run_finished(stack, session_id))
-        [run] = stack.client.runs(session_id)
+        [run] = stack.client.runs.list(session_id)
         assert run.status == "completed" and run.error is None
-        assert stack.client.get_session(session_id).config.budget == Budget(
+        assert stack.client.sessions.get(session_id).config.budget == Budget(
             max_turns=3, on_exceed="ask"
         )

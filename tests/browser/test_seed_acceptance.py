@@ -109,7 +109,7 @@ async def test_2_switching_session_while_one_runs(
         assert "task for B" not in await page.locator("#conversation").inner_text()
         stack.model.release("go")
         await eventually(lambda: run_finished(stack, a) and run_finished(stack, b))
-    assert len(stack.client.runs(a)) == 1 and len(stack.client.runs(b)) == 1
+    assert len(stack.client.runs.list(a)) == 1 and len(stack.client.runs.list(b)) == 1
     assert "B" not in user_texts(stack.model.requests_for(a)[0].body)
 
 
@@ -149,7 +149,7 @@ async def test_4_guide_is_taken_at_the_nearest_safe_point(
 ) -> None:
     async with stack.worker(), api.client() as http:
         a = await new_session(http, "A")
-        workspace = Path(stack.client.get_session(a).workspace)
+        workspace = Path(stack.client.sessions.get(a).workspace)
         page = await signed_in(browser_context, api)
         await open_session(page, a)
         await send(page, "build it")
@@ -193,7 +193,7 @@ async def test_5_guidance_before_tools_replans_them(
 ) -> None:
     async with stack.worker(), api.client() as http:
         a = await new_session(http, "A")
-        workspace = Path(stack.client.get_session(a).workspace)
+        workspace = Path(stack.client.sessions.get(a).workspace)
         page = await signed_in(browser_context, api)
         await open_session(page, a)
         await send(page, "do it")
@@ -217,7 +217,7 @@ async def test_6_stop_kills_the_process_and_cancels_the_queue(
 ) -> None:
     async with stack.worker(), api.client() as http:
         a = await new_session(http, "A")
-        pid_file = Path(stack.client.get_session(a).workspace) / "pid.txt"
+        pid_file = Path(stack.client.sessions.get(a).workspace) / "pid.txt"
         page = await signed_in(browser_context, api)
         await open_session(page, a)
         await send(page, "sleep a while")
@@ -264,7 +264,7 @@ async def test_7_compaction_keeps_the_displayed_history(
 ) -> None:
     async with stack.worker(), api.client() as http:
         a = await new_session(http, "A")
-        workspace = Path(stack.client.get_session(a).workspace)
+        workspace = Path(stack.client.sessions.get(a).workspace)
         for i in range(6):
             (workspace / f"part{i}.txt").write_text(PART)
         page = await signed_in(browser_context, api)

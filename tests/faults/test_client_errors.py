@@ -15,15 +15,15 @@ from duragent.domain.runs import session_workflow_id
     {"conversations": {"*": [{"wait_for": "go", "reply": [{"text": "still fine"}]}]}}
 )
 async def test_malformed_signal_payloads_are_dropped_and_the_run_goes_on(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        run = await stack.client.prompt(session.id, "work")
+        run = await stack.client.runs.prompt(session.id, "work")
         await eventually(lambda: len(stack.model.requests_for(session.id)) == 1)
         handle = stack.temporal.get_workflow_handle(session_workflow_id(session.id))
         await handle.signal("steer", {"not": "a queued message"})
         await handle.signal("change", "garbage")
         await handle.signal("guidance", 42)
-        await stack.client.steer(session.id, "a real steer")
+        await stack.client.inputs.steer(session.id, "a real steer")
         stack.model.release("go")
         result = await run.result()
     assert result.status == "completed"
@@ -42,16 +42,16 @@ async def test_malformed_signal_payloads_are_dropped_and_the_run_goes_on(stack: 
     }
 )
 async def test_an_unknown_model_and_a_path_outside_the_workspace(stack: Stack) -> None:
-    session = stack.client.create_session(model="claude-no-such-model")
+    session = stack.client.sessions.create(model="claude-no-such-model")
     async with stack.worker():
-        result = await (await stack.client.prompt(session.id, "read it")).result()
+        result = await (await stack.client.runs.prompt(session.id, "read it")).result()
     assert result.status == "error"
     assert (
         result.error is not None
         and "404" in result.error
         and "claude-no-such-model" in result.error
     )
-    path = stack.client.path(session.id)
+    path = stack.client.tree.path(session.id)
     escaped = path[2]
     assert isinstance(escaped, MessageEntry) and isinstance(escaped.message, ToolResultMessage)
     assert escaped.message.is_error and "outside the workspace" in text_of(escaped.message.content)
@@ -76,7 +76,7 @@ async def test_guidance_for_a_run_that_has_ended(stack: Stack, api: ApiServer) -
         assert guided.status_code == 409
         assert "no run in progress" in guided.json()["detail"]
         with pytest.raises(SessionIdle):
-            await stack.client.guide(session, item["id"])
+            await stack.client.inputs.guide(session, item["id"])
         # The input is still there, pending, for the next run.
         assert [
             i["text"] for i in (await http.get(f"/api/sessions/{session}/input-queue")).json()

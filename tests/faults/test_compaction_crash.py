@@ -49,11 +49,13 @@ def staged_summary(stack: Stack) -> bool:
 
 
 async def read_everything(stack: Stack) -> str:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     for i in range(4):
         (Path(session.workspace) / f"p{i}.txt").write_text(BIG)
     worker = stack.spawn_worker()
-    result = await asyncio.wait_for((await stack.client.prompt(session.id, "read")).result(), 60)
+    result = await asyncio.wait_for(
+        (await stack.client.runs.prompt(session.id, "read")).result(), 60
+    )
     assert result.status == "completed"
     stack.kill(worker)
     return session.id
@@ -61,16 +63,18 @@ async def read_everything(stack: Stack) -> str:
 
 async def one_compaction(stack: Stack, session_id: str) -> CompactionEntry:
     """Exactly one compaction, at the leaf, announced once; the transcript still sound."""
-    compactions = [e for e in stack.client.entries(session_id) if isinstance(e, CompactionEntry)]
+    compactions = [
+        e for e in stack.client.tree.entries(session_id) if isinstance(e, CompactionEntry)
+    ]
     assert len(compactions) == 1, compactions
-    path = stack.client.path(session_id)
+    path = stack.client.tree.path(session_id)
     assert path[-1].id == compactions[0].id
     assert_valid_pairing(path)
-    kinds = [e.type async for e in stack.client.events(session_id, follow=False)]
+    kinds = [e.type async for e in stack.client.events.stream(session_id, follow=False)]
     assert kinds.count("compaction_end") == 1
     messages = [e for e in path if isinstance(e, MessageEntry)]
     # The messages, and the summary's model call once (hidden, for its cost).
-    shown = stack.client.display_messages(session_id)
+    shown = stack.client.display.messages(session_id)
     assert [d.id for d in shown if d.role == "custom"] == [compactions[0].id]
     assert len(shown) == len(messages) + 1
     return compactions[0]
@@ -81,7 +85,7 @@ async def test_worker_killed_during_the_summary_call(stack: Stack) -> None:
     session_id = await read_everything(stack)
     first = stack.spawn_worker()
     compacting = asyncio.create_task(
-        stack.client.compact(session_id, settings=CompactionSettings(keep_recent_tokens=1200))
+        stack.client.tree.compact(session_id, settings=CompactionSettings(keep_recent_tokens=1200))
     )
     await eventually(lambda: summary_requests(stack, session_id) == 1, timeout=30)
     stack.kill(first)  # the summary is being written
@@ -101,7 +105,7 @@ async def test_worker_killed_just_after_the_summary_was_written(stack: Stack) ->
     stack.model.release("summary")
     first = stack.spawn_worker()
     compacting = asyncio.create_task(
-        stack.client.compact(session_id, settings=CompactionSettings(keep_recent_tokens=1200))
+        stack.client.tree.compact(session_id, settings=CompactionSettings(keep_recent_tokens=1200))
     )
     await eventually(lambda: staged_summary(stack), timeout=30, interval=0.001)
     stack.kill(first)  # staged, maybe not yet committed
@@ -130,13 +134,15 @@ async def test_worker_killed_just_after_the_summary_was_written(stack: Stack) ->
     }
 )
 async def test_worker_killed_during_a_branch_summary(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     worker = stack.spawn_worker()
     for text in ("one way", "another way"):
-        await asyncio.wait_for((await stack.client.prompt(session.id, text)).result(), 60)
-    path = stack.client.path(session.id)
+        await asyncio.wait_for((await stack.client.runs.prompt(session.id, text)).result(), 60)
+    path = stack.client.tree.path(session.id)
     target = path[1]
-    navigating = asyncio.create_task(stack.client.navigate(session.id, target.id, summarize=True))
+    navigating = asyncio.create_task(
+        stack.client.tree.navigate(session.id, target.id, summarize=True)
+    )
     await eventually(
         lambda: any("left the following branch" in str(r.body) for r in stack.model.requests),
         timeout=30,
@@ -146,11 +152,15 @@ async def test_worker_killed_during_a_branch_summary(stack: Stack) -> None:
     stack.model.release("branch")
     moved = await asyncio.wait_for(navigating, timeout=60)
     stack.kill(worker)
-    entries = stack.client.entries(session.id)
+    entries = stack.client.tree.entries(session.id)
     summaries = [e for e in entries if isinstance(e, BranchSummaryEntry)]
     markers = [e for e in entries if isinstance(e, LeafEntry)]
     assert len(summaries) == 1 and len(markers) == 1
     assert summaries[0].parent_id == target.id and moved.leaf_id == summaries[0].id
     assert markers[0].parent_id == path[-1].id
-    assert [e.id for e in stack.client.path(session.id)] == [path[0].id, target.id, summaries[0].id]
+    assert [e.id for e in stack.client.tree.path(session.id)] == [
+        path[0].id,
+        target.id,
+        summaries[0].id,
+    ]
     assert sum(isinstance(e, MessageEntry) for e in entries) == 4

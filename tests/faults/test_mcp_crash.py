@@ -38,9 +38,9 @@ async def test_worker_killed_during_an_mcp_call(
     }
     async with stack_factory(script) as stack:
         assert isinstance(stack, Stack)
-        session = stack.client.create_session()
+        session = stack.client.sessions.create()
         first = stack.spawn_worker()
-        run = await stack.client.prompt(session.id, "wait for it")
+        run = await stack.client.runs.prompt(session.id, "wait for it")
         await eventually(Path(f"{flag}.waiting").exists, timeout=60)
         stack.kill(first)
         flag.touch()  # a call run again now finishes at once

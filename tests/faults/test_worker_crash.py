@@ -35,7 +35,7 @@ WORKFLOW_TASK_TIMED_OUT = EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT
 
 
 def workspace_of(stack: Stack, session_id: str) -> Path:
-    return Path(stack.client.get_session(session_id).workspace)
+    return Path(stack.client.sessions.get(session_id).workspace)
 
 
 SLOW_TEXT = "A long answer, streamed slowly so the worker dies half-way through it. " * 8
@@ -55,9 +55,9 @@ SLOW_TEXT = "A long answer, streamed slowly so the worker dies half-way through 
     }
 )
 async def test_worker_killed_during_a_model_stream(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     first = stack.spawn_worker()
-    run = await stack.client.prompt(session.id, "talk")
+    run = await stack.client.runs.prompt(session.id, "talk")
     await wait_for_event(stack, session.id, "message_update", attempt=1)
     stack.kill(first)
     assert first.returncode is not None
@@ -93,9 +93,9 @@ async def test_worker_killed_during_a_model_stream(stack: Stack) -> None:
     }
 )
 async def test_worker_killed_during_a_later_turns_model_stream(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     first = stack.spawn_worker()
-    run = await stack.client.prompt(session.id, "talk")
+    run = await stack.client.runs.prompt(session.id, "talk")
     await wait_for_event(stack, session.id, "message_update", kind="text", attempt=1)
     stack.kill(first)  # turn 2's reply is streaming (turn 1's had no text)
     second = stack.spawn_worker()
@@ -132,9 +132,9 @@ async def test_worker_killed_inside_finish_run(stack: Stack) -> None:
     The lock goes with the worker; a new worker finishes the run exactly once."""
     database = database_file(stack)
     refuse_run_end(database)
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     first = stack.spawn_worker()
-    run = await stack.client.prompt(session.id, "say hi")
+    run = await stack.client.runs.prompt(session.id, "say hi")
     await finish_refused(stack, session.id)
     async with database_locked(database) as connection:
         allow_run_end(connection)  # committed with the lock's release, after the kill
@@ -149,7 +149,7 @@ async def test_worker_killed_inside_finish_run(stack: Stack) -> None:
     assert result.final_text == FINAL
     path = assert_session_sound(stack, session.id)
     assert transcript_roles(path) == ["user", "assistant", "toolResult", "assistant"]
-    record = stack.client.run_state(run.run_id)
+    record = stack.client.runs.get(run.run_id)
     assert record is not None and record.status == "completed" and record.turns == 2
     assert len(events_of(stack, session.id, "agent_end", run_id=run.run_id)) == 1
     # The crash cost the workflow task, not the model call: it was not made again.
@@ -165,9 +165,9 @@ async def test_worker_killed_inside_a_save_point(stack: Stack) -> None:
     lock inside that commit. A new worker commits the turn once and asks the model once."""
     database = database_file(stack)
     refuse(database, SAVE_POINT_REFUSED)
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     first = stack.spawn_worker()
-    run = await stack.client.prompt(session.id, "say hi")
+    run = await stack.client.runs.prompt(session.id, "say hi")
     await refused(stack, SAVE_POINT_REFUSED)
     assert len(model_requests(stack, session.id)) == 1
     async with database_locked(database) as connection:
@@ -201,18 +201,18 @@ FOLLOW_UP = "Then add a changelog entry."
 
 @pytest.mark.script(bash_then("Docs noted.", "Changelog noted."))
 async def test_steer_and_follow_up_sent_while_no_worker_runs(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     runs = workspace_of(stack, session.id) / "runs.txt"
     first = stack.spawn_worker()
-    run = await stack.client.prompt(session.id, "work")
+    run = await stack.client.runs.prompt(session.id, "work")
     await eventually(lambda: runs.exists(), timeout=30)
     stack.kill(first)
 
     # No worker is polling: the signals wait in the run's history. A resend (same id,
     # as a client retrying after a timeout would) must not deliver the steer twice.
-    steer_id = await stack.client.steer(session.id, STEER)
-    await stack.client.follow_up(session.id, FOLLOW_UP)
-    await stack.client.steer(session.id, STEER, item_id=steer_id)
+    steer_id = await stack.client.inputs.steer(session.id, STEER)
+    await stack.client.inputs.follow_up(session.id, FOLLOW_UP)
+    await stack.client.inputs.steer(session.id, STEER, item_id=steer_id)
 
     second = stack.spawn_worker()
     result = await asyncio.wait_for(run.result(), timeout=40)
@@ -247,18 +247,18 @@ GUIDANCE = "Stop there and summarise what you have."
 
 @pytest.mark.script(bash_then("Summary: it was interrupted."))
 async def test_guidance_sent_while_no_worker_runs(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     runs = workspace_of(stack, session.id) / "runs.txt"
     first = stack.spawn_worker()
-    run = await stack.client.prompt(session.id, "work")
+    run = await stack.client.runs.prompt(session.id, "work")
     await eventually(lambda: runs.exists(), timeout=30)
     stack.kill(first)
 
     # The run is open but nothing answers it: guidance still goes in (twice, as a client
     # retrying would), and waits for the next worker.
-    item = stack.client.next_turn(session.id, GUIDANCE)
-    await stack.client.guide(session.id, item.id)
-    await stack.client.guide(session.id, item.id)
+    item = stack.client.inputs.next_turn(session.id, GUIDANCE)
+    await stack.client.inputs.guide(session.id, item.id)
+    await stack.client.inputs.guide(session.id, item.id)
 
     second = stack.spawn_worker()
     result = await asyncio.wait_for(run.result(), timeout=40)
@@ -267,7 +267,7 @@ async def test_guidance_sent_while_no_worker_runs(stack: Stack) -> None:
     assert result.status == "completed", result.error
     path = assert_session_sound(stack, session.id)
     assert [e.id for e in path].count(item.id) == 1
-    assert stack.client.queue_item(session.id, item.id).status == "consumed"
+    assert stack.client.inputs.item(session.id, item.id).status == "consumed"
     injected = events_of(stack, session.id, "runtime_guidance_injected")
     assert [e["item_ids"] for e in injected] == [[item.id]]
     _, guided = (user_texts(r.body) for r in model_requests(stack, session.id))
@@ -302,7 +302,7 @@ SLOW_PATTERN = r"\w*\w*needle"
     }
 )
 async def test_a_retry_safe_tool_is_retried_after_a_crash_and_bash_is_not(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     workspace = workspace_of(stack, session.id)
     tree = workspace / "tree"
     for i in range(30):
@@ -310,7 +310,7 @@ async def test_a_retry_safe_tool_is_retried_after_a_crash_and_bash_is_not(stack:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"module{i}.txt").write_text(("a" * 200 + "\n") * 100)
     first = stack.spawn_worker()
-    run = await stack.client.prompt(session.id, "search and run")
+    run = await stack.client.runs.prompt(session.id, "search and run")
     await wait_for_event(stack, session.id, "tool_execution_start", tool_name="grep", attempt=1)
     await wait_for_event(stack, session.id, "tool_execution_start", tool_name="bash", attempt=1)
     stack.kill(first)
@@ -352,11 +352,11 @@ async def test_a_retry_safe_tool_is_retried_after_a_crash_and_bash_is_not(stack:
 
 @pytest.mark.script({"conversations": {"*": [{"reply": [{"text": "never played"}]}]}})
 async def test_status_while_no_worker_runs_says_busy(stack: Stack) -> None:
-    session = stack.client.create_session()
-    run = await stack.client.prompt(session.id, "nobody is polling")
+    session = stack.client.sessions.create()
+    run = await stack.client.runs.prompt(session.id, "nobody is polling")
     try:
         try:
-            status = await asyncio.wait_for(stack.client.status(session.id), timeout=5)
+            status = await asyncio.wait_for(stack.client.sessions.status(session.id), timeout=5)
         except TimeoutError:
             raise AssertionError("status() did not answer within 5 s") from None
         expect(status.phase != "idle", "an open run is reported as idle")

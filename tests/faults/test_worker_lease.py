@@ -38,9 +38,9 @@ def signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
 @pytest.mark.script(bash_then_text("echo $$ > pid.txt; sleep 60", "It was interrupted."))
 async def test_a_killed_workers_call_moves_on_once_its_lease_lapses(stack: Stack) -> None:
     long_heartbeat_timeout(stack)
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     first = stack.spawn_worker()
-    run = await stack.client.prompt(session.id, "work")
+    run = await stack.client.runs.prompt(session.id, "work")
     pid_file = Path(session.workspace) / "pid.txt"
     await eventually(lambda: pid_file.exists() and bool(pid_file.read_text()), timeout=60)
     async with stack.worker():
@@ -75,11 +75,11 @@ async def test_a_worker_stopped_past_its_lease_does_not_complete_its_call(
     call before the retry does, and Temporal rejects it: only the retry completes it.
     (The retry may land on either worker: the stopped one still has polls open.)"""
     long_heartbeat_timeout(stack)
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     first = stack.spawn_worker()
     handle = stack.temporal.get_workflow_handle(session_workflow_id(session.id))
     try:
-        run = await stack.client.prompt(session.id, "talk")
+        run = await stack.client.runs.prompt(session.id, "talk")
         await eventually(lambda: len(stack.model.requests_for(session.id)) == 1, timeout=60)
         async with stack.worker():
             signal_group(first, signal.SIGSTOP)
@@ -100,7 +100,7 @@ async def test_a_worker_stopped_past_its_lease_does_not_complete_its_call(
     # The retry keeps a reply an earlier attempt staged whole (`activities.model_turn`),
     # so either reply may be the run's; there is one, once.
     assert result.final_text in ("From the first attempt.", "From the retry.")
-    assert transcript_roles(stack.client.path(session.id)) == ["user", "assistant"]
+    assert transcript_roles(stack.client.tree.path(session.id)) == ["user", "assistant"]
     history = [event async for event in handle.fetch_history_events()]
     started = [
         e.activity_task_started_event_attributes.attempt

@@ -39,44 +39,44 @@ class Scenario:
 
 
 async def prompt_and_wait(stack: Stack, session_id: str) -> None:
-    handle = await stack.client.prompt(session_id, "Make two files and check them.")
+    handle = await stack.client.runs.prompt(session_id, "Make two files and check them.")
     await handle.result()
 
 
 async def steer_mid_run(stack: Stack, session_id: str) -> None:
-    run = await stack.client.prompt(session_id, "Answer, then take my note.")
+    run = await stack.client.runs.prompt(session_id, "Answer, then take my note.")
     while len(stack.model.requests_for(session_id)) < 1:
         await asyncio.sleep(0.02)
-    await stack.client.steer(session_id, "Also mention the tests.")
-    await stack.client.follow_up(session_id, "Then summarise.")
-    await stack.client.set_model(session_id, "claude-other")
+    await stack.client.inputs.steer(session_id, "Also mention the tests.")
+    await stack.client.inputs.follow_up(session_id, "Then summarise.")
+    await stack.client.config.set_model(session_id, "claude-other")
     stack.model.release("go")
     await run.result()
 
 
 async def abort_mid_tool(stack: Stack, session_id: str) -> None:
-    await stack.client.prompt(session_id, "Run the long job.")
+    await stack.client.runs.prompt(session_id, "Run the long job.")
     while not any(
-        [e async for e in stack.client.events(session_id, follow=False) if e.type == "tool_execution_start"]
+        [e async for e in stack.client.events.stream(session_id, follow=False) if e.type == "tool_execution_start"]
     ):
         await asyncio.sleep(0.02)
-    await stack.client.abort(session_id)
+    await stack.client.runs.abort(session_id)
 
 
 async def guide_mid_tool(stack: Stack, session_id: str) -> None:
-    run = await stack.client.prompt(session_id, "Build it.")
+    run = await stack.client.runs.prompt(session_id, "Build it.")
     while len(stack.model.requests_for(session_id)) < 1:
         await asyncio.sleep(0.02)
     await asyncio.sleep(0.3)
-    item = stack.client.next_turn(session_id, "Stop, use the cached build instead.")
-    await stack.client.guide(session_id, item.id)
+    item = stack.client.inputs.next_turn(session_id, "Stop, use the cached build instead.")
+    await stack.client.inputs.guide(session_id, item.id)
     await run.result()
 
 
 async def auto_compaction_and_continue_as_new(stack: Stack, session_id: str) -> None:
-    part = Path(stack.client.get_session(session_id).workspace) / "part.txt"
+    part = Path(stack.client.sessions.get(session_id).workspace) / "part.txt"
     part.write_text("0123456789 " * 400)
-    options = stack.client.default_options().model_copy(
+    options = stack.client.runs.default_options().model_copy(
         update={
             "continue_as_new_after_turns": 3,
             "compaction": CompactionSettings(
@@ -84,15 +84,15 @@ async def auto_compaction_and_continue_as_new(stack: Stack, session_id: str) -> 
             ),
         }
     )
-    run = await stack.client.prompt(session_id, "Read it, many times.", options=options)
+    run = await stack.client.runs.prompt(session_id, "Read it, many times.", options=options)
     await run.result()
 
 
 async def manual_compaction(stack: Stack, session_id: str) -> None:
-    part = Path(stack.client.get_session(session_id).workspace) / "part.txt"
+    part = Path(stack.client.sessions.get(session_id).workspace) / "part.txt"
     part.write_text("0123456789 " * 400)
-    await (await stack.client.prompt(session_id, "Read it twice.")).result()
-    await stack.client.compact(session_id, settings=CompactionSettings(keep_recent_tokens=500))
+    await (await stack.client.runs.prompt(session_id, "Read it twice.")).result()
+    await stack.client.tree.compact(session_id, settings=CompactionSettings(keep_recent_tokens=500))
 
 
 async def approve_and_deny(stack: Stack, session_id: str) -> None:
@@ -100,12 +100,12 @@ async def approve_and_deny(stack: Stack, session_id: str) -> None:
 
     allow_ls = ApprovalRule(tool="bash", command="ls *", action="allow")
     policy = ApprovalPolicy(rules=(allow_ls,), default="ask")
-    await stack.client.set_approval_policy(session_id, policy)
-    run = await stack.client.prompt(session_id, "Write a and b, and look.")
-    while len(await stack.client.approvals(session_id)) < 2:
+    await stack.client.approvals.set_policy(session_id, policy)
+    run = await stack.client.runs.prompt(session_id, "Write a and b, and look.")
+    while len(await stack.client.approvals.pending(session_id)) < 2:
         await asyncio.sleep(0.02)
-    await stack.client.approve(session_id, "call_a", always=True)
-    await stack.client.deny(session_id, "call_b", "not b")
+    await stack.client.approvals.approve(session_id, "call_a", always=True)
+    await stack.client.approvals.deny(session_id, "call_b", "not b")
     await run.result()
 
 
@@ -114,12 +114,12 @@ async def budget_wait_raise_stop(stack: Stack, session_id: str) -> None:
     raised, and then stops the run at the raised limit."""
     from duragent.domain.budgets import Budget
 
-    await stack.client.set_budget(session_id, Budget(max_tokens=1_000_000))
+    await stack.client.budgets.set(session_id, Budget(max_tokens=1_000_000))
     budget = Budget(max_turns=1, on_exceed="ask")
-    run = await stack.client.prompt(session_id, "Three steps.", budget=budget)
-    while not (await stack.client.budget(session_id)).waiting:
+    run = await stack.client.runs.prompt(session_id, "Three steps.", budget=budget)
+    while not (await stack.client.budgets.get(session_id)).waiting:
         await asyncio.sleep(0.02)
-    await stack.client.raise_budget(session_id, Budget(max_turns=2))
+    await stack.client.budgets.raise_limits(session_id, Budget(max_turns=2))
     await run.result()
 
 
@@ -127,9 +127,9 @@ async def compaction_reaches_the_budget(stack: Stack, session_id: str) -> None:
     """A run compacts itself, and its summary's tokens reach the run's token budget."""
     from duragent.domain.budgets import Budget
 
-    part = Path(stack.client.get_session(session_id).workspace) / "part.txt"
+    part = Path(stack.client.sessions.get(session_id).workspace) / "part.txt"
     part.write_text("0123456789 " * 400)
-    options = stack.client.default_options().model_copy(
+    options = stack.client.runs.default_options().model_copy(
         update={
             "compaction": CompactionSettings(
                 context_window=4500, reserve_tokens=0, keep_recent_tokens=1200
@@ -137,7 +137,7 @@ async def compaction_reaches_the_budget(stack: Stack, session_id: str) -> None:
         }
     )
     budget = Budget(max_tokens=200_000)
-    run = await stack.client.prompt(session_id, "Read it, many times.", options=options, budget=budget)
+    run = await stack.client.runs.prompt(session_id, "Read it, many times.", options=options, budget=budget)
     await run.result()
 
 
@@ -150,11 +150,11 @@ async def delegate_and_wait(stack: Stack, session_id: str) -> None:
     delegate = {"name": "delegate", "input": {"prompt": "Child: list the files", "name": "lister"}}
     steps = [{"reply": [{"tool_use": delegate}]}, {"reply": [{"text": "The sub-agent listed them."}]}]
     stack.model.add_steps(session_id, steps, replace=True)  # the "*" steps are the child's
-    await (await stack.client.prompt(session_id, "Have a sub-agent list the files.")).result()
+    await (await stack.client.runs.prompt(session_id, "Have a sub-agent list the files.")).result()
 
 
 def host_options(stack: Stack, wait_s: float) -> Any:
-    return stack.client.default_options().model_copy(
+    return stack.client.runs.default_options().model_copy(
         update={"host_check_s": 1.0, "host_wait_s": wait_s}
     )
 
@@ -164,9 +164,9 @@ async def wait_for_host_then_start_it(stack: Stack, session_id: str) -> None:
     goes on once a worker of that host is up."""
     from processes import WORKER_ARGS, spawn_python
 
-    run = await stack.client.prompt(session_id, "Make two files.", options=host_options(stack, 60))
+    run = await stack.client.runs.prompt(session_id, "Make two files.", options=host_options(stack, 60))
     while not any(
-        [e async for e in stack.client.events(session_id, follow=False) if e.type == "host_waiting"]
+        [e async for e in stack.client.events.stream(session_id, follow=False) if e.type == "host_waiting"]
     ):
         await asyncio.sleep(0.02)
     process = spawn_python(WORKER_ARGS, {**stack.env(), "DURAGENT_HOST": "later-host"})
@@ -175,14 +175,14 @@ async def wait_for_host_then_start_it(stack: Stack, session_id: str) -> None:
 
 
 async def host_never_back(stack: Stack, session_id: str) -> None:
-    run = await stack.client.prompt(session_id, "Make a file.", options=host_options(stack, 2))
+    run = await stack.client.runs.prompt(session_id, "Make a file.", options=host_options(stack, 2))
     await run.result()
 
 
 async def run_then_move(stack: Stack, session_id: str) -> None:
     await prompt_and_wait(stack, session_id)
     moved = stack.settings.home / "moved"
-    await stack.client.move(session_id, stack.settings.host, workspace=moved)
+    await stack.client.hosts.move(session_id, stack.settings.host, workspace=moved)
 
 
 READ_PART = {"reply": [{"tool_use": {"name": "read", "input": {"path": "part.txt"}}}]}
@@ -384,14 +384,14 @@ async def record(names: list[str]) -> None:
                 home = Path(tmp) / scenario.name
                 home.mkdir()
                 async with open_stack(home, temporal, server.address, scenario.script) as stack:
-                    session = stack.client.create_session(host=scenario.host)
+                    session = stack.client.sessions.create(host=scenario.host)
                     async with stack.worker():
                         await scenario.drive(stack, session.id)
                     # A sub-agent's session is recorded too, as NAME-child.
                     sessions = {"": session.id}
                     sessions.update(
                         (f"-child{'' if n == 1 else n}", child.id)
-                        for n, child in enumerate(stack.client.children(session.id), start=1)
+                        for n, child in enumerate(stack.client.sessions.children(session.id), start=1)
                     )
                     for tag, session_id in sessions.items():
                         await save_histories(temporal, session_id, scenario.name + tag)

@@ -28,7 +28,7 @@ def group_alive(pgid: int) -> bool:
 async def prompt_again_works(stack: Stack, session_id: str) -> None:
     """A new prompt after the abort succeeds; the server (which checks tool pairing like
     the real API) accepted the transcript, and it tells the model about the abort."""
-    result = await (await stack.client.prompt(session_id, "carry on")).result()
+    result = await (await stack.client.runs.prompt(session_id, "carry on")).result()
     assert result.status == "completed", result.error
     sent = stack.model.requests_for(session_id)[-1]
     assert sent.status == 200
@@ -39,7 +39,7 @@ async def prompt_again_works(stack: Stack, session_id: str) -> None:
         if m["role"] == "user"
     ]
     assert any("aborted the run" in t for t in texts)
-    assert_valid_pairing(stack.client.path(session_id))
+    assert_valid_pairing(stack.client.tree.path(session_id))
 
 
 LONG_TEXT = "This is a long streamed answer that the user will interrupt. " * 20
@@ -56,41 +56,41 @@ LONG_TEXT = "This is a long streamed answer that the user will interrupt. " * 20
     }
 )
 async def test_abort_during_a_model_stream(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        run = await stack.client.prompt(session.id, "talk")
-        await stack.client.follow_up(session.id, "and then more")
+        run = await stack.client.runs.prompt(session.id, "talk")
+        await stack.client.inputs.follow_up(session.id, "and then more")
         await eventually(lambda: event_seen(stack, session.id, "message_update"))
-        result = await stack.client.abort(session.id)
+        result = await stack.client.runs.abort(session.id)
         assert result.status == "aborted" and result.run_id == run.run_id
         assert result.cleared_follow_ups == ["and then more"]
-        path = stack.client.path(session.id)
+        path = stack.client.tree.path(session.id)
         assert transcript_roles(path) == ["user", "assistant"]
         partial = path[1]
         assert isinstance(partial, MessageEntry) and isinstance(partial.message, AssistantMessage)
         assert partial.message.stop_reason == "aborted"
         assert 0 < len(text_of(partial.message.content)) < len(LONG_TEXT)
         assert isinstance(path[2], CustomMessageEntry) and path[2].custom_type == "abort"
-        record = stack.client.run_state(run.run_id)
+        record = stack.client.runs.get(run.run_id)
         assert record is not None and record.status == "aborted"
-        assert stack.client.next_turn_items(session.id) == []  # cleared, not kept
+        assert stack.client.inputs.next_turn_items(session.id) == []  # cleared, not kept
         await prompt_again_works(stack, session.id)
 
 
 @pytest.mark.script(bash_then_text("echo $$ > pid.txt; echo started; sleep 60", "Carrying on."))
 async def test_abort_kills_a_running_bash_command(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     pid_file = Path(session.workspace) / "pid.txt"
     async with stack.worker():
-        await stack.client.prompt(session.id, "run it")
+        await stack.client.runs.prompt(session.id, "run it")
         await eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
         pgid = int(pid_file.read_text())
         await eventually(lambda: event_seen(stack, session.id, "tool_execution_update"))
         assert group_alive(pgid)
-        result = await stack.client.abort(session.id)
+        result = await stack.client.runs.abort(session.id)
         assert result.status == "aborted"
         await eventually(lambda: not group_alive(pgid), timeout=5)
-        path = stack.client.path(session.id)
+        path = stack.client.tree.path(session.id)
         assert transcript_roles(path) == ["user", "assistant", "toolResult"]
         cancelled = path[2]
         assert isinstance(cancelled, MessageEntry) and isinstance(
@@ -125,23 +125,23 @@ async def test_abort_kills_a_running_bash_command(stack: Stack) -> None:
     }
 )
 async def test_abort_during_a_parallel_batch_keeps_finished_results(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     # The read runs beside the write, so it reads a file of its own, there before the run.
     workspace = Path(session.workspace)
     workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "notes.txt").write_text("kept\n")
     async with stack.worker():
-        await stack.client.prompt(session.id, "do three things")
+        await stack.client.runs.prompt(session.id, "do three things")
         await eventually(
             lambda: event_seen(stack, session.id, "tool_execution_end", tool_name="write")
         )
         await eventually(
             lambda: event_seen(stack, session.id, "tool_execution_start", tool_name="bash")
         )
-        await stack.client.steer(session.id, "never mind that")
-        result = await stack.client.abort(session.id)
+        await stack.client.inputs.steer(session.id, "never mind that")
+        result = await stack.client.runs.abort(session.id)
         assert result.cleared_steering == ["never mind that"]
-        path = stack.client.path(session.id)
+        path = stack.client.tree.path(session.id)
         assert transcript_roles(path) == [
             "user",
             "assistant",

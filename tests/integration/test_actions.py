@@ -64,11 +64,11 @@ async def test_a_turn_costs_a_few_actions(metered: tuple[Stack, str]) -> None:
         *({"delay_ms": CALL_MS, "reply": [bash]} for _ in range(TURNS)),
         {"delay_ms": CALL_MS, "reply": [{"text": "Done."}]},
     ]
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     stack.model.add_steps(session.id, steps, replace=True)
     async with stack.worker():
         before = await actions(url)
-        result = await (await stack.client.prompt(session.id, "work")).result()
+        result = await (await stack.client.runs.prompt(session.id, "work")).result()
         assert result.status == "completed", result.error
     after = await actions(url)
     after.subtract(before)

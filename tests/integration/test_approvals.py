@@ -40,14 +40,14 @@ def events_of(stack: Stack, session_id: str, kind: str) -> list[dict[str, object
 
 @pytest.mark.script(WRITE)
 async def test_ask_then_approve(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await stack.client.set_approval_policy(session.id, ASK_BASH)
-        run = await stack.client.prompt(session.id, "write it")
+        await stack.client.approvals.set_policy(session.id, ASK_BASH)
+        run = await stack.client.runs.prompt(session.id, "write it")
         assert await waiting_calls(stack, session.id) == ["call_write"]
-        assert (await stack.client.status(session.id)).phase == "awaiting_approval"
-        assert await stack.client.approval_policy(session.id) == ASK_BASH  # read during a run
-        [pending] = await stack.client.approvals(session.id)
+        assert (await stack.client.sessions.status(session.id)).phase == "awaiting_approval"
+        assert await stack.client.approvals.policy(session.id) == ASK_BASH  # read during a run
+        [pending] = await stack.client.approvals.pending(session.id)
         assert pending.tool_name == "bash" and pending.rule == "the default (ask)"
         assert pending.arguments == {"command": "echo ran > out.txt"}
         [requested] = events_of(stack, session.id, "approval_requested")
@@ -55,8 +55,8 @@ async def test_ask_then_approve(stack: Stack) -> None:
         assert "echo ran > out.txt" in str(requested["args_preview"])
         assert events_of(stack, session.id, "tool_execution_start") == []  # nothing ran
         with pytest.raises(ApprovalRefused, match="cannot be approved always: its command"):
-            await stack.client.approve(session.id, "call_write", always=True)  # has a `>`
-        outcome = await stack.client.approve(session.id, "call_write")
+            await stack.client.approvals.approve(session.id, "call_write", always=True)  # has a `>`
+        outcome = await stack.client.approvals.approve(session.id, "call_write")
         assert outcome.decision == "approve"
         result = await asyncio.wait_for(run.result(), timeout=60)
     assert result.status == "completed", result.error
@@ -66,17 +66,17 @@ async def test_ask_then_approve(stack: Stack) -> None:
     assert decided["decision"] == "approve"
     phases = [e["phase"] for e in events_of(stack, session.id, "phase_changed")]
     assert phases[:2] == ["awaiting_approval", "turn"]
-    assert_valid_pairing(stack.client.path(session.id))
+    assert_valid_pairing(stack.client.tree.path(session.id))
 
 
 @pytest.mark.script(WRITE)
 async def test_deny_with_a_reason_the_model_reads(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await stack.client.set_approval_policy(session.id, ASK_BASH)
-        run = await stack.client.prompt(session.id, "write it")
+        await stack.client.approvals.set_policy(session.id, ASK_BASH)
+        run = await stack.client.runs.prompt(session.id, "write it")
         await waiting_calls(stack, session.id)
-        await stack.client.deny(session.id, "call_write", "not on a Friday")
+        await stack.client.approvals.deny(session.id, "call_write", "not on a Friday")
         result = await asyncio.wait_for(run.result(), timeout=60)
     assert result.status == "completed", result.error
     assert not (Path(session.workspace) / "out.txt").exists()
@@ -89,16 +89,16 @@ async def test_deny_with_a_reason_the_model_reads(stack: Stack) -> None:
 
 @pytest.mark.script(WRITE)
 async def test_two_approvers_race_and_one_wins(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await stack.client.set_approval_policy(session.id, ASK_BASH)
-        run = await stack.client.prompt(session.id, "write it")
+        await stack.client.approvals.set_policy(session.id, ASK_BASH)
+        run = await stack.client.runs.prompt(session.id, "write it")
         await waiting_calls(stack, session.id)
         with pytest.raises(ApprovalRefused, match=r"^no tool call 'nope' is waiting"):
-            await stack.client.approve(session.id, "nope")
+            await stack.client.approvals.approve(session.id, "nope")
         outcomes = await asyncio.gather(
-            stack.client.approve(session.id, "call_write"),
-            stack.client.deny(session.id, "call_write", "no"),
+            stack.client.approvals.approve(session.id, "call_write"),
+            stack.client.approvals.deny(session.id, "call_write", "no"),
             return_exceptions=True,
         )
         won = [o for o in outcomes if not isinstance(o, BaseException)]
@@ -115,18 +115,18 @@ async def test_two_approvers_race_and_one_wins(stack: Stack) -> None:
 
 @pytest.mark.script(WRITE)
 async def test_abort_while_waiting(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await stack.client.set_approval_policy(session.id, ASK_BASH)
-        await stack.client.prompt(session.id, "write it")
+        await stack.client.approvals.set_policy(session.id, ASK_BASH)
+        await stack.client.runs.prompt(session.id, "write it")
         await waiting_calls(stack, session.id)
-        result = await stack.client.abort(session.id)
+        result = await stack.client.runs.abort(session.id)
         assert result.status == "aborted"
-        assert await stack.client.approvals(session.id) == []
+        assert await stack.client.approvals.pending(session.id) == []
     assert events_of(stack, session.id, "tool_execution_start") == []
     aborted = stored_result(stack, session.id, "call_write")
     assert aborted.is_error and text_of(aborted.content) == ABORTED_TOOL_TEXT
-    assert_valid_pairing(stack.client.path(session.id))
+    assert_valid_pairing(stack.client.tree.path(session.id))
 
 
 BATCH = calls_then_text(
@@ -140,16 +140,16 @@ BATCH = calls_then_text(
 
 @pytest.mark.script(BATCH)
 async def test_calls_that_need_no_approval_run_meanwhile(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await stack.client.set_approval_policy(session.id, ASK_BASH)
-        run = await stack.client.prompt(session.id, "both")
+        await stack.client.approvals.set_policy(session.id, ASK_BASH)
+        run = await stack.client.runs.prompt(session.id, "both")
         assert await waiting_calls(stack, session.id) == ["call_ask"]
         await eventually(
             lambda: event_seen(stack, session.id, "tool_execution_end", tool_call_id="call_free")
         )
         assert not (Path(session.workspace) / "risky.txt").exists()
-        await stack.client.approve(session.id, "call_ask")
+        await stack.client.approvals.approve(session.id, "call_ask")
         result = await asyncio.wait_for(run.result(), timeout=60)
     assert result.status == "completed", result.error
     assert (Path(session.workspace) / "risky.txt").exists()
@@ -161,15 +161,15 @@ async def test_calls_that_need_no_approval_run_meanwhile(stack: Stack) -> None:
 
 @pytest.mark.script(WRITE)
 async def test_a_timeout_denies_the_call(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     policy = ASK_BASH.model_copy(update={"timeout_s": 1.0})
     async with stack.worker():
-        await stack.client.set_approval_policy(session.id, policy)
-        run = await stack.client.prompt(session.id, "write it")
+        await stack.client.approvals.set_policy(session.id, policy)
+        run = await stack.client.runs.prompt(session.id, "write it")
         await waiting_calls(stack, session.id)
         result = await asyncio.wait_for(run.result(), timeout=60)
         with pytest.raises(SessionIdle, match="cannot approve tool call 'call_write'"):
-            await stack.client.approve(session.id, "call_write")  # the run is over
+            await stack.client.approvals.approve(session.id, "call_write")  # the run is over
     assert result.status == "completed", result.error
     assert not (Path(session.workspace) / "out.txt").exists()
     [sent] = tool_results_sent(stack, session.id)
@@ -192,26 +192,26 @@ SAME_TWICE = {
 
 @pytest.mark.script(SAME_TWICE)
 async def test_approve_always_allows_the_exact_command_from_then_on(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await stack.client.set_approval_policy(session.id, ASK_BASH)
-        run = await stack.client.prompt(session.id, "log")
+        await stack.client.approvals.set_policy(session.id, ASK_BASH)
+        run = await stack.client.runs.prompt(session.id, "log")
         await waiting_calls(stack, session.id)
-        outcome = await stack.client.approve(session.id, "call_1", always=True)
+        outcome = await stack.client.approvals.approve(session.id, "call_1", always=True)
         assert outcome.decision == "always"
         always = ApprovalRule(tool="bash", command="touch a.txt", action="allow")
-        during = await stack.client.approval_policy(session.id)  # a pending write so far
+        during = await stack.client.approvals.policy(session.id)  # a pending write so far
         assert during is not None and during.rules == (always, *ASK_BASH.rules)
         # The same command runs without asking; another one asks.
         assert await waiting_calls(stack, session.id) == ["call_3"]
-        await stack.client.approve(session.id, "call_3")
+        await stack.client.approvals.approve(session.id, "call_3")
         result = await asyncio.wait_for(run.result(), timeout=60)
     assert result.status == "completed", result.error
     assert (Path(session.workspace) / "a.txt").exists()
     assert (Path(session.workspace) / "b.txt").exists()
     requested = [e["call_id"] for e in events_of(stack, session.id, "approval_requested")]
     assert requested == ["call_1", "call_3"]
-    policy = (await stack.client.status(session.id)).config.approval_policy
+    policy = (await stack.client.sessions.status(session.id)).config.approval_policy
     assert policy is not None
     assert policy.rules[0] == ApprovalRule(tool="bash", command="touch a.txt", action="allow")
     assert policy.rules[1:] == ASK_BASH.rules
@@ -219,11 +219,11 @@ async def test_approve_always_allows_the_exact_command_from_then_on(stack: Stack
 
 @pytest.mark.script(WRITE)
 async def test_a_denying_policy_refuses_without_asking(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     deny_echo = ApprovalPolicy(rules=(ApprovalRule(tool="bash", command="echo *", action="deny"),))
     async with stack.worker():
-        await stack.client.set_approval_policy(session.id, deny_echo)
-        result = await (await stack.client.prompt(session.id, "write it")).result()
+        await stack.client.approvals.set_policy(session.id, deny_echo)
+        result = await (await stack.client.runs.prompt(session.id, "write it")).result()
     assert result.status == "completed", result.error
     [sent] = tool_results_sent(stack, session.id)
     assert sent["is_error"] is True
@@ -235,25 +235,25 @@ async def test_a_denying_policy_refuses_without_asking(stack: Stack) -> None:
 async def test_approve_while_the_worker_is_down_is_refused(stack: Stack) -> None:
     """Decided: with no worker answering, a decision is refused with an error saying it
     was not recorded and how to go on; once a worker is back, approving works."""
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     worker = stack.spawn_worker()
-    await stack.client.set_approval_policy(session.id, ASK_BASH)
-    run = await stack.client.prompt(session.id, "write it")
+    await stack.client.approvals.set_policy(session.id, ASK_BASH)
+    run = await stack.client.runs.prompt(session.id, "write it")
     await waiting_calls(stack, session.id)
     stack.kill(worker)
     with pytest.raises(ApprovalNotRecorded) as refused:
-        await stack.client.approve(session.id, "call_write")
+        await stack.client.approvals.approve(session.id, "call_write")
     assert "the decision was not recorded: no worker answers" in str(refused.value)
     assert "duragent worker" in str(refused.value)
     with pytest.raises(WorkerNotAnswering, match="its waiting tool calls cannot be listed"):
-        await stack.client.approvals(session.id)
+        await stack.client.approvals.pending(session.id)
     stack.spawn_worker()
 
     async def answering() -> bool:
-        return bool(await stack.client.worker_answering(session.id))
+        return bool(await stack.client.sessions.worker_answering(session.id))
 
     await eventually(answering, timeout=60)
-    await stack.client.approve(session.id, "call_write")
+    await stack.client.approvals.approve(session.id, "call_write")
     result = await asyncio.wait_for(run.result(), timeout=60)
     assert result.status == "completed", result.error
     assert (Path(session.workspace) / "out.txt").read_text() == "ran\n"
@@ -300,7 +300,7 @@ async def test_api_approvals_and_their_owner(stack: Stack, api: ApiServer) -> No
 
 @pytest.mark.script(WRITE)
 async def test_the_command_line(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     code, _, err = await stack.cli("policy", session.id, "--rule", "maybe:bash")
     assert code == 2 and "must be one of allow, ask, deny (got 'maybe')" in err
     async with stack.worker():
@@ -309,7 +309,7 @@ async def test_the_command_line(stack: Stack) -> None:
         )
         assert code == 0, err
         assert out.splitlines() == ["1. allow:bash:ls *", "default: ask; timeout: none"]
-        run = await stack.client.prompt(session.id, "write it")
+        run = await stack.client.runs.prompt(session.id, "write it")
         await waiting_calls(stack, session.id)
         code, out, err = await stack.cli("approvals", session.id)
         assert code == 0, err
@@ -328,12 +328,14 @@ async def test_the_command_line(stack: Stack) -> None:
 async def test_interrupting_guidance_withdraws_a_waiting_call(stack: Stack) -> None:
     """Decided: guidance that interrupts the batch cancels the wait as it stops a running
     call; the call never runs, and the model reads the guidance after its result."""
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await stack.client.set_approval_policy(session.id, ASK_BASH)
-        run = await stack.client.prompt(session.id, "write it")
+        await stack.client.approvals.set_policy(session.id, ASK_BASH)
+        run = await stack.client.runs.prompt(session.id, "write it")
         await waiting_calls(stack, session.id)
-        await stack.client.guide_text(session.id, "Stop: do not write files.", intent="interrupt")
+        await stack.client.inputs.guide_text(
+            session.id, "Stop: do not write files.", intent="interrupt"
+        )
         result = await asyncio.wait_for(run.result(), timeout=60)
     assert result.status == "completed", result.error
     assert not (Path(session.workspace) / "out.txt").exists()

@@ -30,10 +30,10 @@ async def test_dev_server_restarted_while_a_call_waits(tmp_path: Path, how: str)
         home = tmp_path / "home"
         home.mkdir()
         async with open_stack(home, temporal, server.address, SCRIPT) as stack:
-            session = stack.client.create_session()
+            session = stack.client.sessions.create()
             stack.spawn_worker()
-            await stack.client.set_approval_policy(session.id, ASK_BASH)
-            run = await stack.client.prompt(session.id, "write it")
+            await stack.client.approvals.set_policy(session.id, ASK_BASH)
+            run = await stack.client.runs.prompt(session.id, "write it")
             await waiting_calls(stack, session.id)
             if how == "stop":
                 await server.astop()
@@ -45,13 +45,13 @@ async def test_dev_server_restarted_while_a_call_waits(tmp_path: Path, how: str)
             # The same clients and worker, reconnected: the call still waits.
             async def still_waiting() -> bool:
                 try:
-                    pending = await stack.client.approvals(session.id)
+                    pending = await stack.client.approvals.pending(session.id)
                 except (DuragentError, RPCError):
                     return False  # not reconnected yet
                 return [p.call_id for p in pending] == ["call_write"]
 
             await eventually(still_waiting, timeout=60)
-            await stack.client.approve(session.id, "call_write")
+            await stack.client.approvals.approve(session.id, "call_write")
             result = await asyncio.wait_for(run.result(), timeout=60)
             assert result.status == "completed", result.error
             assert result.final_text == "Done after it."

@@ -13,7 +13,7 @@ from duragent.domain.messages import AssistantMessage, ToolResultMessage, text_o
 def tool_results(stack: Stack, session_id: str) -> list[ToolResultMessage]:
     return [
         e.message
-        for e in stack.client.path(session_id)
+        for e in stack.client.tree.path(session_id)
         if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
     ]
 
@@ -30,9 +30,9 @@ def tool_results(stack: Stack, session_id: str) -> list[ToolResultMessage]:
     }
 )
 async def test_unknown_tool_and_invalid_arguments_become_error_results(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        result = await (await stack.client.prompt(session.id, "go")).result()
+        result = await (await stack.client.runs.prompt(session.id, "go")).result()
     assert result.status == "completed"
     unknown, invalid = tool_results(stack, session.id)
     assert unknown.is_error and "teleport" in text_of(unknown.content)
@@ -56,24 +56,26 @@ async def test_unknown_tool_and_invalid_arguments_become_error_results(stack: St
     }
 )
 async def test_overloaded_then_success_retries_inside_the_run(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        handle = await stack.client.prompt(
+        handle = await stack.client.runs.prompt(
             session.id,
             "hi",
-            options=stack.client.default_options().model_copy(update={"provider_backoff_s": 0.1}),
+            options=stack.client.runs.default_options().model_copy(
+                update={"provider_backoff_s": 0.1}
+            ),
         )
         result = await handle.result()
     assert result.status == "completed" and result.final_text == "Recovered."
     assert len(stack.model.requests_for(session.id)) == 3
-    events = [e async for e in stack.client.events(session.id, follow=False)]
+    events = [e async for e in stack.client.events.stream(session.id, follow=False)]
     retries = [e.payload for e in events if e.type == "retry_scheduled"]
     assert [r["attempt"] for r in retries] == [1, 2]
     assert retries[0]["delay_ms"] == 200  # the server's retry-after
     assert "529" in retries[0]["error"]
     phases = [e.payload["phase"] for e in events if e.type == "phase_changed"]
     assert phases == ["retry", "turn", "retry", "turn"]
-    assert transcript_roles(stack.client.path(session.id)) == ["user", "assistant"]
+    assert transcript_roles(stack.client.tree.path(session.id)) == ["user", "assistant"]
 
 
 @pytest.mark.script(
@@ -88,26 +90,26 @@ async def test_overloaded_then_success_retries_inside_the_run(stack: Stack) -> N
     }
 )
 async def test_bad_request_ends_the_run_with_the_error_and_keeps_the_session(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        failed = await (await stack.client.prompt(session.id, "first")).result()
+        failed = await (await stack.client.runs.prompt(session.id, "first")).result()
         assert failed.status == "error"
         assert failed.error is not None and "400" in failed.error and "on purpose" in failed.error
         # Not retried: a 400 will not get better.
         assert len(stack.model.requests_for(session.id)) == 2
-        path = stack.client.path(session.id)
+        path = stack.client.tree.path(session.id)
         assert transcript_roles(path) == ["user", "assistant", "toolResult", "assistant"]
         last = path[-1]
         assert isinstance(last, MessageEntry) and isinstance(last.message, AssistantMessage)
         assert last.message.stop_reason == "error" and "on purpose" in (
             last.message.error_message or ""
         )
-        run = stack.client.run_state(failed.run_id)
+        run = stack.client.runs.get(failed.run_id)
         assert run is not None and run.status == "error"
 
-        ok = await (await stack.client.prompt(session.id, "again")).result()
+        ok = await (await stack.client.runs.prompt(session.id, "again")).result()
     assert ok.status == "completed" and ok.final_text == "Fine now."
-    path = stack.client.path(session.id)
+    path = stack.client.tree.path(session.id)
     assert transcript_roles(path) == [
         "user",
         "assistant",
@@ -124,28 +126,28 @@ async def test_bad_request_ends_the_run_with_the_error_and_keeps_the_session(sta
 
 @pytest.mark.script({"conversations": {"*": [{"wait_for": "go", "reply": [{"text": "done"}]}]}})
 async def test_prompt_to_a_busy_session_names_the_running_run(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        first = await stack.client.prompt(session.id, "long task")
+        first = await stack.client.runs.prompt(session.id, "long task")
         await eventually(lambda: len(stack.model.requests_for(session.id)) == 1)
         with pytest.raises(SessionBusy) as busy:
-            await stack.client.prompt(session.id, "another")
+            await stack.client.runs.prompt(session.id, "another")
         assert first.run_id in str(busy.value) and session.id in str(busy.value)
-        assert await stack.client.phase(session.id) == "turn"
+        assert await stack.client.sessions.phase(session.id) == "turn"
         stack.model.release("go")
         result = await first.result()
     assert result.status == "completed"
-    assert transcript_roles(stack.client.path(session.id)) == ["user", "assistant"]
-    assert await stack.client.phase(session.id) == "idle"
+    assert transcript_roles(stack.client.tree.path(session.id)) == ["user", "assistant"]
+    assert await stack.client.sessions.phase(session.id) == "idle"
 
 
 async def test_unknown_session_and_empty_prompt_are_refused(stack: Stack) -> None:
     with pytest.raises(SessionNotFound, match="nope"):
-        await stack.client.prompt("nope", "hello")
-    session = stack.client.create_session()
+        await stack.client.runs.prompt("nope", "hello")
+    session = stack.client.sessions.create()
     with pytest.raises(InvalidPrompt, match="empty"):
-        await stack.client.prompt(session.id, "   ")
+        await stack.client.runs.prompt(session.id, "   ")
     with pytest.raises(InvalidPrompt, match="limit is 262144 bytes"):
-        await stack.client.prompt(session.id, "x" * 300_000)
-    assert stack.client.entries(session.id) == []
-    assert stack.client.runs(session.id) == []
+        await stack.client.runs.prompt(session.id, "x" * 300_000)
+    assert stack.client.tree.entries(session.id) == []
+    assert stack.client.runs.list(session.id) == []

@@ -41,8 +41,8 @@ async def tool_host(stack: Stack) -> AsyncIterator[Host]:
 
 async def running_command(stack: Stack, host: Host, prompt: str) -> tuple[str, int]:
     """A session on the tool host whose bash call is running: its id and process group."""
-    session = stack.client.create_session(host=host.name, workspace=host.workspaces / "s")
-    await stack.client.prompt(session.id, prompt)
+    session = stack.client.sessions.create(host=host.name, workspace=host.workspaces / "s")
+    await stack.client.runs.prompt(session.id, prompt)
     pid_file = Path(session.workspace) / "pid.txt"
     await eventually(lambda: pid_file.exists() and bool(pid_file.read_text()), timeout=60)
     return session.id, int(pid_file.read_text())
@@ -59,7 +59,7 @@ async def stopped_within(pgid: int) -> float:
 async def test_an_abort_reaches_a_call_in_another_process(stack: Stack, tool_host: Host) -> None:
     async with stack.worker():
         session_id, pgid = await running_command(stack, tool_host, "run it")
-        abort = asyncio.create_task(stack.client.abort(session_id))
+        abort = asyncio.create_task(stack.client.runs.abort(session_id))
         await stopped_within(pgid)
         result = await asyncio.wait_for(abort, timeout=30)
     assert result.status == "aborted"
@@ -71,8 +71,10 @@ async def test_an_interrupting_guidance_reaches_a_call_in_another_process(
 ) -> None:
     async with stack.worker():
         session_id, pgid = await running_command(stack, tool_host, "run it")
-        await stack.client.guide_text(session_id, "stop, do it differently", intent="interrupt")
+        await stack.client.inputs.guide_text(
+            session_id, "stop, do it differently", intent="interrupt"
+        )
         await stopped_within(pgid)
-        result = await asyncio.wait_for(stack.client.wait(session_id), timeout=30)
+        result = await asyncio.wait_for(stack.client.runs.wait(session_id), timeout=30)
     assert result.status == "completed", result.error
     assert result.final_text == "Doing it differently."

@@ -225,7 +225,7 @@ BAD_INPUT = [
 
 
 async def test_every_command_refuses_bad_input_with_one_line_and_exit_2(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     skills = Path(session.workspace) / ".duragent" / "skills"
     skills.mkdir(parents=True)
     (skills / "review.md").write_text("Review the file.\n")
@@ -250,27 +250,27 @@ async def test_every_command_refuses_bad_input_with_one_line_and_exit_2(stack: S
             wrong.append(f"{args}: not one line\n{ran.err}")
     assert not wrong, "\n\n".join(wrong)
     # Nothing was stored for any of it: no run (not even a failed one), no queued input.
-    assert stack.client.runs(session.id) == []
-    assert stack.client.queue_items(session.id, status=None) == []
+    assert stack.client.runs.list(session.id) == []
+    assert stack.client.inputs.queue(session.id, status=None) == []
 
 
 async def test_config_errors_from_the_python_client_are_one_line(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     with pytest.raises(InvalidChange) as thinking:
-        await stack.client.configure(session.id, thinking_level="extreme")
+        await stack.client.config.update(session.id, thinking_level="extreme")
     assert str(thinking.value) == (
         "thinking_level: Input should be 'off', 'minimal', 'low', 'medium' or 'high'"
         " (got 'extreme')"
     )
     with pytest.raises(InvalidChange) as tools:
-        await stack.client.set_active_tools(session.id, ["read", "grpe"])
+        await stack.client.config.set_active_tools(session.id, ["read", "grpe"])
     assert str(tools.value) == (
         "active_tools: unknown tool 'grpe'; the tools are read, write, edit, bash, ls, grep,"
         " find, delegate"
     )
     with pytest.raises(InvalidPrompt, match="max_turns must be at least 1"):
-        await stack.client.prompt(session.id, "hi", max_turns=0)
-    assert stack.client.runs(session.id) == []
+        await stack.client.runs.prompt(session.id, "hi", max_turns=0)
+    assert stack.client.runs.list(session.id) == []
 
 
 # --------------------------------------------------------------------------------- guide
@@ -290,16 +290,16 @@ WAIT_FOR_GO = "while [ ! -f go ]; do sleep 0.05; done; echo built"
     }
 )
 async def test_guide_takes_a_queued_item_or_text_and_refuses_an_unknown_id(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     env = stack.env()
     async with stack.worker():
-        await stack.client.prompt(session.id, "build")
+        await stack.client.runs.prompt(session.id, "build")
         await eventually(lambda: bool(events_of(stack, session.id, "tool_execution_start")))
         unknown = await duragent(env, "guide", session.id, "deadbeef")
         sent = await duragent(
             env, "guide", session.id, "--text", "use pathlib", "--intent", "supplement"
         )
-        queued = stack.client.next_turn(session.id, "and log it")
+        queued = stack.client.inputs.next_turn(session.id, "and log it")
         taken = await duragent(env, "guide", session.id, queued.id)
         (Path(session.workspace) / "go").touch()
         await eventually(lambda: run_finished(stack, session.id))
@@ -313,18 +313,18 @@ async def test_guide_takes_a_queued_item_or_text_and_refuses_an_unknown_id(stack
     requests = json.dumps([r.body for r in stack.model.requests_for(session.id)])
     assert "use pathlib" in requests and "and log it" in requests
     assert "deadbeef" not in requests
-    items = stack.client.queue_items(session.id, status=None)
+    items = stack.client.inputs.queue(session.id, status=None)
     assert sorted(i.text for i in items) == ["and log it", "use pathlib"]
     assert {i.status for i in items} == {"consumed"}
 
 
 async def test_guide_with_text_on_an_idle_session_keeps_nothing(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     idle = await duragent(stack.env(), "guide", session.id, "--text", "use pathlib")
     assert idle.code == 2 and idle.error_lines == [
         f"error: session {session.id} has no run in progress: cannot take guidance"
     ]
-    assert stack.client.queue_items(session.id) == []  # not left for the next run either
+    assert stack.client.inputs.queue(session.id) == []  # not left for the next run either
 
 
 def events_of(stack: Stack, session_id: str, event_type: str) -> list[StoredEvent]:
@@ -340,9 +340,9 @@ LONG = 250_000
 @pytest.mark.timeout(120)  # rendering used to take minutes; it now takes well under a second
 @pytest.mark.script({"conversations": {"*": [{"reply": [{"text": "y" * LONG}]}]}})
 async def test_show_cuts_a_250_kb_unbroken_message_and_full_prints_it(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await (await stack.client.prompt(session.id, "x" * LONG)).result()
+        await (await stack.client.runs.prompt(session.id, "x" * LONG)).result()
     env = stack.env()
     for tty in (False, True):
         shown = await duragent(env, "show", session.id, columns=100, tty=tty)
@@ -373,10 +373,10 @@ async def test_show_cuts_a_250_kb_unbroken_message_and_full_prints_it(stack: Sta
 async def test_history_and_tables_keep_outcome_attempts_and_usage_at_any_width(
     stack: Stack,
 ) -> None:
-    session = stack.client.create_session(name="a session with a long descriptive name")
+    session = stack.client.sessions.create(name="a session with a long descriptive name")
     worker = stack.spawn_worker()
     try:
-        handle = await stack.client.prompt(session.id, "build")
+        handle = await stack.client.runs.prompt(session.id, "build")
         await eventually(lambda: bool(events_of(stack, session.id, "tool_execution_start")))
         stack.kill(worker)  # the tool call's worker is lost: its lease lapses
         async with stack.worker():
@@ -423,9 +423,9 @@ async def test_history_and_tables_keep_outcome_attempts_and_usage_at_any_width(
 
 
 async def test_history_links_the_web_ui_only_where_one_answers(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await (await stack.client.prompt(session.id, "hi")).result()
+        await (await stack.client.runs.prompt(session.id, "hi")).result()
     # Something answering HTTP on the configured UI port (here: the offline model).
     ui_port = stack.model.base_url.rstrip("/").rpartition(":")[2]
     env = {**stack.env(), "DURAGENT_TEMPORAL_UI_PORT": ui_port}

@@ -56,10 +56,10 @@ SLOW_COMMAND = "echo started >> log.txt; echo working; sleep 12; echo finished >
     }
 )
 async def test_worker_killed_during_model_call_and_during_tool_call(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     workspace = Path(session.workspace)
     first = stack.spawn_worker()
-    handle = await stack.client.prompt(session.id, "do the slow thing")
+    handle = await stack.client.runs.prompt(session.id, "do the slow thing")
 
     await eventually(lambda: len(stack.model.requests_for(session.id)) == 1, timeout=30)
     stack.kill(first)
@@ -78,7 +78,7 @@ async def test_worker_killed_during_model_call_and_during_tool_call(stack: Stack
 
     assert result.status == "completed", result.error
     assert result.final_text == "It was interrupted; I will not repeat it."
-    path = stack.client.path(session.id)
+    path = stack.client.tree.path(session.id)
     assert transcript_roles(path) == ["user", "assistant", "toolResult", "assistant"]
     assert_valid_pairing(path)
     interrupted = path[2]
@@ -96,21 +96,21 @@ async def test_worker_killed_during_model_call_and_during_tool_call(stack: Stack
     # before it could finish; every entry stored once.
     await asyncio.sleep(max(0.0, command_started + 13 - time.monotonic()))
     assert log.read_text() == "started\n"
-    entries = stack.client.entries(session.id)
+    entries = stack.client.tree.entries(session.id)
     assert len(entries) == len({e.id for e in entries}) == 4
-    assert [d.role for d in stack.client.display_messages(session.id)] == transcript_roles(path)
+    assert [d.role for d in stack.client.display.messages(session.id)] == transcript_roles(path)
     # The model was asked three times: the hung call, its retry, the final turn.
     assert len(stack.model.requests_for(session.id)) == 3
 
 
 @pytest.mark.script(bash_then_text("echo go >> runs.txt; sleep 5", "Noted the steer."))
 async def test_steer_signalled_before_a_crash_is_delivered_once(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     first = stack.spawn_worker()
-    handle = await stack.client.prompt(session.id, "work")
+    handle = await stack.client.runs.prompt(session.id, "work")
     runs = Path(session.workspace) / "runs.txt"
     await eventually(lambda: runs.exists(), timeout=30)
-    steer_id = await stack.client.steer(session.id, "also update the docs")
+    steer_id = await stack.client.inputs.steer(session.id, "also update the docs")
     stack.kill(first)  # the steer is in the run's history, not yet in any model request
     second = stack.spawn_worker()
     result = await asyncio.wait_for(handle.result(), timeout=60)
@@ -126,7 +126,7 @@ async def test_steer_signalled_before_a_crash_is_delivered_once(stack: Stack) ->
         if m["role"] == "user" and b["type"] == "text"
     ]
     assert steered.count("also update the docs") == 1
-    path = stack.client.path(session.id)
+    path = stack.client.tree.path(session.id)
     assert [e.id for e in path].count(steer_id) == 1
     assert transcript_roles(path) == ["user", "assistant", "toolResult", "user", "assistant"]
     assert runs.read_text() == "go\n"  # the bash call was not run twice

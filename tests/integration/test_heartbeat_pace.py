@@ -24,13 +24,13 @@ async def test_an_abort_reaches_a_call_at_once_when_heartbeats_are_far_apart(
     so the abort does not wait for the next heartbeat."""
     stack.settings = stack.settings.model_copy(update={"heartbeat_timeout_s": 60.0})
     stack.client.settings = stack.settings
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await stack.client.prompt(session.id, "run it")
+        await stack.client.runs.prompt(session.id, "run it")
         await eventually(lambda: event_seen(stack, session.id, "tool_execution_update"))
-        result = await asyncio.wait_for(stack.client.abort(session.id), timeout=10)
+        result = await asyncio.wait_for(stack.client.runs.abort(session.id), timeout=10)
     assert result.status == "aborted"
-    cancelled = stack.client.path(session.id)[2]
+    cancelled = stack.client.tree.path(session.id)[2]
     assert isinstance(cancelled, MessageEntry)
     assert isinstance(cancelled.message, ToolResultMessage)
     assert "cancelled before it finished" in text_of(cancelled.message.content)
@@ -44,9 +44,9 @@ async def test_a_call_far_slower_than_its_heartbeat_timeout_is_not_taken_for_los
     timeout: it completes on its first attempt."""
     stack.settings = stack.settings.model_copy(update={"heartbeat_timeout_s": 1.0})
     stack.client.settings = stack.settings
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        result = await (await stack.client.prompt(session.id, "run it")).result()
+        result = await (await stack.client.runs.prompt(session.id, "run it")).result()
     assert result.status == "completed", result.error
     assert (Path(session.workspace) / "done.txt").read_text() == "done\n"
     handle = stack.temporal.get_workflow_handle(session_workflow_id(session.id))

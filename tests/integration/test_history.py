@@ -72,12 +72,12 @@ def assert_well_formed(timeline: RunTimeline) -> None:
     }
 )
 async def test_parallel_tool_calls_two_runs_and_an_idle_change(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        first = await stack.client.prompt(session.id, "Make a file\nand echo.")
+        first = await stack.client.runs.prompt(session.id, "Make a file\nand echo.")
         await first.result()
-        await stack.client.set_model(session.id, "claude-next")  # a SessionChanges execution
-        second = await stack.client.prompt(session.id, "again")
+        await stack.client.config.set_model(session.id, "claude-next")  # a SessionChanges execution
+        second = await stack.client.runs.prompt(session.id, "again")
         await second.result()
 
     timelines = await timelines_when(stack.temporal, session.id, 3, ui_base=UI)
@@ -142,9 +142,9 @@ async def test_parallel_tool_calls_two_runs_and_an_idle_change(stack: Stack) -> 
     }
 )
 async def test_a_provider_retry(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await (await stack.client.prompt(session.id, "hello")).result()
+        await (await stack.client.runs.prompt(session.id, "hello")).result()
     (timeline,) = await timelines_when(stack.temporal, session.id, 1)
     assert_well_formed(timeline)
     failed, succeeded = of_kind(timeline, "model_call")
@@ -170,11 +170,11 @@ async def test_a_provider_retry(stack: Stack) -> None:
     }
 )
 async def test_a_steered_run(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        run = await stack.client.prompt(session.id, "look around")
+        run = await stack.client.runs.prompt(session.id, "look around")
         await eventually(lambda: len(stack.model.requests_for(session.id)) == 1)
-        steer_id = await stack.client.steer(session.id, "Also check the tests.")
+        steer_id = await stack.client.inputs.steer(session.id, "Also check the tests.")
         stack.model.release("go")
         await run.result()
     (timeline,) = await timelines_when(stack.temporal, session.id, 1)
@@ -198,18 +198,18 @@ async def test_a_steered_run(stack: Stack) -> None:
     }
 )
 async def test_an_aborted_run(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
 
     async def tool_started() -> bool:
-        async for event in stack.client.events(session.id, follow=False):
+        async for event in stack.client.events.stream(session.id, follow=False):
             if event.type == "tool_execution_start":
                 return True
         return False
 
     async with stack.worker():
-        await stack.client.prompt(session.id, "wait a minute")
+        await stack.client.runs.prompt(session.id, "wait a minute")
         await eventually(tool_started)
-        await stack.client.abort(session.id)
+        await stack.client.runs.abort(session.id)
     (timeline,) = await timelines_when(stack.temporal, session.id, 1)
     assert_well_formed(timeline)
     abort, cancel_tool = of_kind(timeline, "cancel")
@@ -251,7 +251,7 @@ class ToyChain:
 
 
 async def test_continue_as_new_chains_and_unknown_workflows(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     queue = stack.settings.task_queue
     async with Worker(
         stack.temporal,

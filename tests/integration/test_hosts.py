@@ -32,7 +32,7 @@ def text(answer: str) -> dict[str, object]:
 
 def options(stack: Stack, *, wait_s: float = 60.0) -> RunOptions:
     """The stack's run options, with a host counted as gone after a second untaken."""
-    return stack.client.default_options().model_copy(
+    return stack.client.runs.default_options().model_copy(
         update={"host_check_s": 1.0, "host_wait_s": wait_s}
     )
 
@@ -45,7 +45,7 @@ def tool_hosts(stack: Stack, session_id: str) -> list[str | None]:
 def results(stack: Stack, session_id: str) -> list[str]:
     return [
         text_of(e.message.content)
-        for e in stack.client.path(session_id)
+        for e in stack.client.tree.path(session_id)
         if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
     ]
 
@@ -61,10 +61,10 @@ async def test_each_tool_call_runs_on_its_sessions_host(stack: Stack) -> None:
     a, b = hosts(stack, "host-a", "host-b")
     start_host(stack, a)
     start_host(stack, b)
-    on_a = stack.client.create_session(host=a.name, workspace=workspace_on(a, "one"))
-    on_b = stack.client.create_session(host=b.name, workspace=workspace_on(b, "two"))
-    unplaced = stack.client.create_session()  # its first run's worker's host
-    runs = [await stack.client.prompt(s.id, "work") for s in (on_a, on_b, unplaced)]
+    on_a = stack.client.sessions.create(host=a.name, workspace=workspace_on(a, "one"))
+    on_b = stack.client.sessions.create(host=b.name, workspace=workspace_on(b, "two"))
+    unplaced = stack.client.sessions.create()  # its first run's worker's host
+    runs = [await stack.client.runs.prompt(s.id, "work") for s in (on_a, on_b, unplaced)]
     done = await asyncio.wait_for(asyncio.gather(*(r.result() for r in runs)), timeout=60)
     assert [r.status for r in done] == ["completed"] * 3, [r.error for r in done]
 
@@ -72,7 +72,7 @@ async def test_each_tool_call_runs_on_its_sessions_host(stack: Stack) -> None:
     assert tool_hosts(stack, on_b.id) == [b.name, b.name]
     assert (workspace_on(a, "one") / "where.txt").read_text().strip() == str(workspace_on(a, "one"))
     assert (workspace_on(b, "two") / "where.txt").is_file()
-    placed = stack.client.get_session(unplaced.id).host
+    placed = stack.client.sessions.get(unplaced.id).host
     assert placed in (a.name, b.name)
     assert tool_hosts(stack, unplaced.id) == [placed, placed]
     for session in (on_a, on_b, unplaced):
@@ -83,11 +83,11 @@ async def test_each_tool_call_runs_on_its_sessions_host(stack: Stack) -> None:
 async def test_a_run_waits_for_its_gone_host_and_goes_on_when_it_is_back(stack: Stack) -> None:
     a, b = hosts(stack, "host-a", "host-b")
     start_host(stack, a)  # b is down: the run's workflow runs on a, its tool waits for b
-    session = stack.client.create_session(host=b.name, workspace=workspace_on(b, "s"))
-    run = await stack.client.prompt(session.id, "work", options=options(stack))
+    session = stack.client.sessions.create(host=b.name, workspace=workspace_on(b, "s"))
+    run = await stack.client.runs.prompt(session.id, "work", options=options(stack))
 
     await wait_for_event(stack, session.id, "host_waiting", host=b.name, waiting=True)
-    status = await stack.client.status(session.id)
+    status = await stack.client.sessions.status(session.id)
     assert (status.phase, status.awaiting_host) == ("awaiting_host", b.name)
     code, out, _ = await stack.cli("status", session.id)
     assert code == 0
@@ -100,7 +100,7 @@ async def test_a_run_waits_for_its_gone_host_and_goes_on_when_it_is_back(stack: 
     assert tool_hosts(stack, session.id) == [b.name]
     assert (workspace_on(b, "s") / "ran.txt").read_text() == "ran\n"  # once
     assert events_of(stack, session.id, "host_waiting", waiting=False)
-    assert (await stack.client.status(session.id)).phase == "idle"
+    assert (await stack.client.sessions.status(session.id)).phase == "idle"
     assert_session_sound(stack, session.id)
 
 
@@ -111,8 +111,8 @@ async def test_a_host_gone_past_the_wait_ends_the_run_with_its_work_saved(stack:
     a, b = hosts(stack, "host-a", "host-b")
     start_host(stack, a)
     start_host(stack, b)
-    session = stack.client.create_session(host=b.name, workspace=workspace_on(b, "s"))
-    run = await stack.client.prompt(session.id, "work", options=options(stack, wait_s=2.0))
+    session = stack.client.sessions.create(host=b.name, workspace=workspace_on(b, "s"))
+    run = await stack.client.runs.prompt(session.id, "work", options=options(stack, wait_s=2.0))
     await wait_for_event(stack, session.id, "tool_execution_start", host=b.name, timeout=60)
     await eventually(lambda: len(tool_hosts(stack, session.id)) == 2, timeout=60)
     stop_host(stack, b)  # mid-call, for good
@@ -127,7 +127,7 @@ async def test_a_host_gone_past_the_wait_ends_the_run_with_its_work_saved(stack:
     assert "gone" not in first  # the first call ran on b and its result is kept
     assert (workspace_on(b, "s") / "one.txt").read_text() == "one\n"
     expect(f"host '{b.name}' was gone" in second, second)
-    assert stack.client.runs(session.id)[0].error == result.error
+    assert stack.client.runs.list(session.id)[0].error == result.error
     # The gone host's command outlived its worker, as on a machine cut off: let it end.
     (workspace_on(b, "s") / "go").touch()
 
@@ -136,11 +136,11 @@ async def test_a_host_gone_past_the_wait_ends_the_run_with_its_work_saved(stack:
 async def test_abort_while_waiting_for_a_host(stack: Stack) -> None:
     (a,) = hosts(stack, "host-a")
     start_host(stack, a)
-    session = stack.client.create_session(host="host-gone", workspace=workspace_on(a, "s"))
-    await stack.client.prompt(session.id, "work", options=options(stack))
+    session = stack.client.sessions.create(host="host-gone", workspace=workspace_on(a, "s"))
+    await stack.client.runs.prompt(session.id, "work", options=options(stack))
     await wait_for_event(stack, session.id, "host_waiting", host="host-gone", waiting=True)
 
-    result = await asyncio.wait_for(stack.client.abort(session.id), timeout=30)
+    result = await asyncio.wait_for(stack.client.runs.abort(session.id), timeout=30)
     assert result.status == "aborted"
     assert_session_sound(stack, session.id, status="aborted")
     assert not workspace_on(a, "s").exists()
@@ -163,20 +163,20 @@ async def test_move_copies_the_workspace_to_the_new_host(stack: Stack) -> None:
     start_host(stack, a)
     start_host(stack, b)
     old, new = workspace_on(a, "s"), workspace_on(b, "moved")
-    session = stack.client.create_session(host=a.name, workspace=old)
-    first = await stack.client.prompt(session.id, "write")
+    session = stack.client.sessions.create(host=a.name, workspace=old)
+    first = await stack.client.runs.prompt(session.id, "write")
     assert (await asyncio.wait_for(first.result(), timeout=60)).status == "completed"
 
     code, out, err = await stack.cli("move", session.id, b.name, "--workspace", str(new))
     expect(code == 0, out + err)
     assert f"is on host {b.name}" in out
-    moved = stack.client.get_session(session.id)
+    moved = stack.client.sessions.get(session.id)
     assert (moved.host, moved.workspace) == (b.name, str(new))
     assert (new / "notes" / "a.txt").read_text() == "kept\n"
     assert (new / "link").is_symlink()
     assert (old / "notes" / "a.txt").is_file()  # the old host's copy is left alone
 
-    second = await stack.client.prompt(session.id, "read")
+    second = await stack.client.runs.prompt(session.id, "read")
     assert (await asyncio.wait_for(second.result(), timeout=60)).status == "completed"
     assert tool_hosts(stack, session.id) == [a.name, b.name]
     assert results(stack, session.id)[-1].startswith("kept")
@@ -188,22 +188,22 @@ async def test_move_is_refused_while_a_run_is_in_progress_or_a_host_is_down(
 ) -> None:
     (a,) = hosts(stack, "host-a")
     start_host(stack, a)
-    session = stack.client.create_session(host=a.name, workspace=workspace_on(a, "s"))
-    run = await stack.client.prompt(session.id, "wait")
+    session = stack.client.sessions.create(host=a.name, workspace=workspace_on(a, "s"))
+    run = await stack.client.runs.prompt(session.id, "wait")
     await wait_for_event(stack, session.id, "tool_execution_start", timeout=60)
     with pytest.raises(SessionBusy):
-        await stack.client.move(session.id, "host-b", copy=False)
+        await stack.client.hosts.move(session.id, "host-b", copy=False)
     (workspace_on(a, "s") / "go").touch()
     assert (await asyncio.wait_for(run.result(), timeout=60)).status == "completed"
 
     with pytest.raises(MoveFailed, match="'host-c': host 'host-c' is not up"):
-        await stack.client.move(session.id, "host-c", start_within_s=1.0)
-    assert stack.client.get_session(session.id).host == a.name  # nothing changed
+        await stack.client.hosts.move(session.id, "host-c", start_within_s=1.0)
+    assert stack.client.sessions.get(session.id).host == a.name  # nothing changed
 
     code, _, err = await stack.cli("move", session.id, "no such host")
     assert code == 2
     assert "is not a host name" in err
 
-    moved = await stack.client.move(session.id, "host-c", copy=False)
+    moved = await stack.client.hosts.move(session.id, "host-c", copy=False)
     assert (moved.host, moved.copied_files) == ("host-c", 0)
-    assert stack.client.get_session(session.id).host == "host-c"
+    assert stack.client.sessions.get(session.id).host == "host-c"

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from duragent.api.app import MAX_BODY_BYTES
 from duragent.client.cli import app as cli
-from duragent.client.errors import InputTooLarge
-from duragent.domain.input import MAX_INPUT_BYTES
+from duragent.client.errors import InputQueueFull, InputTooLarge
+from duragent.domain.input import MAX_INPUT_BYTES, MAX_PENDING_INPUT
 from duragent.domain.messages import user_text
 from duragent.store import input_queue
 
@@ -56,7 +56,7 @@ async def test_creating_a_session_with_an_oversize_field_is_refused(
         response = await http.post("/api/sessions", json={field: OVER})
     what = {"name": "session name", "system_prompt": "system prompt"}.get(field, field)
     assert_refused(response, what)
-    assert stack.client.list_sessions() == []
+    assert stack.client.sessions.list() == []
     assert tree(stack.settings.home) == before
 
 
@@ -70,9 +70,9 @@ async def test_oversize_input_to_an_idle_session_is_refused(stack: Stack, api: A
             await http.post(f"/api/sessions/{session}/input-queue", json={"text": OVER}),
             "queued input",
         )
-    assert stack.client.runs(session) == []
-    assert stack.client.entries(session) == []
-    assert stack.client.queue_items(session, status=None) == []
+    assert stack.client.runs.list(session) == []
+    assert stack.client.tree.entries(session) == []
+    assert stack.client.inputs.queue(session, status=None) == []
 
 
 @pytest.mark.script(GATED)
@@ -101,20 +101,20 @@ async def test_every_path_into_a_busy_session_refuses_oversize_text(
         # From Python: steering, follow-ups and every config string or session write.
         client = stack.client
         refusals = {
-            "steering message": client.steer(session, OVER),
-            "follow up message": client.follow_up(session, OVER),
-            "system prompt": client.configure(session, system_prompt=OVER),
-            "model": client.set_model(session, OVER),
-            "active tools": client.set_active_tools(session, ["read", OVER]),
-            "session name": client.set_name(session, OVER),
-            "label": client.set_label(session, "entry", OVER),
-            "custom message": client.append_custom_message(session, "note", OVER),
-            "custom entry": client.append_custom_entry(session, "state", {"blob": OVER}),
+            "steering message": client.inputs.steer(session, OVER),
+            "follow up message": client.inputs.follow_up(session, OVER),
+            "system prompt": client.config.update(session, system_prompt=OVER),
+            "model": client.config.set_model(session, OVER),
+            "active tools": client.config.set_active_tools(session, ["read", OVER]),
+            "session name": client.sessions.rename(session, OVER),
+            "label": client.tree.label(session, "entry", OVER),
+            "custom message": client.tree.append_custom_message(session, "note", OVER),
+            "custom entry": client.tree.append_custom_entry(session, "state", {"blob": OVER}),
         }
         for what, call in refusals.items():
             with pytest.raises(InputTooLarge, match=f"^{what} is .*{LIMIT_NAMED}"):
                 await call
-        status = await client.status(session)
+        status = await client.sessions.status(session)
         assert status.run is not None
         assert (status.run.steering, status.run.follow_ups, status.run.pending_writes) == (
             [],
@@ -123,32 +123,32 @@ async def test_every_path_into_a_busy_session_refuses_oversize_text(
         )
         stack.model.release("go")
         await eventually(lambda: run_finished(stack, session))
-    assert [i.id for i in stack.client.queue_items(session, status=None)] == [old.id]
-    assert stack.client.queue_item(session, "old").status == "pending"
+    assert [i.id for i in stack.client.inputs.queue(session, status=None)] == [old.id]
+    assert stack.client.inputs.item(session, "old").status == "pending"
     assert OVER not in sent_texts(stack, session)
     assert OVER not in json.dumps(
-        [e.model_dump(mode="json") for e in stack.client.entries(session)]
+        [e.model_dump(mode="json") for e in stack.client.tree.entries(session)]
     )
-    assert stack.client.get_session(session).config.system_prompt != OVER
+    assert stack.client.sessions.get(session).config.system_prompt != OVER
 
 
 async def test_runs_and_tree_operations_refuse_oversize_arguments(stack: Stack) -> None:
     client = stack.client
-    session = client.create_session()
+    session = client.sessions.create()
     calls = {
-        "skill invocation": client.skill(session.id, "review", [OVER]),
-        "template invocation": client.prompt_from_template(session.id, OVER),
-        "compaction instructions": client.compact(session.id, instructions=OVER),
-        "summary instructions": client.navigate(session.id, "entry", instructions=OVER),
+        "skill invocation": client.runs.skill(session.id, "review", [OVER]),
+        "template invocation": client.runs.prompt_from_template(session.id, OVER),
+        "compaction instructions": client.tree.compact(session.id, instructions=OVER),
+        "summary instructions": client.tree.navigate(session.id, "entry", instructions=OVER),
     }
     for what, call in calls.items():
         with pytest.raises(InputTooLarge, match=f"^{what} is "):
             await call
     with pytest.raises(InputTooLarge, match=r"^session name is "):
-        client.fork(session.id, "entry", name=OVER)
+        client.sessions.fork(session.id, "entry", name=OVER)
     with pytest.raises(InputTooLarge, match=r"^session name is "):
-        client.create_session(name=OVER)
-    assert client.runs(session.id) == [] and len(client.list_sessions()) == 1
+        client.sessions.create(name=OVER)
+    assert client.runs.list(session.id) == [] and len(client.sessions.list()) == 1
 
 
 async def test_the_request_body_is_bounded_before_it_is_read(stack: Stack, api: ApiServer) -> None:
@@ -179,7 +179,7 @@ async def test_the_request_body_is_bounded_before_it_is_read(stack: Stack, api: 
         assert len(escaped) > 2 * MAX_INPUT_BYTES - 100
         fits = await http.post(url, content=escaped, headers={"Content-Type": "application/json"})
         assert fits.status_code == 201, fits.text[:200]
-    assert [i.text for i in stack.client.queue_items(session)] == [chinese]
+    assert [i.text for i in stack.client.inputs.queue(session)] == [chinese]
 
 
 @pytest.mark.script(GATED)
@@ -192,10 +192,10 @@ async def test_the_command_line_refuses_oversize_text(stack: Stack) -> None:
         f"--temporal-address={settings.temporal_address}",
         f"--task-queue={settings.task_queue}",
     ]
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     runner = CliRunner()
     async with stack.worker():
-        run = await stack.client.prompt(session.id, "go")
+        run = await stack.client.runs.prompt(session.id, "go")
         await eventually(lambda: len(stack.model.requests_for(session.id)) == 1)
         commands = {
             "queued input": ["next-turn", session.id, OVER],
@@ -212,9 +212,34 @@ async def test_the_command_line_refuses_oversize_text(stack: Stack) -> None:
             runner.invoke, cli, [*options, "guide", session.id, "--text", OVER]
         )
         assert guided.exit_code == 2 and LIMIT_NAMED in guided.stderr
-        status = await stack.client.status(session.id)
+        status = await stack.client.sessions.status(session.id)
         assert status.run is not None and status.run.steering == [] and status.run.follow_ups == []
         stack.model.release("go")
         await run.result()
-    assert stack.client.queue_items(session.id, status=None) == []
+    assert stack.client.inputs.queue(session.id, status=None) == []
     assert OVER not in sent_texts(stack, session.id)
+
+
+async def test_a_full_input_queue_refuses_more_and_keeps_what_it_holds(
+    stack: Stack, api: ApiServer
+) -> None:
+    async with api.client() as http:
+        session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
+        for n in range(MAX_PENDING_INPUT):
+            stack.client.inputs.next_turn(session, f"item {n}")
+        url = f"/api/sessions/{session}"
+        refused = await http.post(f"{url}/input-queue", json={"text": "one more"})
+        assert refused.status_code == 409, refused.text
+        assert f"holds {MAX_PENDING_INPUT} pending items" in refused.json()["detail"]
+        with pytest.raises(InputQueueFull, match="send, guide or delete some first"):
+            stack.client.inputs.next_turn(session, "one more")
+        state = (await http.get(f"{url}/state")).json()
+        assert [i["text"] for i in state["input_queue"]] == [
+            f"item {n}" for n in range(MAX_PENDING_INPUT)
+        ]
+        # Room again once one is deleted.
+        stack.client.inputs.delete(session, state["input_queue"][0]["id"])
+        added = await http.post(f"{url}/input-queue", json={"text": "one more"})
+        assert added.status_code in (200, 201), added.text
+    pending = stack.client.inputs.queue(session)
+    assert len(pending) == MAX_PENDING_INPUT and pending[-1].text == "one more"

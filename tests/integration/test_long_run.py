@@ -36,8 +36,8 @@ def is_turn(body: dict[str, object]) -> bool:
 @pytest.mark.timeout(600)
 @pytest.mark.script(script())
 async def test_two_thousand_turns(stack: Stack) -> None:
-    session = stack.client.create_session()
-    options = stack.client.default_options().model_copy(
+    session = stack.client.sessions.create()
+    options = stack.client.runs.default_options().model_copy(
         update={
             "continue_as_new_after_turns": 400,
             "compaction": CompactionSettings(
@@ -47,10 +47,10 @@ async def test_two_thousand_turns(stack: Stack) -> None:
     )
     # The worker in its own process, so it does not share a GIL with the model server.
     worker = stack.spawn_worker()
-    run = await stack.client.prompt(session.id, "list it again and again", options=options)
+    run = await stack.client.runs.prompt(session.id, "list it again and again", options=options)
     # A steer in the middle of it all still arrives exactly once.
     await eventually(lambda: stack.model.remaining(session.id) < TURNS // 2, timeout=300)
-    await stack.client.steer(session.id, "halfway there")
+    await stack.client.inputs.steer(session.id, "halfway there")
     result = await asyncio.wait_for(run.result(), timeout=400)
     stack.kill(worker)
     assert result.status == "completed", result.error
@@ -77,19 +77,19 @@ async def test_two_thousand_turns(stack: Stack) -> None:
     await eventually(all_found_by_session)
 
     # The whole session is intact in the store.
-    entries = stack.client.entries(session.id)
+    entries = stack.client.tree.entries(session.id)
     messages = [e for e in entries if isinstance(e, MessageEntry)]
     assert len({e.id for e in entries}) == len(entries)
     assert len(messages) == 1 + 2 * (TURNS - 1) + 1 + 1  # prompt, calls+results, answer, steer
     assert sum(1 for e in entries if isinstance(e, CompactionEntry)) >= 5
-    path = stack.client.path(session.id)
+    path = stack.client.tree.path(session.id)
     assert_valid_pairing(path)
     assert [m.id for m in messages] == [e.id for e in path if isinstance(e, MessageEntry)]
     # Each compaction's summary is shown too (hidden, for its cost).
     compactions = [e for e in entries if isinstance(e, CompactionEntry)]
-    assert len(stack.client.display_messages(session.id)) == len(messages) + len(compactions)
+    assert len(stack.client.display.messages(session.id)) == len(messages) + len(compactions)
     turns = [r.body for r in stack.model.requests_for(session.id) if is_turn(r.body)]
     steered = [b for b in turns if "halfway there" in str(b["messages"][-1])]
     assert len(steered) == 1
-    run_state = stack.client.run_state(result.run_id)
+    run_state = stack.client.runs.get(result.run_id)
     assert run_state is not None and run_state.turns == TURNS

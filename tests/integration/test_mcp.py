@@ -65,7 +65,7 @@ def results_in_order(request_body: dict[str, Any]) -> list[tuple[str, bool]]:
 def stored_results(stack: Stack, session_id: str) -> list[ToolResultMessage]:
     return [
         e.message
-        for e in stack.client.path(session_id)
+        for e in stack.client.tree.path(session_id)
         if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
     ]
 
@@ -80,9 +80,9 @@ async def test_stdio_and_http_tools_are_offered_and_called_with_results_at_the_w
             [{"text": "done"}],
         )
         async with stack_factory(replies) as stack:
-            session = stack.client.create_session()
+            session = stack.client.sessions.create()
             async with stack.worker(tools=registry(servers)):
-                result = await (await stack.client.prompt(session.id, "use both")).result()
+                result = await (await stack.client.runs.prompt(session.id, "use both")).result()
             assert result.status == "completed", result.error
             first, second = stack.model.requests_for(session.id)
             offered = {tool["name"]: tool for tool in first.body["tools"]}
@@ -94,7 +94,7 @@ async def test_stdio_and_http_tools_are_offered_and_called_with_results_at_the_w
             # The next request the model received carries both servers' answers.
             assert results_in_order(second.body) == [("one says: hello", False), ("5", False)]
             # The server's bearer token went to the server, and nowhere else.
-            events = [e async for e in stack.client.events(session.id, follow=False)]
+            events = [e async for e in stack.client.events.stream(session.id, follow=False)]
             assert HTTP_TOKEN not in str([e.payload for e in events])
             assert HTTP_TOKEN not in str(second.body)
 
@@ -113,10 +113,10 @@ async def test_one_connection_per_server_across_calls_and_turns(
             [{"text": "second done"}],
         )
         async with stack_factory(replies) as stack:
-            session = stack.client.create_session()
+            session = stack.client.sessions.create()
             async with stack.worker(tools=registry(servers)):
                 for prompt in ("first", "second"):
-                    result = await (await stack.client.prompt(session.id, prompt)).result()
+                    result = await (await stack.client.runs.prompt(session.id, prompt)).result()
                     assert result.status == "completed", result.error
             texts = [text_of(m.content) for m in stored_results(stack, session.id)]
             assert texts == [
@@ -141,9 +141,9 @@ async def test_stdio_server_killed_mid_call_gives_an_error_result_and_the_next_c
         [{"text": "carried on"}],
     )
     async with stack_factory(replies) as stack:
-        session = stack.client.create_session()
+        session = stack.client.sessions.create()
         async with stack.worker(tools=registry({"one": stdio_server("one", log)})):
-            run = await stack.client.prompt(session.id, "wait, then echo")
+            run = await stack.client.runs.prompt(session.id, "wait, then echo")
             waiting = Path(f"{flag}.waiting")
             await eventually(waiting.exists)
             os.kill(int(waiting.read_text()), signal.SIGKILL)
@@ -174,9 +174,9 @@ async def test_http_server_killed_mid_call_and_restarted(
         # The model's second reply waits until the server is back.
         replies["conversations"]["*"][1]["wait_for"] = "back"
         async with stack_factory(replies) as stack:
-            session = stack.client.create_session()
+            session = stack.client.sessions.create()
             async with stack.worker(tools=registry({"web": http_server(web.port)})):
-                run = await stack.client.prompt(session.id, "wait, then echo")
+                run = await stack.client.runs.prompt(session.id, "wait, then echo")
                 await eventually(Path(f"{flag}.waiting").exists)
                 web.kill()
                 await eventually(lambda: event_seen(stack, session.id, "tool_execution_end"))
@@ -197,9 +197,9 @@ async def test_a_server_that_is_down_gives_an_error_result_naming_it(
     missing = {"command": str(tmp_path / "no-such-server")}
     replies = script([call("gone__anything")], [{"text": "carried on"}])
     async with stack_factory(replies) as stack:
-        session = stack.client.create_session()
+        session = stack.client.sessions.create()
         async with stack.worker(tools=registry({"gone": missing})):
-            result = await (await stack.client.prompt(session.id, "try")).result()
+            result = await (await stack.client.runs.prompt(session.id, "try")).result()
         assert result.status == "completed", result.error
         (answer,) = stored_results(stack, session.id)
         assert answer.is_error
@@ -213,12 +213,12 @@ async def test_abort_during_an_mcp_call_cancels_it_promptly(
     log, flag = tmp_path / "one.log", tmp_path / "flag"
     replies = script([call("one__wait", until=str(flag))], [{"text": "after"}])
     async with stack_factory(replies) as stack:
-        session = stack.client.create_session()
+        session = stack.client.sessions.create()
         async with stack.worker(tools=registry({"one": stdio_server("one", log)})):
-            await stack.client.prompt(session.id, "wait")
+            await stack.client.runs.prompt(session.id, "wait")
             await eventually(Path(f"{flag}.waiting").exists)
             started = time.monotonic()
-            result = await stack.client.abort(session.id)
+            result = await stack.client.runs.abort(session.id)
             assert result.status == "aborted"
             assert time.monotonic() - started < 5  # the tool itself would wait 120 s
         (cancelled,) = stored_results(stack, session.id)
@@ -237,17 +237,17 @@ async def test_a_session_uses_only_the_servers_it_chooses(
     async with stack_factory(replies) as stack:
         settings = stack.settings.model_copy(update={"mcp_config": config})
         client = DuragentClient(stack.temporal, stack.db, settings)
-        session = client.create_session()
+        session = client.sessions.create()
         with pytest.raises(
             InvalidChange, match="unknown MCP server 'three'; the servers are one, two"
         ):
-            await client.set_mcp_servers(session.id, ["three"])
+            await client.config.set_mcp_servers(session.id, ["three"])
         with pytest.raises(InvalidChange, match="unknown tool 'three__echo'"):
-            await client.set_active_tools(session.id, ["read", "three__echo"])
+            await client.config.set_active_tools(session.id, ["read", "three__echo"])
         async with stack.worker(tools=registry(servers)):
-            await client.set_mcp_servers(session.id, ["two"])
-            assert (await client.status(session.id)).config.mcp_servers == ["two"]
-            result = await (await client.prompt(session.id, "both")).result()
+            await client.config.set_mcp_servers(session.id, ["two"])
+            assert (await client.sessions.status(session.id)).config.mcp_servers == ["two"]
+            result = await (await client.runs.prompt(session.id, "both")).result()
         assert result.status == "completed", result.error
         first, second = stack.model.requests_for(session.id)
         offered = {tool["name"] for tool in first.body["tools"]}

@@ -92,9 +92,9 @@ async def test_worker_and_api_metrics_move_as_a_run_does(stack: Stack) -> None:
     await api.start()
     try:
         api_url = f"http://127.0.0.1:{api.port}/metrics"
-        session = stack.client.create_session(owner="alice")  # the API's test user
-        await stack.client.set_approval_policy(session.id, ASK_BASH)
-        run = await stack.client.prompt(session.id, "echo it")
+        session = stack.client.sessions.create(owner="alice")  # the API's test user
+        await stack.client.approvals.set_policy(session.id, ASK_BASH)
+        run = await stack.client.runs.prompt(session.id, "echo it")
         await waiting_calls(stack, session.id)
 
         # Mid-run: one turn done, its call waiting for a person, nothing finished.
@@ -112,7 +112,7 @@ async def test_worker_and_api_metrics_move_as_a_run_does(stack: Stack) -> None:
         assert value(shown, "duragent_runs_in_progress", phase="awaiting_approval") == 1
         assert value(shown, "duragent_sessions") == 1
 
-        await stack.client.approve(session.id, "call_echo")
+        await stack.client.approvals.approve(session.id, "call_echo")
         result = await asyncio.wait_for(run.result(), timeout=60)
         assert result.status == "completed", result.error
 
@@ -165,12 +165,14 @@ async def test_a_delegate_call_counts_as_a_tool_call_of_its_whole_duration(stack
     # The worker in this process, as `duragent run` starts one: its client on the runtime.
     settings = stack.settings.model_copy(update={"worker_metrics": f"127.0.0.1:{free_port()}"})
     client = await connect_temporal(settings, runtime=worker_runtime(settings))
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     stack.model.add_steps(
         session.id, [{"reply": [DELEGATES]}, {"reply": [{"text": "Done."}]}], replace=True
     )
     async with build_worker(client, stack.db, settings):
-        result = await asyncio.wait_for((await stack.client.prompt(session.id, "go")).result(), 60)
+        result = await asyncio.wait_for(
+            (await stack.client.runs.prompt(session.id, "go")).result(), 60
+        )
     assert result.status == "completed", result.error
     samples = await scrape(f"http://{settings.worker_metrics}/metrics")
     delegated = "duragent_tool_call_duration_seconds_count"
@@ -183,8 +185,8 @@ async def test_a_delegate_call_counts_as_a_tool_call_of_its_whole_duration(stack
 @pytest.mark.script({"conversations": {"*": [{"reply": [{"text": "Hi."}]}]}})
 async def test_metrics_are_off_by_default(stack: Stack, api: ApiServer) -> None:
     spawn_worker(stack)
-    session = stack.client.create_session()
-    result = await asyncio.wait_for((await stack.client.prompt(session.id, "hi")).result(), 60)
+    session = stack.client.sessions.create()
+    result = await asyncio.wait_for((await stack.client.runs.prompt(session.id, "hi")).result(), 60)
     assert result.status == "completed", result.error
     [worker] = stack.processes
     assert listening_ports(worker.pid) == set()  # no metrics port, nor any other
@@ -226,17 +228,21 @@ READS_THEN_SUMMARY = {
 async def test_a_compaction_summary_counts_in_tokens_and_cost_not_turns(stack: Stack) -> None:
     settings = stack.settings.model_copy(update={"worker_metrics": f"127.0.0.1:{free_port()}"})
     client = await connect_temporal(settings, runtime=worker_runtime(settings))
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     (Path(session.workspace) / "part.txt").write_text("0123456789 " * 400)
     url = f"http://{settings.worker_metrics}/metrics"
     model = stack.settings.model
     async with build_worker(client, stack.db, settings):
-        await asyncio.wait_for((await stack.client.prompt(session.id, "read it")).result(), 60)
+        await asyncio.wait_for((await stack.client.runs.prompt(session.id, "read it")).result(), 60)
         before = await scrape(url)
-        await stack.client.compact(session.id, settings=CompactionSettings(keep_recent_tokens=100))
+        await stack.client.tree.compact(
+            session.id, settings=CompactionSettings(keep_recent_tokens=100)
+        )
         after = await scrape(url)
     assert value(after, "duragent_turns_total") == value(before, "duragent_turns_total") == 2
-    [compaction] = [e for e in stack.client.entries(session.id) if isinstance(e, CompactionEntry)]
+    [compaction] = [
+        e for e in stack.client.tree.entries(session.id) if isinstance(e, CompactionEntry)
+    ]
     assert compaction.usage is not None and compaction.usage.input_tokens >= 30_000
     summary = compaction.usage
     for kind, count in (("input", summary.input_tokens), ("output", summary.output_tokens)):

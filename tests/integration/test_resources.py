@@ -26,26 +26,28 @@ Explain $1 to $2. Keep it under $3 words. All arguments: $@
     {"conversations": {"*": [{"reply": [{"text": "ok"}]}, {"reply": [{"text": "ok"}]}]}}
 )
 async def test_skill_and_template_runs(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     resources = Path(session.workspace) / ".duragent"
     (resources / "skills").mkdir(parents=True)
     (resources / "prompts").mkdir()
     (resources / "skills" / "review.md").write_text(SKILL)
     (resources / "prompts" / "explain.md").write_text(TEMPLATE)
     async with stack.worker():
-        ran = await (await stack.client.skill(session.id, "review", ["app.py"])).result()
+        ran = await (await stack.client.runs.skill(session.id, "review", ["app.py"])).result()
         assert ran.status == "completed"
         ran = await (
-            await stack.client.prompt_from_template(session.id, "explain", ["tides", "kids", "50"])
+            await stack.client.runs.prompt_from_template(
+                session.id, "explain", ["tides", "kids", "50"]
+            )
         ).result()
         assert ran.status == "completed"
-        runs_before = len(stack.client.runs(session.id))
+        runs_before = len(stack.client.runs.list(session.id))
         # A mistyped name is refused before a run starts, listing what exists.
         with pytest.raises(ResourceNotFound) as skill_missing:
-            await stack.client.skill(session.id, "nope")
+            await stack.client.runs.skill(session.id, "nope")
         with pytest.raises(ResourceNotFound) as template_missing:
-            await stack.client.prompt_from_template(session.id, "explian", ["tides"])
-        assert len(stack.client.runs(session.id)) == runs_before  # no failed 0-turn run
+            await stack.client.runs.prompt_from_template(session.id, "explian", ["tides"])
+        assert len(stack.client.runs.list(session.id)) == runs_before  # no failed 0-turn run
     skill_request, template_request = (r.body for r in stack.model.requests_for(session.id))
     skill_text = skill_request["messages"][-1]["content"][0]["text"]
     assert skill_text.startswith('<skill name="review"')

@@ -41,16 +41,16 @@ SCRIPT = {
 @BOTH_STORES
 @pytest.mark.script(SCRIPT)
 async def test_scripted_run_with_parallel_tools(stack: Stack) -> None:
-    session = stack.client.create_session(name="demo")
+    session = stack.client.sessions.create(name="demo")
     async with stack.worker():
-        handle = await stack.client.prompt(session.id, "Make two files.")
+        handle = await stack.client.runs.prompt(session.id, "Make two files.")
         result = await handle.result()
 
     assert result.status == "completed", result.error
     assert result.turns == 4
     assert result.final_text == "All done: a.txt and b.txt exist."
 
-    path = stack.client.path(session.id)
+    path = stack.client.tree.path(session.id)
     assert transcript_roles(path) == [
         "user",
         "assistant",
@@ -72,18 +72,18 @@ async def test_scripted_run_with_parallel_tools(stack: Stack) -> None:
     assert [c.name for c in parallel.tool_calls] == ["write", "bash"]
     read_result = messages[7]
     assert isinstance(read_result, ToolResultMessage) and "beta" in text_of(read_result.content)
-    workspace = stack.client.get_session(session.id).workspace
+    workspace = stack.client.sessions.get(session.id).workspace
     assert (Path(workspace) / "a.txt").read_text() == "alpha\n"
 
     # Every entry once, the tree a single chain, the leaf at its end.
-    entries = stack.client.entries(session.id)
+    entries = stack.client.tree.entries(session.id)
     assert len({e.id for e in entries}) == len(entries) == len(path)
-    assert stack.client.get_session(session.id).leaf_id == path[-1].id
+    assert stack.client.sessions.get(session.id).leaf_id == path[-1].id
 
-    display = stack.client.display_messages(session.id)
+    display = stack.client.display.messages(session.id)
     assert [d.role for d in display] == transcript_roles(path)
 
-    events = [e async for e in stack.client.events(session.id, follow=False)]
+    events = [e async for e in stack.client.events.stream(session.id, follow=False)]
     types = [e.type for e in events]
     assert types[0] == "agent_start" and types[-1] == "agent_end"
     assert types.count("turn_start") == types.count("turn_end") == 4
@@ -92,7 +92,7 @@ async def test_scripted_run_with_parallel_tools(stack: Stack) -> None:
     assert "message_update" in types
     assert [e.seq for e in events] == sorted(e.seq for e in events)
 
-    run = stack.client.run_state(result.run_id)
+    run = stack.client.runs.get(result.run_id)
     assert run is not None and run.status == "completed" and run.turns == 4
     assert run.usage.output_tokens > 0
 

@@ -53,13 +53,13 @@ async def test_status_show_history_and_state_show_what_runs_cost(
         session = (await http.post("/api/sessions", json={"name": "costs"})).json()["session"]
         session_id = session["id"]
         async with stack.worker():
-            first = await (await stack.client.prompt(session_id, "go")).result()
+            first = await (await stack.client.runs.prompt(session_id, "go")).result()
             # Read once between the runs: the second read adds only what came after it.
             between = (await http.get(f"/api/sessions/{session_id}/state")).json()
-            await stack.client.set_model(session_id, HAIKU)
-            second = await (await stack.client.prompt(session_id, "again")).result()
+            await stack.client.config.set_model(session_id, HAIKU)
+            second = await (await stack.client.runs.prompt(session_id, "again")).result()
         assert (first.status, second.status) == ("completed", "completed")
-        runs = {run.run_id: run for run in stack.client.runs(session_id)}
+        runs = {run.run_id: run for run in stack.client.runs.list(session_id)}
         one, two = runs[first.run_id], runs[second.run_id]
         # What the runs recorded (the offline model reported the scripted usage)...
         assert one.usage == Usage(
@@ -129,7 +129,7 @@ async def test_a_model_without_a_price_is_cost_unknown_and_named(
         created = await http.post("/api/sessions", json={"name": "n", "model": "house-model-1"})
         session_id = created.json()["session"]["id"]
         async with stack.worker():
-            result = await (await stack.client.prompt(session_id, "go")).result()
+            result = await (await stack.client.runs.prompt(session_id, "go")).result()
         assert result.status == "completed"
         state = (await http.get(f"/api/sessions/{session_id}/state")).json()
     assert state["run"]["cost"]["cost_usd"] is None
@@ -147,10 +147,10 @@ async def test_a_model_without_a_price_is_cost_unknown_and_named(
 async def test_run_closes_with_what_the_run_cost(stack: Stack) -> None:
     """`duragent run`'s last line gives the run's cost and cache hit rate, as `status`."""
     prices = bundled_prices()
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
         ran = await stack.cli_ok("run", "--session", session.id, "go")
-    [run] = stack.client.runs(session.id)
+    [run] = stack.client.runs.list(session.id)
     price = prices.price_of(stack.settings.model)
     assert price is not None
     cost = usage_cost(run.usage, price)

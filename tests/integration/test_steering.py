@@ -44,20 +44,20 @@ from duragent.domain.messages import ToolResultMessage, UserMessage, text_of
     }
 )
 async def test_steer_during_a_long_tool_call_reaches_the_next_model_call(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        run = await stack.client.prompt(session.id, "build it")
+        run = await stack.client.runs.prompt(session.id, "build it")
         await eventually(
             lambda: event_seen(stack, session.id, "tool_execution_start", tool_name="bash")
         )
-        steer_id = await stack.client.steer(session.id, "Wait, use React")
-        await stack.client.steer(session.id, "Wait, use React", item_id=steer_id)  # a resend
+        steer_id = await stack.client.inputs.steer(session.id, "Wait, use React")
+        await stack.client.inputs.steer(session.id, "Wait, use React", item_id=steer_id)  # a resend
         let_go(stack, session.id)  # the slow call ends once steered
         result = await run.result()
     assert result.status == "completed" and result.final_text == "Switching to React."
 
     # The slow call finished (not cancelled, not skipped); its sibling too.
-    path = stack.client.path(session.id)
+    path = stack.client.tree.path(session.id)
     assert transcript_roles(path) == [
         "user",
         "assistant",
@@ -84,14 +84,14 @@ async def test_steer_during_a_long_tool_call_reaches_the_next_model_call(stack: 
 @pytest.mark.script(GATED_THEN_REPLIES)
 @pytest.mark.parametrize("mode,expected_requests", [("all", 2), ("one-at-a-time", 3)])
 async def test_follow_ups_in_both_modes(stack: Stack, mode: str, expected_requests: int) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await stack.client.set_queue_modes(session.id, follow_up=mode)  # type: ignore[arg-type]
-        run = await stack.client.prompt(session.id, "start")
+        await stack.client.config.set_queue_modes(session.id, follow_up=mode)  # type: ignore[arg-type]
+        run = await stack.client.runs.prompt(session.id, "start")
         await eventually(lambda: len(stack.model.requests_for(session.id)) == 1)
-        await stack.client.follow_up(session.id, "then A")
-        await stack.client.follow_up(session.id, "then B")
-        status = await stack.client.status(session.id)
+        await stack.client.inputs.follow_up(session.id, "then A")
+        await stack.client.inputs.follow_up(session.id, "then B")
+        status = await stack.client.sessions.status(session.id)
         assert status.run is not None and [f.text for f in status.run.follow_ups] == [
             "then A",
             "then B",
@@ -104,7 +104,7 @@ async def test_follow_ups_in_both_modes(stack: Stack, mode: str, expected_reques
     if mode == "one-at-a-time":
         assert user_texts(requests[1].body)[-1] == "then A"
     assert result.status == "completed"
-    assert [m for m in transcript_roles(stack.client.path(session.id))].count("user") == 3
+    assert [m for m in transcript_roles(stack.client.tree.path(session.id))].count("user") == 3
 
 
 @pytest.mark.script(
@@ -113,46 +113,46 @@ async def test_follow_ups_in_both_modes(stack: Stack, mode: str, expected_reques
 async def test_steer_and_abort_need_a_run_and_next_turn_waits_for_the_next_one(
     stack: Stack,
 ) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     with pytest.raises(SessionIdle, match="steer"):
-        await stack.client.steer(session.id, "hello?")
+        await stack.client.inputs.steer(session.id, "hello?")
     with pytest.raises(SessionIdle, match="abort"):
-        await stack.client.abort(session.id)
-    stack.client.next_turn(session.id, "Context: the repo uses tabs.")
+        await stack.client.runs.abort(session.id)
+    stack.client.inputs.next_turn(session.id, "Context: the repo uses tabs.")
     async with stack.worker():
-        await (await stack.client.prompt(session.id, "first task")).result()
-        stack.client.next_turn(session.id, "Context: now spaces.")
-        await (await stack.client.prompt(session.id, "second task")).result()
+        await (await stack.client.runs.prompt(session.id, "first task")).result()
+        stack.client.inputs.next_turn(session.id, "Context: now spaces.")
+        await (await stack.client.runs.prompt(session.id, "second task")).result()
     first, second = (r.body for r in stack.model.requests_for(session.id))
     assert user_texts(first) == ["Context: the repo uses tabs.", "first task"]
     assert user_texts(second)[-2:] == ["Context: now spaces.", "second task"]
-    assert stack.client.next_turn_items(session.id) == []
+    assert stack.client.inputs.next_turn_items(session.id) == []
 
 
 @pytest.mark.script(bash_then_text(f"{UNTIL_GO}; echo ok", "done"))
 async def test_config_change_mid_turn_applies_from_the_next_turn(stack: Stack) -> None:
-    session = stack.client.create_session(model="claude-first")
+    session = stack.client.sessions.create(model="claude-first")
     async with stack.worker():
-        run = await stack.client.prompt(session.id, "go")
+        run = await stack.client.runs.prompt(session.id, "go")
         await eventually(lambda: event_seen(stack, session.id, "tool_execution_start"))
-        await stack.client.set_model(session.id, "claude-second")
-        await stack.client.set_system_prompt(session.id, "You are terse.")
-        status = await stack.client.status(session.id)
+        await stack.client.config.set_model(session.id, "claude-second")
+        await stack.client.config.set_system_prompt(session.id, "You are terse.")
+        status = await stack.client.sessions.status(session.id)
         assert status.config.model == "claude-second"  # getters: the latest config
-        pending = await stack.client.pending_writes(session.id)
+        pending = await stack.client.writes.pending(session.id)
         assert [e.type for e in pending] == ["model_change"]
-        assert not any(isinstance(e, ModelChangeEntry) for e in stack.client.path(session.id))
+        assert not any(isinstance(e, ModelChangeEntry) for e in stack.client.tree.path(session.id))
         let_go(stack, session.id)
         await run.result()
         # Idle again: a setter applies at once.
-        await stack.client.set_model(session.id, "claude-third")
-        assert (await stack.client.status(session.id)).config.model == "claude-third"
+        await stack.client.config.set_model(session.id, "claude-third")
+        assert (await stack.client.sessions.status(session.id)).config.model == "claude-third"
     first, second = (r.body for r in stack.model.requests_for(session.id))
     assert first["model"] == "claude-first" and second["model"] == "claude-second"
     assert "terse" not in first["system"][0]["text"] and second["system"][0]["text"].startswith(
         "You are terse."
     )
-    types = [e.type for e in stack.client.path(session.id)]
+    types = [e.type for e in stack.client.tree.path(session.id)]
     assert types == ["message", "message", "message", "model_change", "message", "model_change"]
 
 
@@ -162,12 +162,12 @@ async def test_two_clients_racing_to_prompt_one_session(stack: Stack) -> None:
     from duragent.client.connection import connect_temporal
     from duragent.client.errors import SessionBusy
 
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     other = DuragentClient(await connect_temporal(stack.settings), stack.db, stack.settings)
     async with stack.worker():
         outcomes = await asyncio.gather(
-            stack.client.prompt(session.id, "mine"),
-            other.prompt(session.id, "no, mine"),
+            stack.client.runs.prompt(session.id, "mine"),
+            other.runs.prompt(session.id, "no, mine"),
             return_exceptions=True,
         )
         busy = [o for o in outcomes if isinstance(o, SessionBusy)]
@@ -178,7 +178,7 @@ async def test_two_clients_racing_to_prompt_one_session(stack: Stack) -> None:
         await started[0].result()
     prompts = [
         text_of(e.message.content)
-        for e in stack.client.path(session.id)
+        for e in stack.client.tree.path(session.id)
         if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage)
     ]
     assert len(prompts) == 1

@@ -67,7 +67,7 @@ def tool_names(body: dict[str, Any]) -> list[str]:
 
 
 def children_of(stack: Stack, session_id: str) -> list[SessionRecord]:
-    return stack.client.children(session_id)
+    return stack.client.sessions.children(session_id)
 
 
 async def child_made(stack: Stack, session_id: str, count: int = 1) -> list[SessionRecord]:
@@ -83,7 +83,7 @@ def plays(stack: Stack, session_id: str, steps: list[dict[str, Any]]) -> None:
 def delegate_results(stack: Stack, session_id: str) -> list[ToolResultMessage]:
     return [
         e.message
-        for e in stack.client.path(session_id)
+        for e in stack.client.tree.path(session_id)
         if isinstance(e, MessageEntry)
         and isinstance(e.message, ToolResultMessage)
         and e.message.tool_name == DELEGATE_TOOL
@@ -113,7 +113,7 @@ TWO_CHILDREN = {
 
 @pytest.mark.script(TWO_CHILDREN)
 async def test_two_sub_agents_run_in_parallel_and_answer_the_parent(stack: Stack) -> None:
-    parent = stack.client.create_session(name="lead")
+    parent = stack.client.sessions.create(name="lead")
     plays(
         stack,
         parent.id,
@@ -129,7 +129,7 @@ async def test_two_sub_agents_run_in_parallel_and_answer_the_parent(stack: Stack
         ],
     )
     async with stack.worker():
-        run = await stack.client.prompt(parent.id, "split the work")
+        run = await stack.client.runs.prompt(parent.id, "split the work")
         children = await child_made(stack, parent.id, 2)
         # Both sub-agents asked the model before either was answered: they run in parallel.
         await eventually(lambda: all(stack.model.requests_for(c.id) for c in children))
@@ -154,10 +154,10 @@ async def test_two_sub_agents_run_in_parallel_and_answer_the_parent(stack: Stack
         assert child.parent_run_id == run.run_id
         assert child.parent_tool_call_id == call_id
         assert child.workspace == parent.workspace and child.owner == parent.owner
-        assert stack.client.parent(child.id) == stack.client.get_session(parent.id)
-        (child_run,) = stack.client.runs(child.id)
+        assert stack.client.sessions.parent(child.id) == stack.client.sessions.get(parent.id)
+        (child_run,) = stack.client.runs.list(child.id)
         assert child_run.status == "completed"
-    assert stack.client.parent(parent.id) is None
+    assert stack.client.sessions.parent(parent.id) is None
     # The tools given are the sub-agent's; by default it has the parent's.
     beta_request = stack.model.requests_for(by_name["beta"].id)[0].body
     assert tool_names(beta_request) == ["read", "ls"]
@@ -166,7 +166,7 @@ async def test_two_sub_agents_run_in_parallel_and_answer_the_parent(stack: Stack
     assert user_texts(alpha_request) == ["Child A: say alpha"]
 
     # The run's usage is its own plus its sub-agents'; the results say each one's.
-    record = stack.client.run_state(run.run_id)
+    record = stack.client.runs.get(run.run_id)
     assert record is not None
     assert record.usage == Usage(input_tokens=100 + 200 + 7 + 11, output_tokens=10 + 20 + 3 + 5)
     assert result.usage == record.usage
@@ -176,7 +176,7 @@ async def test_two_sub_agents_run_in_parallel_and_answer_the_parent(stack: Stack
         by_name["alpha"].id,
         by_name["beta"].id,
     ]
-    assert_valid_pairing(stack.client.path(parent.id))
+    assert_valid_pairing(stack.client.tree.path(parent.id))
     assert await event_seen(stack, parent.id, "subagent_started", tool_call_id=call_ids[1])
 
 
@@ -188,22 +188,22 @@ async def test_two_sub_agents_run_in_parallel_and_answer_the_parent(stack: Stack
     }
 )
 async def test_abort_of_the_parent_kills_the_sub_agents_running_tool(stack: Stack) -> None:
-    parent = stack.client.create_session()
+    parent = stack.client.sessions.create()
     plays(stack, parent.id, [{"reply": [delegate("Child: run it", name="runner")]}])
     pid_file = Path(parent.workspace) / "child.pid"
     async with stack.worker():
-        run = await stack.client.prompt(parent.id, "go")
+        run = await stack.client.runs.prompt(parent.id, "go")
         (child,) = await child_made(stack, parent.id)
         await eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
         pgid = int(pid_file.read_text())
         assert process_group_alive(pgid)
-        result = await stack.client.abort(parent.id)
+        result = await stack.client.runs.abort(parent.id)
         assert result.status == "aborted" and result.run_id == run.run_id
         await eventually(lambda: not process_group_alive(pgid), timeout=10)
 
-        (child_run,) = stack.client.runs(child.id)
+        (child_run,) = stack.client.runs.list(child.id)
         assert child_run.status == "aborted"
-        child_path = stack.client.path(child.id)
+        child_path = stack.client.tree.path(child.id)
         assert transcript_roles(child_path)[:3] == ["user", "assistant", "toolResult"]
         cancelled = child_path[2]
         assert isinstance(cancelled, MessageEntry)
@@ -211,7 +211,7 @@ async def test_abort_of_the_parent_kills_the_sub_agents_running_tool(stack: Stac
         (answer,) = delegate_results(stack, parent.id)
         assert answer.is_error and "was stopped before it finished" in text_of(answer.content)
         assert child.id in text_of(answer.content)
-        assert_valid_pairing(stack.client.path(parent.id))
+        assert_valid_pairing(stack.client.tree.path(parent.id))
         assert_valid_pairing(child_path)
 
 
@@ -226,17 +226,17 @@ async def test_abort_of_the_parent_kills_the_sub_agents_running_tool(stack: Stac
     }
 )
 async def test_a_sub_agent_is_steered_by_its_own_session_id(stack: Stack) -> None:
-    parent = stack.client.create_session()
+    parent = stack.client.sessions.create()
     plays(
         stack,
         parent.id,
         [{"reply": [delegate("Child: wait for go")]}, {"reply": [{"text": "Parent done."}]}],
     )
     async with stack.worker():
-        run = await stack.client.prompt(parent.id, "go")
+        run = await stack.client.runs.prompt(parent.id, "go")
         (child,) = await child_made(stack, parent.id)
         await eventually(lambda: event_seen(stack, child.id, "tool_execution_start"))
-        await stack.client.steer(child.id, "Also check the tests.")
+        await stack.client.inputs.steer(child.id, "Also check the tests.")
         let_go(stack, child.id)
         result = await asyncio.wait_for(run.result(), timeout=60)
 
@@ -260,14 +260,14 @@ async def test_a_sub_agent_is_steered_by_its_own_session_id(stack: Stack) -> Non
     }
 )
 async def test_sub_agents_nest_two_deep_at_most(stack: Stack) -> None:
-    parent = stack.client.create_session()
+    parent = stack.client.sessions.create()
     plays(
         stack,
         parent.id,
         [{"reply": [delegate("Level 1: delegate once more")]}, {"reply": [{"text": "ok"}]}],
     )
     async with stack.worker():
-        result = await (await stack.client.prompt(parent.id, "go")).result()
+        result = await (await stack.client.runs.prompt(parent.id, "go")).result()
 
     assert result.status == "completed", result.error
     (child,) = children_of(stack, parent.id)
@@ -298,7 +298,7 @@ async def test_sub_agents_nest_two_deep_at_most(stack: Stack) -> None:
 async def test_the_parents_approval_policy_binds_its_sub_agents(stack: Stack) -> None:
     """Delegating is no way around the approval policy: the sub-agent's bash call is
     refused by the parent's rule, and nothing runs."""
-    parent = stack.client.create_session()
+    parent = stack.client.sessions.create()
     plays(
         stack,
         parent.id,
@@ -306,8 +306,8 @@ async def test_the_parents_approval_policy_binds_its_sub_agents(stack: Stack) ->
     )
     deny_bash = ApprovalPolicy(rules=(ApprovalRule(tool="bash", action="deny"),))
     async with stack.worker():
-        await stack.client.set_approval_policy(parent.id, deny_bash)
-        result = await (await stack.client.prompt(parent.id, "go")).result()
+        await stack.client.approvals.set_policy(parent.id, deny_bash)
+        result = await (await stack.client.runs.prompt(parent.id, "go")).result()
     assert result.status == "completed", result.error
     (child,) = children_of(stack, parent.id)
     (refusal,) = tool_results(stack.model.requests_for(child.id)[-1].body)
@@ -318,7 +318,7 @@ async def test_the_parents_approval_policy_binds_its_sub_agents(stack: Stack) ->
 
 @pytest.mark.script({"conversations": {"*": []}})
 async def test_a_sub_agent_asked_for_tools_its_parent_lacks_is_refused(stack: Stack) -> None:
-    parent = stack.client.create_session()
+    parent = stack.client.sessions.create()
     plays(
         stack,
         parent.id,
@@ -328,8 +328,8 @@ async def test_a_sub_agent_asked_for_tools_its_parent_lacks_is_refused(stack: St
         ],
     )
     async with stack.worker():
-        await stack.client.set_active_tools(parent.id, ["read", DELEGATE_TOOL])
-        result = await (await stack.client.prompt(parent.id, "go")).result()
+        await stack.client.config.set_active_tools(parent.id, ["read", DELEGATE_TOOL])
+        result = await (await stack.client.runs.prompt(parent.id, "go")).result()
     assert result.status == "completed", result.error
     assert children_of(stack, parent.id) == []
     last = stack.model.requests_for(parent.id)[-1].body
@@ -355,7 +355,7 @@ async def test_a_sub_agent_asked_for_tools_its_parent_lacks_is_refused(stack: St
 async def test_a_worker_killed_during_a_sub_agents_tool_call(stack: Stack) -> None:
     """SIGKILL of the only worker while a sub-agent's bash runs: a new worker finishes the
     sub-agent and then the parent, nothing run twice, nothing lost."""
-    parent = stack.client.create_session()
+    parent = stack.client.sessions.create()
     plays(
         stack,
         parent.id,
@@ -363,7 +363,7 @@ async def test_a_worker_killed_during_a_sub_agents_tool_call(stack: Stack) -> No
     )
     workspace = Path(parent.workspace)
     first = stack.spawn_worker()
-    run = await stack.client.prompt(parent.id, "go")
+    run = await stack.client.runs.prompt(parent.id, "go")
     await eventually(lambda: (workspace / "child.pid").exists(), timeout=40)
     await eventually(lambda: (workspace / "child.pid").read_text().strip() != "")
     pgid = int((workspace / "child.pid").read_text())
@@ -379,7 +379,7 @@ async def test_a_worker_killed_during_a_sub_agents_tool_call(stack: Stack) -> No
     # The command ran once; what the first worker left running was stopped.
     assert (workspace / "runs.txt").read_text() == "go\n"
     assert not process_group_alive(pgid)
-    child_path = stack.client.path(child.id)
+    child_path = stack.client.tree.path(child.id)
     assert transcript_roles(child_path) == ["user", "assistant", "toolResult", "assistant"]
     interrupted = child_path[2]
     assert isinstance(interrupted, MessageEntry) and isinstance(
@@ -393,10 +393,12 @@ async def test_a_worker_killed_during_a_sub_agents_tool_call(stack: Stack) -> No
     assert len(stack.model.requests_for(child.id)) == 2
     for session_id in (parent.id, child.id):
         ends = [
-            e async for e in stack.client.events(session_id, follow=False) if e.type == "agent_end"
+            e
+            async for e in stack.client.events.stream(session_id, follow=False)
+            if e.type == "agent_end"
         ]
         assert len(ends) == 1 and ends[0].payload["status"] == "completed"
-        assert_valid_pairing(stack.client.path(session_id))
+        assert_valid_pairing(stack.client.tree.path(session_id))
 
 
 @pytest.mark.script(
@@ -451,17 +453,17 @@ async def test_the_api_links_parent_and_sub_agent_for_their_owner_only(
 async def test_history_shows_the_sub_agent_run_below_the_call_that_started_it(
     stack: Stack,
 ) -> None:
-    parent = stack.client.create_session()
+    parent = stack.client.sessions.create()
     plays(
         stack,
         parent.id,
         [{"reply": [delegate("Child: answer", name="helper")]}, {"reply": [{"text": "ok"}]}],
     )
     async with stack.worker():
-        run = await stack.client.prompt(parent.id, "go")
+        run = await stack.client.runs.prompt(parent.id, "go")
         assert (await run.result()).status == "completed"
     (child,) = children_of(stack, parent.id)
-    (child_run,) = stack.client.runs(child.id)
+    (child_run,) = stack.client.runs.list(child.id)
     found: list[RunTimeline] = []
 
     async def both_listed() -> bool:
@@ -502,17 +504,17 @@ WAITING_CHILD = {
 
 @pytest.mark.script(WAITING_CHILD)
 async def test_guidance_reaches_a_sub_agent_by_its_session_id(stack: Stack) -> None:
-    parent = stack.client.create_session()
+    parent = stack.client.sessions.create()
     plays(
         stack,
         parent.id,
         [{"reply": [delegate("Child: build it")]}, {"reply": [{"text": "Parent done."}]}],
     )
     async with stack.worker():
-        run = await stack.client.prompt(parent.id, "go")
+        run = await stack.client.runs.prompt(parent.id, "go")
         (child,) = await child_made(stack, parent.id)
         await eventually(lambda: event_seen(stack, child.id, "tool_execution_start"))
-        await stack.client.send_input(
+        await stack.client.inputs.send(
             child.id, "Stop, use the cached build.", guidance=True, intent="interrupt"
         )
         result = await asyncio.wait_for(run.result(), timeout=60)
@@ -528,17 +530,17 @@ async def test_guidance_reaches_a_sub_agent_by_its_session_id(stack: Stack) -> N
 async def test_aborting_a_sub_agent_answers_the_parent_with_an_error_and_it_goes_on(
     stack: Stack,
 ) -> None:
-    parent = stack.client.create_session()
+    parent = stack.client.sessions.create()
     plays(
         stack,
         parent.id,
         [{"reply": [delegate("Child: build it", name="builder")]}, {"reply": [{"text": "I see."}]}],
     )
     async with stack.worker():
-        run = await stack.client.prompt(parent.id, "go")
+        run = await stack.client.runs.prompt(parent.id, "go")
         (child,) = await child_made(stack, parent.id)
         await eventually(lambda: event_seen(stack, child.id, "tool_execution_start"))
-        stopped = await stack.client.abort(child.id)
+        stopped = await stack.client.runs.abort(child.id)
         assert stopped.status == "aborted"
         result = await asyncio.wait_for(run.result(), timeout=60)
 
@@ -552,14 +554,14 @@ async def test_aborting_a_sub_agent_answers_the_parent_with_an_error_and_it_goes
     {"conversations": {"*": [{"match": "^Child", "reply": [{"text": "child answer"}]}]}}
 )
 async def test_duragent_show_names_sub_agents_and_their_parent(stack: Stack) -> None:
-    parent = stack.client.create_session()
+    parent = stack.client.sessions.create()
     plays(
         stack,
         parent.id,
         [{"reply": [delegate("Child: answer", name="helper")]}, {"reply": [{"text": "ok"}]}],
     )
     async with stack.worker():
-        await (await stack.client.prompt(parent.id, "go")).result()
+        await (await stack.client.runs.prompt(parent.id, "go")).result()
     (child,) = children_of(stack, parent.id)
 
     def show(session_id: str) -> str:

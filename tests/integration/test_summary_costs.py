@@ -63,7 +63,7 @@ def write_parts(workspace: str, n: int = 6) -> None:
 
 
 def compacting_options(stack: Stack) -> Any:
-    return stack.client.default_options().model_copy(
+    return stack.client.runs.default_options().model_copy(
         update={
             "compaction": CompactionSettings(
                 context_window=5000, reserve_tokens=0, keep_recent_tokens=1500
@@ -101,9 +101,9 @@ async def test_a_runs_compaction_counts_in_its_cost_and_tokens(
     assert price is not None
     async with api.client() as http:
         session_id = (await http.post("/api/sessions", json={})).json()["session"]["id"]
-        write_parts(stack.client.get_session(session_id).workspace)
+        write_parts(stack.client.sessions.get(session_id).workspace)
         async with stack.worker():
-            run = await stack.client.prompt(
+            run = await stack.client.runs.prompt(
                 session_id, "read every part", options=compacting_options(stack)
             )
             result = await asyncio.wait_for(run.result(), timeout=120)
@@ -111,7 +111,7 @@ async def test_a_runs_compaction_counts_in_its_cost_and_tokens(
         state = (await http.get(f"/api/sessions/{session_id}/state")).json()
     summaries = summaries_usage(stack, session_id)
     assert summaries.input_tokens >= 300_000
-    entries = stack.client.entries(session_id)
+    entries = stack.client.tree.entries(session_id)
     turns = assistant_usage(entries)
     everything = turns.plus(summaries)
     total_usd = usage_cost(everything, price)
@@ -119,7 +119,7 @@ async def test_a_runs_compaction_counts_in_its_cost_and_tokens(
 
     # The run's tokens include the summaries'; its turns are the loop's model calls only.
     assert result.usage == everything
-    run_state = stack.client.run_state(result.run_id)
+    run_state = stack.client.runs.get(result.run_id)
     assert run_state is not None and run_state.usage == everything
     assert result.turns == sum(
         isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage) for e in entries
@@ -128,7 +128,7 @@ async def test_a_runs_compaction_counts_in_its_cost_and_tokens(
     assert state["run"]["cost"]["cost_usd"] == pytest.approx(total_usd)
     assert state["session_cost"]["cost_usd"] == pytest.approx(total_usd)
     assert state["session_cost"]["usage"] == everything.model_dump()
-    assert stack.client.costs(session_id).session.cost_usd == pytest.approx(total_usd)
+    assert stack.client.sessions.costs(session_id).session.cost_usd == pytest.approx(total_usd)
     # Each compaction recorded its summary's model and what it used.
     compactions = [e for e in entries if isinstance(e, CompactionEntry)]
     assert compactions
@@ -165,10 +165,10 @@ async def test_a_runs_compaction_counts_in_its_cost_and_tokens(
 
 @pytest.mark.script(READS)
 async def test_a_runs_token_budget_is_reached_by_its_compaction(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     write_parts(session.workspace)
     async with stack.worker():
-        run = await stack.client.prompt(
+        run = await stack.client.runs.prompt(
             session.id,
             "read every part",
             options=compacting_options(stack),
@@ -177,7 +177,7 @@ async def test_a_runs_token_budget_is_reached_by_its_compaction(stack: Stack) ->
         result = await asyncio.wait_for(run.result(), timeout=120)
     assert result.status == "completed"
     assert result.error is not None and "the run's token limit (200,000 tokens)" in result.error
-    path = stack.client.path(session.id)
+    path = stack.client.tree.path(session.id)
     assert_valid_pairing(path)
     note = path[-1]
     assert isinstance(note, CustomMessageEntry) and note.custom_type == BUDGET_NOTE
@@ -200,26 +200,26 @@ async def test_a_runs_token_budget_is_reached_by_its_compaction(stack: Stack) ->
 async def test_a_branch_summary_counts_toward_the_session_budget(stack: Stack) -> None:
     price = bundled_prices().price_of(stack.settings.model)
     assert price is not None
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await (await stack.client.prompt(session.id, "approach A")).result()
-        await (await stack.client.prompt(session.id, "approach B")).result()
-        second_prompt = stack.client.path(session.id)[2]
-        await stack.client.navigate(session.id, second_prompt.id, summarize=True)
-        runs_tokens = sum(r.usage.total_tokens for r in stack.client.runs(session.id))
+        await (await stack.client.runs.prompt(session.id, "approach A")).result()
+        await (await stack.client.runs.prompt(session.id, "approach B")).result()
+        second_prompt = stack.client.tree.path(session.id)[2]
+        await stack.client.tree.navigate(session.id, second_prompt.id, summarize=True)
+        runs_tokens = sum(r.usage.total_tokens for r in stack.client.runs.list(session.id))
         assert runs_tokens < 100_000
-        turns = assistant_usage(stack.client.entries(session.id))
-        costs = stack.client.costs(session.id)
+        turns = assistant_usage(stack.client.tree.entries(session.id))
+        costs = stack.client.sessions.costs(session.id)
         expected = usage_cost(turns.plus(Usage(**SUMMARY_USAGE)), price)
         assert costs.session.cost_usd == pytest.approx(expected)
         # The runs alone are far below the limit; with the summary the session is past it.
-        await stack.client.set_budget(session.id, Budget(max_tokens=runs_tokens + 100_000))
-        result = await (await stack.client.prompt(session.id, "approach C")).result()
+        await stack.client.budgets.set(session.id, Budget(max_tokens=runs_tokens + 100_000))
+        result = await (await stack.client.runs.prompt(session.id, "approach C")).result()
     assert result.error is not None and "the session's token limit" in result.error
     assert result.turns == 0
-    note = stack.client.path(session.id)[-1]
+    note = stack.client.tree.path(session.id)[-1]
     assert isinstance(note, CustomMessageEntry) and text_of(note.content) == result.error
-    entries = stack.client.entries(session.id)
+    entries = stack.client.tree.entries(session.id)
     [summary] = [e for e in entries if isinstance(e, BranchSummaryEntry)]
     assert summary.model == stack.settings.model and summary.usage == Usage(**SUMMARY_USAGE)
 
@@ -230,11 +230,11 @@ async def test_a_branch_summary_counts_toward_the_session_budget(stack: Stack) -
 async def test_a_manual_compaction_says_and_counts_what_its_summary_cost(stack: Stack) -> None:
     price = bundled_prices().price_of(stack.settings.model)
     assert price is not None
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     write_parts(session.workspace)
     async with stack.worker():
-        await (await stack.client.prompt(session.id, "read the parts")).result()
-        before = stack.client.costs(session.id).session.cost_usd
+        await (await stack.client.runs.prompt(session.id, "read the parts")).result()
+        before = stack.client.sessions.costs(session.id).session.cost_usd
         assert before is not None
         out = await stack.cli_ok("compact", session.id, "--keep", "500")
     summary = summaries_usage(stack, session.id)
@@ -242,5 +242,7 @@ async def test_a_manual_compaction_says_and_counts_what_its_summary_cost(stack: 
     assert f", the summary {cost_text(summary_usd)}): " in out
     status = await stack.cli_ok("status", session.id)
     assert f"session cost {cost_text(before + summary_usd)}" in status
-    [compaction] = [e for e in stack.client.entries(session.id) if isinstance(e, CompactionEntry)]
+    [compaction] = [
+        e for e in stack.client.tree.entries(session.id) if isinstance(e, CompactionEntry)
+    ]
     assert compaction.usage == summary and out.strip().endswith(compaction.id)

@@ -35,7 +35,7 @@ async def test_a_users_workflow_and_duragent_run_on_one_worker(stack: Stack) -> 
         client, task_queue=queue, workflows=[CountSessions], activities=[count_sessions]
     )
     users = duragent.DuragentClient(client, stack.db, stack.settings)
-    session = users.create_session()
+    session = users.sessions.create()
     async with worker:
         counted = await client.execute_workflow(
             CountSessions.run,
@@ -44,7 +44,7 @@ async def test_a_users_workflow_and_duragent_run_on_one_worker(stack: Stack) -> 
             task_queue=queue,
         )
         assert counted == "1 session(s)"
-        result = await (await users.prompt(session.id, "look around")).result()
+        result = await (await users.runs.prompt(session.id, "look around")).result()
     assert result.status == "completed", result.error
     assert result.final_text == "Listed."
     assert result.turns == 2

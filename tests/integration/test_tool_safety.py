@@ -51,10 +51,10 @@ def bash_then_done(command: str) -> dict[str, Any]:
 
 @pytest.mark.script(bash_then_done("touch ran.txt; echo ran"))
 async def test_a_tool_that_is_not_active_is_refused_and_never_runs(stack: Stack) -> None:
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await stack.client.set_active_tools(session.id, ["read", "grep"])
-        result = await (await stack.client.prompt(session.id, "run it")).result()
+        await stack.client.config.set_active_tools(session.id, ["read", "grep"])
+        result = await (await stack.client.runs.prompt(session.id, "run it")).result()
 
     assert result.status == "completed", result.error
     assert offered_tools(stack, session.id, 0) == ["read", "grep"]
@@ -71,14 +71,16 @@ async def test_active_tools_set_with_a_session_wide_setting_stay_on_their_branch
 ) -> None:
     """Active tools are branch-scoped even when one change also sets a session-wide field:
     a branch that never had the change keeps every tool."""
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with stack.worker():
-        await (await stack.client.prompt(session.id, "first")).result()
-        before_change = stack.client.path(session.id)[-1]
-        await stack.client.configure(session.id, system_prompt="Be brief.", active_tools=["read"])
-        await (await stack.client.prompt(session.id, "second")).result()
-        await stack.client.navigate(session.id, before_change.id)
-        await (await stack.client.prompt(session.id, "third, on the old branch")).result()
+        await (await stack.client.runs.prompt(session.id, "first")).result()
+        before_change = stack.client.tree.path(session.id)[-1]
+        await stack.client.config.update(
+            session.id, system_prompt="Be brief.", active_tools=["read"]
+        )
+        await (await stack.client.runs.prompt(session.id, "second")).result()
+        await stack.client.tree.navigate(session.id, before_change.id)
+        await (await stack.client.runs.prompt(session.id, "third, on the old branch")).result()
 
     everything = default_tool_names()
     assert offered_tools(stack, session.id, 0) == everything
@@ -103,9 +105,9 @@ async def test_bash_gets_only_the_allow_listed_environment(
     for name, value in {**SECRETS, "PASSED_THROUGH": "yes", "LC_TIME": "C"}.items():
         monkeypatch.setenv(name, value)
     settings = stack.settings.model_copy(update={"tool_env": ["PASSED_THROUGH", "SET_HERE=1"]})
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     async with build_worker(stack.temporal, stack.db, settings):
-        result = await (await stack.client.prompt(session.id, "show the environment")).result()
+        result = await (await stack.client.runs.prompt(session.id, "show the environment")).result()
 
     assert result.status == "completed", result.error
     ((is_error, text),) = tool_result_texts(stack, session.id, 1)
@@ -132,12 +134,12 @@ NO_SANDBOX = _bwrap_unavailable()
 @pytest.mark.skipif(NO_SANDBOX is not None, reason=f"no sandbox on this machine: {NO_SANDBOX}")
 @pytest.mark.script(bash_then_done("echo made > made.txt; ls -A ..; ls -A ../..; ls ~ | wc -l"))
 async def test_a_sandboxed_session_sees_its_workspace_only(stack: Stack) -> None:
-    other = stack.client.create_session()
+    other = stack.client.sessions.create()
     (Path(other.workspace) / "notes.txt").write_text("another user's notes\n")
-    session = stack.client.create_session()
+    session = stack.client.sessions.create()
     settings = stack.settings.model_copy(update={"tool_sandbox": "bwrap"})
     async with build_worker(stack.temporal, stack.db, settings, tools=tool_registry(settings)):
-        result = await (await stack.client.prompt(session.id, "look around")).result()
+        result = await (await stack.client.runs.prompt(session.id, "look around")).result()
 
     assert result.status == "completed", result.error
     ((is_error, text),) = tool_result_texts(stack, session.id, 1)
@@ -146,3 +148,25 @@ async def test_a_sandboxed_session_sees_its_workspace_only(stack: Stack) -> None
     # Neither the other session's workspace nor the database is there; home is empty.
     assert text.splitlines() == [workspace.name, "workspaces", "0"]
     assert (workspace / "made.txt").read_text() == "made\n"
+
+
+@pytest.mark.script(bash_then_done("touch ran.txt; echo ran"))
+async def test_a_workspace_swapped_for_a_symlink_after_its_check_runs_no_tool(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """The workspace was checked when the session was made; a symlink put in its place
+    later (by a tool of another session that can write to the folder above) must not lead
+    the session's tools out of it."""
+    area, elsewhere = tmp_path / "area", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    session = stack.client.sessions.create(workspace=area / "project")
+    Path(session.workspace).rmdir()
+    Path(session.workspace).symlink_to(elsewhere)
+    async with stack.worker():
+        result = await (await stack.client.runs.prompt(session.id, "run it")).result()
+
+    assert result.status == "completed", result.error
+    ((is_error, text),) = tool_result_texts(stack, session.id, 1)
+    assert is_error
+    assert f"now leads to {elsewhere}" in text and "tools do not run there" in text
+    assert list(elsewhere.iterdir()) == []

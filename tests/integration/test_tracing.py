@@ -201,7 +201,7 @@ def by_id(spans: list[Span]) -> dict[str, Span]:
 
 
 def assistant_messages(stack: Stack, session_id: str) -> list[AssistantMessage]:
-    path = stack.client.path(session_id)
+    path = stack.client.tree.path(session_id)
     return [
         e.message
         for e in path
@@ -230,10 +230,10 @@ TWO_TOOLS_AFTER_A_RETRY = {
 async def test_a_run_is_one_trace_with_a_span_per_model_and_tool_call(traced: Any) -> None:
     async with traced(TWO_TOOLS_AFTER_A_RETRY) as t:
         stack = t.stack
-        session = stack.client.create_session()
-        options = stack.client.default_options().model_copy(update={"provider_backoff_s": 0.2})
+        session = stack.client.sessions.create()
+        options = stack.client.runs.default_options().model_copy(update={"provider_backoff_s": 0.2})
         async with t.worker():
-            run = await stack.client.prompt(session.id, "look around", options=options)
+            run = await stack.client.runs.prompt(session.id, "look around", options=options)
             result = await asyncio.wait_for(run.result(), timeout=30)
         assert result.status == "completed", result.error
         spans = t.client_spans()
@@ -347,9 +347,9 @@ async def test_a_worker_killed_mid_run_leaves_one_span_per_model_call(traced: An
     with Receiver() as receiver:
         async with traced(KILLED_IN_TURN_TWO) as t:
             stack = t.stack
-            session = stack.client.create_session()
+            session = stack.client.sessions.create()
             first = spawn_traced_worker(stack, receiver, "worker-1")
-            run = await stack.client.prompt(session.id, "talk")
+            run = await stack.client.runs.prompt(session.id, "talk")
             await eventually(
                 lambda: any(
                     p["kind"] == "text" for p in stored_events(stack, session.id, "message_update")
@@ -494,7 +494,7 @@ CHILD_LISTS_THEN_ANSWERS = {
 async def test_a_sub_agents_run_is_in_its_parents_trace(traced: Any) -> None:
     async with traced(CHILD_LISTS_THEN_ANSWERS) as t:
         stack = t.stack
-        parent = stack.client.create_session()
+        parent = stack.client.sessions.create()
         delegate = {"prompt": "Child: look around", "name": "helper"}
         stack.model.add_steps(
             parent.id,
@@ -505,10 +505,10 @@ async def test_a_sub_agents_run_is_in_its_parents_trace(traced: Any) -> None:
             replace=True,
         )
         async with t.worker():
-            run = await stack.client.prompt(parent.id, "go")
+            run = await stack.client.runs.prompt(parent.id, "go")
             result = await asyncio.wait_for(run.result(), timeout=30)
         assert result.status == "completed", result.error
-        (child,) = stack.client.children(parent.id)
+        (child,) = stack.client.sessions.children(parent.id)
         spans = t.client_spans()
 
     # One trace: the parent's run, and below it the sub-agent's, started by the parent

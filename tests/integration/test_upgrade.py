@@ -69,10 +69,12 @@ def patch_markers(history: list[HistoryEvent]) -> int:
 async def test_a_run_in_flight_survives_an_upgrade_across_a_continue_as_new(
     stack: Stack,
 ) -> None:
-    session = stack.client.create_session()
-    options = stack.client.default_options().model_copy(update={"continue_as_new_after_turns": 2})
+    session = stack.client.sessions.create()
+    options = stack.client.runs.default_options().model_copy(
+        update={"continue_as_new_after_turns": 2}
+    )
     old = stack.spawn_worker()
-    run = await stack.client.prompt(session.id, "list the files, many times", options=options)
+    run = await stack.client.runs.prompt(session.id, "list the files, many times", options=options)
 
     def turn_two_streams() -> bool:  # turn 1's reply has no text
         with stack.db.transaction() as db:
@@ -113,7 +115,7 @@ async def test_a_run_in_flight_survives_an_upgrade_across_a_continue_as_new(
         failed = EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
         assert not [e for e in history if e.event_type == failed]
 
-    path = stack.client.path(session.id)
+    path = stack.client.tree.path(session.id)
     assert_valid_pairing(path)
     assert transcript_roles(path) == ["user"] + ["assistant", "toolResult"] * TOOL_TURNS + [
         "assistant"

@@ -31,8 +31,8 @@ plugin = duragent.Plugin(name="mine", tools=[add])
 
 async def ask(settings: duragent.Settings) -> str | None:
     client = await duragent.DuragentClient.connect(settings, plugins=[plugin])
-    session = client.create_session(name="mine")
-    result = await (await client.prompt(session.id, "hi")).result()
+    session = client.sessions.create(name="mine")
+    result = await (await client.runs.prompt(session.id, "hi")).result()
     return result.final_text
 '''
 
@@ -178,8 +178,8 @@ def test_mypy_strict_checks_a_users_code_against_the_public_api(
     good = mypy("uses.py")
     assert good.returncode == 0, good.stdout
     (project / "wrong.py").write_text(
-        USES.replace('client.create_session(name="mine")', "client.create_session(name=5)")
+        USES.replace('client.sessions.create(name="mine")', "client.sessions.create(name=5)")
     )
     bad = mypy("wrong.py")
     assert bad.returncode == 1
-    assert 'Argument "name" to "create_session"' in bad.stdout, bad.stdout
+    assert 'Argument "name" to "create" of "Sessions"' in bad.stdout, bad.stdout

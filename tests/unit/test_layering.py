@@ -103,3 +103,25 @@ def test_each_part_imports_only_its_layer_and_the_ones_below() -> None:
                 if there is not None and _layer(there) > _layer(here):
                     wrong.append(f"{file} ({here}) imports {name} ({there})")
     assert wrong == []
+
+
+def test_only_the_command_line_starts_local_stand_ins() -> None:
+    """The dev server and the offline model are for trying duragent out and for its own
+    tests: the command line starts them (`client.services`), and nothing a user's code
+    imports (the client, the worker, the API) does."""
+    stand_ins = ("duragent.offline_model", "duragent.client.services")
+    dev_server = ("duragent.temporal_dev.DevServer", "duragent.temporal_dev.server")
+    wrong = [
+        f"{file}: {name}"
+        for part in ("client", "api", "activities", "workflows", "telemetry")
+        for file, names in imported_modules(part).items()
+        if not file.startswith("client/cli/") and file != "client/services.py"
+        for name in sorted(names)
+        if name.startswith(stand_ins) or name.startswith(dev_server)
+    ]
+    wrong += [
+        f"worker.py: {name}"
+        for name in sorted(imported_modules_of(ROOT / "worker.py"))
+        if name.startswith(stand_ins) or name.startswith(dev_server)
+    ]
+    assert wrong == []

@@ -1,0 +1,273 @@
+"""Sessions (`client.sessions`): create and fork them, read them from the store, and
+their status (asked of the open run's worker, else read from the store)."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from temporalio.service import RPCError
+
+from duragent.activities.resources import load_resources
+from duragent.client.bounds import bounded
+from duragent.client.errors import (
+    EntryNotInSession,
+    InvalidHost,
+    InvalidWorkspace,
+    SessionNotFound,
+)
+from duragent.client.part import ClientPart
+from duragent.client.workspaces import WorkspacePolicy
+from duragent.domain.config import SessionConfig
+from duragent.domain.context import derive_path_state
+from duragent.domain.cost import SessionCosts, session_costs
+from duragent.domain.entries import SessionInfoEntry
+from duragent.domain.hosts import is_host_name
+from duragent.domain.resources import ResourceKind
+from duragent.domain.runs import Phase, RunView
+from duragent.store import entries, input_queue, runs, sessions
+from duragent.store.clock import now_ms
+from duragent.store.errors import EntryNotFound as StoreEntryNotFound
+from duragent.store.errors import SessionNotFound as StoreSessionNotFound
+from duragent.store.fork import fork_session
+from duragent.store.metrics import StoreFigures, store_figures
+from duragent.store.records import QueueItem, RunRecord, SessionRecord
+
+STRUCTURAL_PHASES: dict[str, Phase] = {
+    "SessionCompaction": "compaction",
+    "SessionNavigation": "branch_summary",
+}
+
+
+@dataclass(frozen=True)
+class SessionStatus:
+    phase: Phase
+    config: SessionConfig
+    """The latest config (what getters return)."""
+    run: RunView | None
+    """The open run's view: queues and pending writes. None when idle."""
+    next_turn: list[QueueItem]
+    """Messages waiting for the next run."""
+    host: str | None = None
+    """The session's host (`domain.hosts`); None until its first run, or shared."""
+
+    @property
+    def awaiting_host(self) -> str | None:
+        """The host the run waits for (phase `awaiting_host`), else None."""
+        if self.phase != "awaiting_host":
+            return None
+        return (self.run.awaiting_host if self.run else None) or self.host
+
+
+class Sessions(ClientPart):
+    """Sessions: new ones, forks, store reads (which work while no worker runs), status."""
+
+    def create(
+        self,
+        *,
+        workspace: Path | str | None = None,
+        name: str | None = None,
+        model: str | None = None,
+        system_prompt: str | None = None,
+        owner: str | None = None,
+        policy: WorkspacePolicy | None = None,
+        host: str | None = None,
+    ) -> SessionRecord:
+        """A new idle session working in `workspace` (default: a fresh folder under the
+        state directory), created if missing.
+
+        `host` names the host whose workers run its tools (`domain.hosts`); by default its
+        first run's worker's host. The workspace is a folder on that host: it is created
+        here only when that is this machine.
+
+        With a `policy` (the HTTP API's) the workspace is what the policy allows `owner`
+        (`WorkspaceNotAllowed` otherwise); without one it is any folder (the local CLI).
+        Nothing is created or stored when an argument is refused.
+        """
+        settings = self._client.settings
+        if host is not None and not is_host_name(host):
+            raise InvalidHost(host)
+        for what, text in (
+            ("workspace", workspace),
+            ("session name", name),
+            ("model", model),
+            ("system prompt", system_prompt),
+        ):
+            if text is not None:
+                bounded(what, str(text))
+        session_id = uuid.uuid4().hex
+        config = self._new_config(model, system_prompt)
+        if policy is not None:
+            if owner is None:
+                raise ValueError("a workspace policy needs the session's owner")
+            folder = policy.resolve(
+                owner, None if workspace is None else str(workspace), session_id
+            )
+        else:
+            folder = Path(workspace) if workspace else settings.workspaces / session_id
+            folder = folder.expanduser().resolve()
+        try:
+            if host in (None, settings.host):
+                folder.mkdir(parents=True, exist_ok=True)
+                # Checked before it was made: a symlink put in its path meanwhile would
+                # lead its tools elsewhere (workers check again before each tool call).
+                if folder.resolve(strict=True) != folder:
+                    raise InvalidWorkspace(str(workspace or folder), "changed while it was made")
+        except OSError as err:
+            raise InvalidWorkspace(str(workspace or folder), f"cannot be created ({err})") from err
+        with self._client.db.transaction() as db:
+            return sessions.create_session(
+                db,
+                session_id=session_id,
+                workspace=str(folder),
+                config=config,
+                name=name,
+                owner=owner,
+                host=None if settings.shared_workspaces else host,
+            )
+
+    def _new_config(self, model: str | None, system_prompt: str | None) -> SessionConfig:
+        """A new session's config: what the caller gives, else the plugins' defaults
+        (`client.plugins`), else the settings' model (a model set in the settings, not
+        left at its default, wins over the plugins')."""
+        settings, plugins = self._client.settings, self._client.plugins
+        if model is None and "model" not in settings.model_fields_set:
+            model = plugins.default("model")
+        config = SessionConfig(model=model or settings.model)
+        update = {
+            "system_prompt": system_prompt or plugins.default("system_prompt"),
+            "active_tools": plugins.default("active_tools"),
+        }
+        given = {key: value for key, value in update.items() if value is not None}
+        if "active_tools" in given:
+            given["active_tools"] = list(given["active_tools"])
+        return config.model_copy(update=given) if given else config
+
+    def fork(self, session_id: str, entry_id: str, *, name: str | None = None) -> SessionRecord:
+        """A new session continuing from `entry_id` of this one (its path copied)."""
+        if name is not None:
+            bounded("session name", name)
+        self.get(session_id)
+        with self._client.db.transaction() as db:
+            try:
+                return fork_session(db, session_id, entry_id, name=name)
+            except StoreEntryNotFound as err:
+                raise EntryNotInSession(session_id, entry_id) from err
+
+    async def rename(self, session_id: str, name: str) -> None:
+        """Name the session (a session-info entry: pending while a run is open)."""
+        bounded("session name", name)
+        entry = SessionInfoEntry(id=uuid.uuid4().hex, parent_id=None, timestamp=now_ms(), name=name)
+        await self._client.writes.apply(session_id, entries=[entry])
+
+    def get(self, session_id: str) -> SessionRecord:
+        """The session's record; `SessionNotFound` for an id no session has."""
+        with self._client.db.transaction() as db:
+            try:
+                return sessions.require_session(db, session_id)
+            except StoreSessionNotFound as err:
+                raise SessionNotFound(session_id) from err
+
+    def list(self, *, owner: str | None = None, limit: int = 100) -> builtins.list[SessionRecord]:
+        with self._client.db.transaction() as db:
+            return sessions.list_sessions(db, owner=owner, limit=limit)
+
+    def summaries(
+        self, *, owner: str | None = None, limit: int = 100
+    ) -> builtins.list[tuple[SessionRecord, RunRecord | None]]:
+        """Sessions, most recently active first, each with its latest run (None before
+        its first): a session list's status without asking Temporal about each one."""
+        with self._client.db.transaction() as db:
+            listed = sessions.list_sessions(db, owner=owner, limit=limit)
+            return [(s, next(iter(runs.list_runs(db, s.id, limit=1)), None)) for s in listed]
+
+    def children(self, session_id: str) -> builtins.list[SessionRecord]:
+        """The session's sub-agents: sessions its runs' `delegate` calls made, oldest first;
+        each names the run (`parent_run_id`) and the call (`parent_tool_call_id`)."""
+        self.get(session_id)
+        with self._client.db.transaction() as db:
+            return sessions.children(db, session_id)
+
+    def parent(self, session_id: str) -> SessionRecord | None:
+        """The session whose `delegate` call made this one; None for any other session."""
+        session = self.get(session_id)
+        if session.parent_tool_call_id is None or session.parent_session_id is None:
+            return None
+        with self._client.db.transaction() as db:
+            return sessions.get_session(db, session.parent_session_id)
+
+    def costs(self, session_id: str) -> SessionCosts:
+        """What the session's runs cost, each and together, priced per model from the
+        assistant messages they stored (`store.usage`) with `client.prices`."""
+        self.get(session_id)
+        with self._client.db.transaction() as db:
+            by_run = self._client.usage_tally.read(db, session_id)
+        return session_costs(by_run, self._client.prices)
+
+    def resources(self, session_id: str, kind: ResourceKind) -> builtins.list[str]:
+        """Names of the skills (or templates) a run of the session can invoke, looked up
+        as a worker does: the workspace's `.duragent/`, then `$DURAGENT_HOME/resources/`."""
+        workspace = Path(self.get(session_id).workspace)
+        found = load_resources(workspace, self._client.settings.resources_dir)
+        return sorted(resource.name for resource in found if resource.kind == kind)
+
+    def figures(self) -> StoreFigures:
+        """What the store says now (sessions, runs in progress by phase, input waiting,
+        approvals waiting): the API's metrics, counted at each scrape."""
+        with self._client.db.transaction() as db:
+            return store_figures(db)
+
+    async def phase(self, session_id: str) -> Phase:
+        """The session's phase: `idle` unless a run or a structural operation is open."""
+        return (await self.status(session_id)).phase
+
+    async def status(self, session_id: str) -> SessionStatus:
+        """Phase, latest config, queued messages and pending writes of a session, and its
+        host (with the host a run waits for, in phase `awaiting_host`).
+
+        A run is asked directly (a query); when no worker answers in time (all are down),
+        the phase comes from the stored run state and the queues are unknown (`run` None).
+        """
+        config, waiting, running = await asyncio.to_thread(self.stored_status, session_id)
+        host = (await asyncio.to_thread(self.get, session_id)).host
+        workflows = self._client.workflows
+        open_type = await workflows.open_type(session_id)
+        if open_type in STRUCTURAL_PHASES:
+            return SessionStatus(STRUCTURAL_PHASES[open_type], config, None, waiting, host)
+        if open_type != "SessionRun":
+            return SessionStatus("idle", config, None, waiting, host)
+        try:
+            view = await workflows.query_state(session_id)
+        except (RPCError, TimeoutError):
+            view = None
+        if view is None:
+            phase: Phase = running[0].phase if running else "turn"
+            return SessionStatus(phase, config, None, waiting, host)
+        return SessionStatus(view.phase, view.config or config, view, waiting, host)
+
+    def stored_status(
+        self, session_id: str
+    ) -> tuple[SessionConfig, builtins.list[QueueItem], builtins.list[RunRecord]]:
+        """What the store alone says of a session's status: its latest config (the
+        session's, with what its current path set), next-turn input, and runs marked
+        running."""
+        session = self.get(session_id)
+        with self._client.db.transaction() as db:
+            waiting = input_queue.list_items(db, session_id, kind="next_turn")
+            config_path = entries.load_config_path(db, session.leaf_id)
+            running = runs.running_runs(db, session_id)
+        state = derive_path_state(config_path, session.config)
+        # dict(state), not model_dump(): nested models (the approval policy) stay models.
+        return session.config.model_copy(update=dict(state)), waiting, running
+
+    async def worker_answering(self, session_id: str) -> bool | None:
+        """Whether a worker answers for the session's open run (None when no run is open).
+        A run that no worker answers makes no progress until a worker is back."""
+        try:
+            view = await self._client.workflows.query_state(session_id)
+        except (RPCError, TimeoutError):
+            return False
+        return None if view is None else True
