@@ -34,8 +34,8 @@ SCRIPT = {
 }
 
 
-def shells_with_token() -> list[int]:
-    """Live processes whose command line holds the token: the command's shell (and, in
+def processes_with(token: str) -> list[int]:
+    """Live processes whose command line holds `token`: the command's shell (and, in
     the sandbox, the bwrap processes around it, the first of them the group's leader)."""
     found = []
     for entry in os.scandir("/proc"):
@@ -48,7 +48,7 @@ def shells_with_token() -> list[int]:
                 state = f.read().rsplit(b")", 1)[-1].split()[0]
         except OSError:
             continue  # exited while we looked
-        if TOKEN.encode() in cmdline and state != b"Z":
+        if token.encode() in cmdline and state != b"Z":
             found.append(int(entry.name))
     return found
 
@@ -58,7 +58,7 @@ async def shell_spawned(timeout: float = 60.0) -> int:
     offsets below count from here)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        pids = shells_with_token()
+        pids = processes_with(TOKEN)
         if pids:
             return min(pids)
         await asyncio.sleep(0)
@@ -115,7 +115,7 @@ async def test_worker_killed_just_after_bash_spawned(
         assert details.get("interrupted") is True
         # Nothing of the command survives the takeover, now or later.
         assert not process_group_alive(pgid), f"process group {pgid} survived: {text}"
-        assert not shells_with_token()
+        assert not processes_with(TOKEN)
         # What the result says matches what happened.
         ran = log.exists()
         assert details.get("started") in (True, False), text
@@ -154,23 +154,6 @@ ABORTED_SCRIPT = {
         ]
     }
 }
-
-
-def processes_with(token: str) -> list[int]:
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                cmdline = f.read()
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if token.encode() in cmdline and state != b"Z":
-            found.append(int(entry.name))
-    return found
 
 
 @pytest.mark.script(ABORTED_SCRIPT)
