@@ -12,9 +12,9 @@
 | `ANTHROPIC_API_KEY` | none: the offline (scripted) model is used |
 | `ANTHROPIC_BASE_URL` | Anthropic's; set by the CLI to the offline model when there is no key |
 | `DURAGENT_OFFLINE_SCRIPT` | the bundled demo script |
-| `DURAGENT_HEARTBEAT_TIMEOUT` | `10` seconds: a lost worker's model or tool call moves on then |
+| `DURAGENT_HEARTBEAT_TIMEOUT` | `60` seconds: a lost worker's call moves on then, if no lease did |
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
-| `DURAGENT_HEARTBEAT_RATE` | `100` heartbeats a second per worker process, all its calls together |
+| `DURAGENT_WORKER_LEASE` | `2` seconds: a worker whose lease lapses this long is lost (0: off) |
 | `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
 | `DURAGENT_API_TOKENS` | `token=user,...` for the HTTP API (none: `serve` makes one up) |
 | `DURAGENT_WORKSPACE_ROOTS` | none: `:`-separated folders API users may also put workspaces in |
@@ -28,6 +28,7 @@
 | `DURAGENT_API_METRICS` | off: `1` serves Prometheus metrics at the API's `/metrics` |
 | `DURAGENT_HOST` | the machine's host name: the host whose workspaces this worker's tools use |
 | `DURAGENT_SHARED_WORKSPACES` | `false`; `true`: all workers see all workspaces (no host queues) |
+| `DURAGENT_HOST_ONLY` | `false`; `true`: this worker runs only its host's tool calls, no runs |
 | `DURAGENT_HOST_WAIT` | `600` seconds a run waits for its session's host to come back |
 | `TEMPORAL_TLS` | off, unless a TLS file, server name or API key below is set |
 | `TEMPORAL_TLS_CLIENT_CERT_PATH` | none: a client certificate (PEM), for mTLS |
@@ -94,21 +95,23 @@ class Settings(BaseSettings):
     anthropic_api_key: str | None = _env("ANTHROPIC_API_KEY", None)
     anthropic_base_url: str | None = _env("ANTHROPIC_BASE_URL", None)
     offline_script: Path | None = None
-    heartbeat_timeout_s: float = _env("DURAGENT_HEARTBEAT_TIMEOUT", 10.0)
-    """A running activity whose worker sends no heartbeat this long counts as lost and
-    is retried elsewhere: recovery takes this plus a fraction of a second. 2 s recovers
-    in about 2.3 s (`bench/recovery.py`) where workers have CPU to spare; on a worker out
-    of CPU heartbeats lag, and a short timeout takes its calls for lost (200 sessions on
-    one two-core machine: a quarter of the runs failed at 2 s). A Temporal server down
-    longer than this (a restart) times out the calls running meanwhile too."""
+    heartbeat_timeout_s: float = _env("DURAGENT_HEARTBEAT_TIMEOUT", 60.0)
+    """A running model or tool call whose worker sends no heartbeat this long counts as
+    lost and is retried elsewhere. Worker leases (`worker_lease_s`) notice a lost worker
+    far sooner; this is the backstop when they cannot (the store unreachable, leases
+    off, a worker lost in the first moment of a call). A call heartbeats every third of
+    it (each heartbeat is a Temporal action: 3 a minute at 60 s), and at once when it is
+    cancelled (`activities.heartbeat`). A Temporal server down longer than this (a
+    restart) times out the calls running meanwhile."""
+    worker_lease_s: float = Field(2.0, ge=0, validation_alias="DURAGENT_WORKER_LEASE")
+    """A worker process renews a lease in the store (`activities.leases`); one whose
+    lease has not changed for this long, as another worker sees it, is lost, and that
+    worker fails its running calls so that their next attempts start at once (recovery
+    in about this plus half a second, whatever the heartbeat timeout). 0: no leases;
+    a lost worker's calls wait for their heartbeat timeout."""
     heartbeat_throttle_ms: int = 50
-    """At most one heartbeat per running activity this often, and this often while few
-    run: the abort latency bound."""
-    heartbeat_rate: float = Field(100.0, gt=0)
-    """Heartbeats a second a worker process's running model and tool calls send together,
-    once there are more than rate x throttle of them: each is one RPC the Temporal server
-    handles. They never go further apart than a quarter of the heartbeat timeout, and an
-    abort still reaches a call on the worker that ran its run's step at once."""
+    """While a call's cancellation is on its way, it heartbeats this often until the
+    reply carries it: the abort latency bound."""
     api_tokens: Annotated[dict[str, str], NoDecode] = {}
     """Bearer token -> user name, for the HTTP API."""
     model_read_timeout_s: float = _env("DURAGENT_MODEL_READ_TIMEOUT", 120.0)
@@ -140,6 +143,10 @@ class Settings(BaseSettings):
     task queue and sessions record no host."""
     host_wait_s: float = _env("DURAGENT_HOST_WAIT", 600.0)
     """How long a run waits for its session's host to come back before it ends."""
+    host_only: bool = False
+    """This worker polls only its host's queue: its sessions' tool calls and workspace
+    moves, no runs or model calls (a machine that runs tools; other workers run the
+    rest). Not with shared workspaces, which have no host queues."""
 
     @field_validator("host")
     @classmethod
@@ -156,6 +163,15 @@ class Settings(BaseSettings):
                 f"DURAGENT_HOST_WAIT: {seconds!r} is not a number of seconds above 0"
             )
         return seconds
+
+    @model_validator(mode="after")
+    def _check_host_only(self) -> Self:
+        if self.host_only and self.shared_workspaces:
+            raise SettingError(
+                "DURAGENT_HOST_ONLY is set with DURAGENT_SHARED_WORKSPACES: shared workspaces "
+                "have no host queue to serve; unset one of them"
+            )
+        return self
 
     @model_validator(mode="after")
     def _default_host(self) -> Self:

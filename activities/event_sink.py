@@ -52,8 +52,9 @@ class EventSink:
         if self._writer is None:
             self._writer = asyncio.create_task(self._write_periodically())
 
-    async def close(self, stage: Staged | None = None) -> None:
-        """Write everything still queued, and stage `stage` in the same transaction."""
+    async def close(self, stage: Staged | None = None) -> AgentMessage | None:
+        """Write everything still queued, and stage `stage` in the same transaction;
+        return the message staged for its entry (`store.staging.stage_message`)."""
         self._closing = True
         self._wake.set()
         if self._writer is not None:
@@ -61,7 +62,10 @@ class EventSink:
             self._writer = None
         batch, self._pending = self._pending, []
         if batch or stage:
-            await with_store_retries(lambda: self._write(batch, stage), what="writing run events")
+            return await with_store_retries(
+                lambda: self._write(batch, stage), what="writing run events"
+            )
+        return None
 
     async def _write_periodically(self) -> None:
         while not self._closing:
@@ -77,11 +81,12 @@ class EventSink:
                     # The store is busy: keep the events for the next write.
                     self._pending = [*batch, *self._pending]
 
-    def _write(self, batch: list[BaseModel], stage: Staged | None) -> None:
+    def _write(self, batch: list[BaseModel], stage: Staged | None) -> AgentMessage | None:
+        staged = None
         with self._db.transaction() as db:
             if stage is not None:
                 entry_id, message = stage
-                staging.stage_message(
+                staged = staging.stage_message(
                     db,
                     entry_id=entry_id,
                     session_id=self._session_id,
@@ -89,3 +94,4 @@ class EventSink:
                     message=message,
                 )
             events.append_events(db, self._session_id, self._run_id, batch)
+        return staged

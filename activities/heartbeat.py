@@ -1,17 +1,21 @@
-"""Heartbeat in the background while an activity works, paced across the process.
+"""Heartbeat in the background while an activity works: for liveness only, and fast only
+when a cancellation is on its way.
 
-Heartbeats are how Temporal notices a dead worker (heartbeat timeout) and how it tells
-a live one that its activity was cancelled (the reply to a heartbeat). Each is one RPC
-the server handles, so a process's running activities share a budget (`HeartbeatPace`):
-while few run, each heartbeats every `floor` (50 ms: abort latency); with many, they
-spread out so that together they send about `rate` a second, never less often than a
-quarter of the activity's heartbeat timeout (so a live worker is never taken for lost).
+Heartbeats are how Temporal notices a dead worker (heartbeat timeout) and how it tells a
+live one that its activity was cancelled (the reply to a heartbeat). Each one the server
+records is an RPC it serves, and on Temporal Cloud an Action it bills. So a running call
+heartbeats only as often as its liveness needs: every `LIVENESS_FRACTION` of its
+heartbeat timeout (3.3 s at 10 s), none at its start. What the call would report (output
+so far, process groups) is kept locally by the caller (`details()` is read at each
+heartbeat), and reaches Temporal at that pace.
 
-A cancellation the worker itself just asked the server for (its workflow task cancels
-the activity: an abort, a guidance interrupt) is hinted in process (`hint_cancel`, from
-`client.workflow_runner`): the activity heartbeats at once and then every `floor` until the
-reply carries the cancellation, so aborts stay fast under load on the common path. An
-activity on another process learns of it at its next paced heartbeat.
+A cancellation is made fast by a nudge instead of by fast heartbeats: when the worker
+process whose workflow task cancels a call (an abort, a guidance interrupt) sends the
+cancel command, `hint_cancel` is called, in that process directly and in every other
+worker process through the store (`activities.cancel_hints`). A hinted call heartbeats
+at once and then every `floor` (50 ms) for `HINTED_FOR_S`, until the reply carries the
+cancellation and the call ends. Temporal stays the source of truth: a hint only makes a
+call ask sooner; a hint for a call that is not cancelled costs a few heartbeats.
 """
 
 from __future__ import annotations
@@ -27,14 +31,24 @@ from typing import Any
 from temporalio import activity
 
 HEARTBEAT_INTERVAL_S = 0.05
-"""The floor: how often each activity heartbeats while few run."""
+"""The floor: how often a hinted call heartbeats (and the SDK's throttle: each of these
+heartbeats is sent)."""
 
-HEARTBEAT_RATE = 100.0
-"""Heartbeats a second a process's activities send together, at most, once spread out."""
+LIVENESS_FRACTION = 1 / 3
+"""A call heartbeats every this much of its heartbeat timeout: two may be lost or late
+before a live worker is taken for lost."""
+
+DEFAULT_LIVENESS_S = 10.0
+"""How often a call heartbeats when it has no heartbeat timeout."""
 
 HINTED_FOR_S = 10.0
-"""How long a hinted activity heartbeats at the floor: the server records the
-cancellation once the workflow task that asked for it completes."""
+"""How long a hinted call heartbeats at the floor: the server records the cancellation
+once the workflow task that asked for it completes (milliseconds, or seconds under
+load); past this the call is back at its liveness pace."""
+
+CallKey = tuple[str, str, str]
+"""A running call: (workflow id, run id, activity id). Activity ids repeat across the
+runs of one session workflow; the run id tells them apart."""
 
 
 @dataclass
@@ -44,39 +58,39 @@ class _Beating:
     hinted_until: float = 0.0
 
 
-def pace_interval(
-    running: int, rate: float, floor: float, heartbeat_timeout: float | None
-) -> float:
-    """Seconds between one activity's heartbeats when `running` share `rate` a second:
-    `floor` at least, a quarter of the heartbeat timeout at most."""
-    spread = max(floor, running / rate)
+def liveness_interval(heartbeat_timeout: float | None, floor: float) -> float:
+    """Seconds between a call's heartbeats while it is not hinted: a fraction of its
+    heartbeat timeout, never under `floor`."""
     if heartbeat_timeout is None:
-        return spread
-    return min(spread, max(floor, heartbeat_timeout / 4))
+        return DEFAULT_LIVENESS_S
+    return max(floor, heartbeat_timeout * LIVENESS_FRACTION)
 
 
 class HeartbeatPace:
-    """How often each running activity of this process heartbeats (see the module)."""
+    """When each running call of this process heartbeats (see the module)."""
 
-    def __init__(self, rate: float = HEARTBEAT_RATE, floor: float = HEARTBEAT_INTERVAL_S):
-        self.rate = rate
+    def __init__(self, floor: float = HEARTBEAT_INTERVAL_S):
         self.floor = floor
-        self._lock = threading.Lock()  # hints arrive from workflow task threads
-        self._running: dict[tuple[str, str], _Beating] = {}
+        self._lock = threading.Lock()  # hints arrive from workflow task and store threads
+        self._running: dict[CallKey, _Beating] = {}
 
-    def configure(self, *, rate: float, floor: float) -> None:
-        self.rate, self.floor = rate, floor
+    def configure(self, *, floor: float) -> None:
+        self.floor = floor
 
-    def interval(self, heartbeat_timeout: float | None) -> float:
-        """Seconds until an activity's next heartbeat, with this many running now."""
-        return pace_interval(len(self._running), self.rate, self.floor, heartbeat_timeout)
+    def running(self) -> bool:
+        """Whether any call of this process is running (heartbeating) now."""
+        return bool(self._running)
 
-    def hint_cancel(self, workflow_id: str, activity_id: str) -> None:
-        """The activity's cancellation is on its way to the server: beat now, and fast."""
+    def hint_cancel(self, key: CallKey) -> bool:
+        """The call's cancellation is on its way to the server: beat now, and fast.
+        Whether the call runs here (from any thread)."""
         with self._lock:
-            beating = self._running.get((workflow_id, activity_id))
-        if beating is not None:
+            beating = self._running.get(key)
+        if beating is None:
+            return False
+        with contextlib.suppress(RuntimeError):  # its loop closed: the call is over
             beating.loop.call_soon_threadsafe(self._hinted, beating)
+        return True
 
     def _hinted(self, beating: _Beating) -> None:
         beating.hinted_until = time.monotonic() + HINTED_FOR_S
@@ -86,18 +100,19 @@ class HeartbeatPace:
     async def beating(self, send: Callable[[], None]) -> AsyncIterator[None]:
         """Call `send` at this process's pace while the block runs (inside an activity)."""
         info = activity.info()
-        key = (info.workflow_id or "", info.activity_id)
+        key = (info.workflow_id or "", info.workflow_run_id or "", info.activity_id)
         timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else None
         me = _Beating(asyncio.get_running_loop())
 
         async def beat() -> None:
             while True:
-                send()
-                me.wake.clear()
-                pause = self.floor if time.monotonic() < me.hinted_until else self.interval(timeout)
+                hinted = time.monotonic() < me.hinted_until
+                pause = self.floor if hinted else liveness_interval(timeout, self.floor)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(pause):
                         await me.wake.wait()
+                me.wake.clear()
+                send()
 
         with self._lock:
             self._running[key] = me
@@ -114,7 +129,7 @@ class HeartbeatPace:
 
 
 PACE = HeartbeatPace()
-"""The process's pace: every worker built in it shares one budget (`configure`)."""
+"""The process's pace: every worker built in it shares it (`configure`)."""
 
 
 def heartbeating(

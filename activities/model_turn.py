@@ -156,7 +156,11 @@ class ModelTurns:
             raise _provider_error(failure) from exc
         message = assistant_message(reply, model=snapshot.model, timestamp=started)
         sink.add(MessageEnd(entry_id=data.entry_id, message=message))
-        await sink.close((data.entry_id, message))
+        kept = await sink.close((data.entry_id, message))
+        if isinstance(kept, AssistantMessage) and kept != message:
+            # Another attempt finished first (this worker was taken for lost meanwhile):
+            # the workflow may have acted on that reply, so this attempt returns it too.
+            message = kept
         # Staged and committed: this turn's tool calls read it here, if they run here.
         self._replies.put(data.entry_id, message)
         return message

@@ -12,6 +12,7 @@ and never runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from duragent.activities.orphans import (
 )
 from duragent.activities.store_retry import with_store_retries
 from duragent.activities.tools import ToolContext, ToolRegistry
-from duragent.activities.tools.base import describe_os_error
+from duragent.activities.tools.base import describe_os_error, moved_workspace
 from duragent.activities.worker_loss import unstick_after_retry
 from duragent.domain.events import ToolExecutionStart, ToolExecutionUpdate, tool_call_ended
 from duragent.domain.messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
@@ -156,6 +157,9 @@ class ToolCalls:
         )
         if data.call.refused is not None:  # not active in the turn: never run, no hooks
             return ToolResult.error(data.call.refused, not_active=True), False
+        moved = moved_workspace(workspace)
+        if moved is not None:
+            return ToolResult.error(moved), False
         blocked = await self._extensions.before_tool_call(hook) if hook else None
         if blocked is not None:
             return ToolResult.error(f"Tool call blocked: {blocked.reason}", blocked=True), False
@@ -239,7 +243,11 @@ class ToolCalls:
         started is stopped first, and the result says what is known."""
         record = self._records.read(data.result_entry_id)
         identities = _identities(record, progress)
-        fates = [(identity, await stop_orphan(identity)) for identity in identities]
+        swept = {(i.get("host"), i.get("pgid")) for i in record.swept} if record else set()
+        fates: list[tuple[dict[str, Any], Fate]] = [
+            (i, "stopped" if (i.get("host"), i.get("pgid")) in swept else await stop_orphan(i))
+            for i in identities
+        ]
         tool = self._registry.get(data.call.name)
         gated = tool is not None and tool.process_gate
         return _interrupted(data.call.name, attempt, progress, record, fates, gated=gated)
@@ -259,7 +267,8 @@ class ToolCalls:
             else None
         )
         workspace = Path(session.workspace)
-        workspace.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # a symlink swapped in: refused in _run
+            workspace.mkdir(parents=True, exist_ok=True)
         return workspace, assistant, call
 
 

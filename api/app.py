@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from duragent.api.body_limit import BodyLimit
 from duragent.api.models import (
@@ -47,12 +49,14 @@ from duragent.client.errors import (
     ApprovalNotRecorded,
     ApprovalRefused,
     DuragentError,
+    InputQueueFull,
     InputTooLarge,
     InvalidChange,
     InvalidPrompt,
     InvalidWorkspace,
     QueueItemNotFound,
     QueueItemNotPending,
+    SearchAttributesMissing,
     SessionBusy,
     SessionIdle,
     SessionNotFound,
@@ -82,6 +86,11 @@ _BODY_TOO_LARGE = (
     f"request body is over {MAX_BODY_BYTES} bytes; the API takes at most "
     f"{MAX_INPUT_BYTES} bytes ({MAX_INPUT_BYTES // 1024} KiB) per text"
 )
+logger = logging.getLogger(__name__)
+_STORE_UNREACHABLE = (
+    "the database is unreachable or busy; nothing was lost (runs wait for it and go on): "
+    "try again in a few seconds"
+)
 # First match wins: subclasses before their bases.
 _STATUS = {
     SessionNotFound: 404,
@@ -89,6 +98,7 @@ _STATUS = {
     SessionBusy: 409,
     SessionIdle: 409,
     QueueItemNotPending: 409,
+    InputQueueFull: 409,
     InputTooLarge: 413,
     WorkspaceNotAllowed: 403,
     InvalidWorkspace: 422,
@@ -97,6 +107,7 @@ _STATUS = {
     ApprovalRefused: 409,
     ApprovalNotRecorded: 503,
     WorkerNotAnswering: 503,
+    SearchAttributesMissing: 503,
 }
 
 
@@ -138,6 +149,16 @@ def create_app(
     async def duragent_error(request: Request, error: DuragentError) -> JSONResponse:
         status = next((code for kind, code in _STATUS.items() if isinstance(error, kind)), 400)
         return JSONResponse({"detail": str(error)}, status_code=status)
+
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    async def store_unreachable(request: Request, error: Exception) -> JSONResponse:
+        # The driver's text may name the server and the statement: it goes to the log,
+        # the caller gets the reason alone.
+        logger.warning("store unreachable for %s %s: %s", request.method, request.url.path, error)
+        return JSONResponse(
+            {"detail": _STORE_UNREACHABLE}, status_code=503, headers={"Retry-After": "5"}
+        )
 
     @app.post("/api/sessions", status_code=201)
     def create_session(body: CreateSession, owner: User) -> SessionView:

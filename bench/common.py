@@ -25,10 +25,12 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest  # noqa: 
 
 from duragent.client.api import DuragentClient  # noqa: E402
 from duragent.client.connection import connect_temporal  # noqa: E402
+from duragent.domain.hosts import host_task_queue  # noqa: E402
 from duragent.offline_model import OfflineModelServer, Script  # noqa: E402
 from duragent.settings import Settings  # noqa: E402
 from duragent.store.db import Database  # noqa: E402
 from duragent.temporal_dev import DevServer  # noqa: E402
+from duragent.temporal_dev.ports import free_port  # noqa: E402
 
 
 @dataclass
@@ -39,6 +41,8 @@ class Bench:
     home: Path
     server_pid: int | None = None
     """The Temporal dev server's process (for its CPU time)."""
+    metrics_url: str | None = None
+    """The dev server's Prometheus metrics (`bench/actions.py` reads its action counter)."""
 
 
 @contextlib.asynccontextmanager
@@ -47,7 +51,8 @@ async def bench_stack(script: Script | dict[str, Any]) -> AsyncIterator[Bench]:
     script_model = script if isinstance(script, Script) else Script.model_validate(script)
     with tempfile.TemporaryDirectory(prefix="duragent-bench-") as tmp:
         home = Path(tmp)
-        server = DevServer(home / "temporal.db")
+        metrics_port = free_port("127.0.0.1")
+        server = DevServer(home / "temporal.db", metrics_port=metrics_port)
         await server.astart()
         model = OfflineModelServer(script_model)
         model.start()
@@ -62,7 +67,8 @@ async def bench_stack(script: Script | dict[str, Any]) -> AsyncIterator[Bench]:
             temporal = await connect_temporal(settings)
             db = Database(settings.database_url)
             client = DuragentClient(temporal, db, settings)
-            yield Bench(settings, client, model, home, server.pid)
+            metrics = f"http://127.0.0.1:{metrics_port}/metrics"
+            yield Bench(settings, client, model, home, server.pid, metrics)
             db.dispose()
         finally:
             model.stop()
@@ -101,15 +107,30 @@ def kill(process: subprocess.Popen[bytes]) -> None:
     kill_group(process, timeout=None)
 
 
+TOOL_HOST = "tools"
+"""The host of `spawn_tool_host`'s worker process."""
+
+
+def spawn_tool_host(bench: Bench) -> subprocess.Popen[bytes]:
+    """A worker process that runs only the tool calls of host `TOOL_HOST` (no runs, no
+    model calls): a session of that host has its calls in another process than its
+    run's steps. Wait for it with `worker_polling(bench, process, tool_host_queue(bench))`."""
+    return spawn(bench, *WORKER_ARGS, DURAGENT_HOST=TOOL_HOST, DURAGENT_HOST_ONLY="true")
+
+
+def tool_host_queue(bench: Bench) -> str:
+    return host_task_queue(bench.settings.task_queue, TOOL_HOST)
+
+
 async def worker_polling(
-    bench: Bench, process: subprocess.Popen[bytes], timeout: float = 60
+    bench: Bench, process: subprocess.Popen[bytes], queue: str | None = None, timeout: float = 60
 ) -> None:
-    """Wait until the worker process polls the bench's task queue for activities (its
-    identity is `pid@host`, the SDK's default)."""
+    """Wait until the worker process polls `queue` (the bench's task queue unless given)
+    for activities (its identity is `pid@host`, the SDK's default)."""
     deadline = time.monotonic() + timeout
     request = DescribeTaskQueueRequest(
         namespace=bench.settings.temporal_namespace,
-        task_queue=TaskQueue(name=bench.settings.task_queue),
+        task_queue=TaskQueue(name=queue or bench.settings.task_queue),
         task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
     )
     service = bench.client.temporal.workflow_service

@@ -1,7 +1,9 @@
 """Runtime guidance latency at each injection point of docs/SPEC.md.
 
 - during_tool_interrupted: from `guide` called (interrupting guidance) to the running
-  bash command's process group gone; and to the next model request carrying it.
+  bash command's process group gone; and to the next model request carrying it. Also
+  with the call in another worker process than the run's steps (one that runs only its
+  host's tool calls): the cancel nudge goes through the store then.
 - after_tool: from the running tool's end to the next model request carrying the
   (supplementary) guidance sent while it ran.
 - before_tools / before_finish: guidance sent while the model call is held; from the
@@ -17,11 +19,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import Bench, bench_stack, median, p95
+from common import (
+    TOOL_HOST,
+    Bench,
+    bench_stack,
+    kill,
+    median,
+    p95,
+    spawn_tool_host,
+    tool_host_queue,
+    worker_polling,
+)
 
 from duragent.activities.tools import process_group_alive
 from duragent.worker import build_worker
@@ -39,8 +52,9 @@ def received(bench: Bench, session_id: str, index: int) -> float:
     return bench.model.requests_for(session_id)[index].received_at
 
 
-async def start(bench: Bench, steps: list[dict[str, Any]]) -> str:
-    session = bench.client.sessions.create()
+async def start(bench: Bench, steps: list[dict[str, Any]], host: str | None = None) -> str:
+    workspace = bench.home / "elsewhere" / uuid.uuid4().hex if host else None
+    session = bench.client.sessions.create(host=host, workspace=workspace)
     bench.model.add_steps(session.id, steps, replace=True)
     await bench.client.runs.prompt(session.id, "work")
     return session.id
@@ -55,7 +69,7 @@ async def finished(bench: Bench, session_id: str) -> None:
     await wait_for(lambda: (r := bench.client.runs.list(session_id)) and r[0].status != "running")
 
 
-async def interrupted(bench: Bench) -> tuple[float, float]:
+async def interrupted(bench: Bench, host: str | None = None) -> tuple[float, float]:
     command = "echo $$ > pid.txt; sleep 60"
     session = await start(
         bench,
@@ -63,6 +77,7 @@ async def interrupted(bench: Bench) -> tuple[float, float]:
             {"reply": [{"tool_use": {"name": "bash", "input": {"command": command}}}]},
             {"reply": [{"text": "ok"}]},
         ],
+        host,
     )
     pid = Path(bench.client.sessions.get(session).workspace) / "pid.txt"
     await wait_for(lambda: pid.exists() and pid.read_text().strip())
@@ -119,21 +134,32 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
     async with bench_stack({"conversations": {}}) as bench:
-        worker = build_worker(bench.client.temporal, bench.client.db, bench.settings)
-        async with worker:
-            await interrupted(bench)  # warm-up
-            kills, injected = zip(
-                *[await interrupted(bench) for _ in range(args.runs)], strict=True
-            )
-            after = [await after_tool(bench) for _ in range(args.runs)]
-            tools = [
-                await held(bench, [{"tool_use": {"name": "ls", "input": {}}}])
-                for _ in range(args.runs)
-            ]
-            final = [await held(bench, [{"text": "done"}]) for _ in range(args.runs)]
+        host = spawn_tool_host(bench)
+        try:
+            worker = build_worker(bench.client.temporal, bench.client.db, bench.settings)
+            async with worker:
+                await interrupted(bench)  # warm-up
+                kills, injected = zip(
+                    *[await interrupted(bench) for _ in range(args.runs)], strict=True
+                )
+                after = [await after_tool(bench) for _ in range(args.runs)]
+                tools = [
+                    await held(bench, [{"tool_use": {"name": "ls", "input": {}}}])
+                    for _ in range(args.runs)
+                ]
+                final = [await held(bench, [{"text": "done"}]) for _ in range(args.runs)]
+                await worker_polling(bench, host, tool_host_queue(bench))
+                await interrupted(bench, TOOL_HOST)  # warm-up
+                far_kills, far_injected = zip(
+                    *[await interrupted(bench, TOOL_HOST) for _ in range(args.runs)], strict=True
+                )
+        finally:
+            kill(host)
     print(f"runs: {args.runs} per point")
     print(line("during_tool_interrupted: guide -> tool killed", list(kills)))
     print(line("during_tool_interrupted: guide -> in next request", list(injected)))
+    print(line("  call in another process: guide -> tool killed", list(far_kills)))
+    print(line("  call in another process: guide -> in next request", list(far_injected)))
     print(line("after_tool: tool end -> in next request", after))
     print(line("before_tools: reply released -> next request", tools))
     print(line("before_finish: reply released -> next request", final))

@@ -100,6 +100,25 @@ class QueueItemNotPending(DuragentError):
         super().__init__(f"input {item_id!r} is {status}, no longer pending")
 
 
+class InputQueueFull(DuragentError):
+    def __init__(self, session_id: str, limit: int) -> None:
+        super().__init__(
+            f"session {session_id}'s input queue holds {limit} pending items, the most it "
+            "holds: send, guide or delete some first"
+        )
+
+
+class SearchAttributesMissing(DuragentError):
+    """The Temporal namespace lacks the search attributes duragent finds workflows by."""
+
+    def __init__(self, namespace: str, names: str) -> None:
+        super().__init__(
+            f"Temporal namespace {namespace} lacks duragent's search attributes ({names}): "
+            "add them with `duragent setup-temporal` (same settings), or on Temporal Cloud "
+            "with its web UI or `tcld namespace search-attributes add`"
+        )
+
+
 class EntryNotInSession(DuragentError, LookupError):
     def __init__(self, session_id: str, entry_id: str) -> None:
         super().__init__(f"entry {entry_id!r} is not in session {session_id}")

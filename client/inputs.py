@@ -13,6 +13,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from duragent.client.bounds import bounded, one_message
 from duragent.client.errors import (
     DuragentError,
+    InputQueueFull,
     InvalidPrompt,
     QueueItemNotFound,
     QueueItemNotPending,
@@ -22,7 +23,7 @@ from duragent.client.errors import (
 from duragent.client.part import ClientPart
 from duragent.client.run_control import RunHandle
 from duragent.domain.guidance import GuidanceIntent, GuidanceItem, classify
-from duragent.domain.input import PromptInput
+from duragent.domain.input import MAX_PENDING_INPUT, PromptInput
 from duragent.domain.queues import QueuedMessage
 from duragent.store import input_queue
 from duragent.store.records import QueueItem
@@ -70,9 +71,12 @@ class Inputs(ClientPart):
 
     def next_turn(self, session_id: str, message: PromptInput) -> QueueItem:
         """Queue a message for the session's next run, inserted before its prompt (seed
-        004's nextTurn). Stored, so it waits through restarts; allowed while busy."""
+        004's nextTurn). Stored, so it waits through restarts; allowed while busy.
+        `InputQueueFull` once `MAX_PENDING_INPUT` items wait."""
         self._client.sessions.get(session_id)
         with self._client.db.transaction() as db:
+            if input_queue.count_pending(db, session_id) >= MAX_PENDING_INPUT:
+                raise InputQueueFull(session_id, MAX_PENDING_INPUT)
             return input_queue.add_item(
                 db,
                 item_id=uuid.uuid4().hex,

@@ -27,6 +27,7 @@ from temporalio.service import RPCError
 
 from duragent.client.connection import connect_temporal, open_store, temporal_reachable
 from duragent.client.errors import DuragentError
+from duragent.client.service_users import ServiceUsers
 from duragent.offline_model import DEMO_SCRIPT, OfflineModelServer
 from duragent.settings import Settings
 from duragent.temporal_dev import DevServer
@@ -111,9 +112,22 @@ def _seconds(stamp: Timestamp) -> float:
 
 @contextlib.asynccontextmanager
 async def ensure_temporal(settings: Settings, announce: Announce) -> AsyncIterator[None]:
-    if await temporal_reachable(settings):
-        yield
-        return
+    """Temporal at the settings' address, or a dev server started here when it is a local
+    one that does not answer. Either way this command counts among the users of the
+    local services (`client.service_users`) while inside."""
+    users = ServiceUsers(settings.home)
+    with users.registered():
+        if await temporal_reachable(settings):
+            yield
+            return
+        async with _dev_server(settings, announce, users):
+            yield
+
+
+@contextlib.asynccontextmanager
+async def _dev_server(
+    settings: Settings, announce: Announce, users: ServiceUsers
+) -> AsyncIterator[None]:
     # The dev server speaks no TLS: a TLS address is a cluster's, never one to start here.
     port = None if settings.temporal_tls_on else _local_port(settings.temporal_address)
     if port is None:
@@ -132,6 +146,7 @@ async def ensure_temporal(settings: Settings, announce: Announce) -> AsyncIterat
     )
     try:
         yield
+        await users.wait_for_later("the Temporal dev server", announce)
     finally:
         server.stop()
 
@@ -279,6 +294,8 @@ async def _own_worker(
             async with build_worker(client, db, with_model):
                 announce(f"Started a worker in this process (task queue {settings.task_queue}).")
                 yield
+                # Later commands may rely on it (`ensure_worker`): not under their runs.
+                await ServiceUsers(settings.home).wait_for_later("this worker", announce)
         finally:
             db.dispose()
 

@@ -19,6 +19,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from duragent.client.errors import SessionBusy
 from duragent.client.part import ClientPart
+from duragent.client.temporal_setup import search_attributes_required
 from duragent.domain.runs import RunResult, RunView, session_workflow_id
 from duragent.workflows.session_run import SessionRun
 
@@ -56,17 +57,18 @@ class SessionWorkflows(ClientPart):
         if run_id is not None:
             attributes.append(SearchAttributePair(RUN_ID_ATTR, run_id))
             memo["run_id"] = run_id
-        return await self._client.temporal.start_workflow(
-            run,
-            data,
-            id=session_workflow_id(session_id),
-            task_queue=self._client.settings.task_queue,
-            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-            search_attributes=TypedSearchAttributes(attributes),
-            memo=memo,
-            static_summary=summary,
-        )
+        with search_attributes_required(self._client.settings.temporal_namespace):
+            return await self._client.temporal.start_workflow(
+                run,
+                data,
+                id=session_workflow_id(session_id),
+                task_queue=self._client.settings.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                search_attributes=TypedSearchAttributes(attributes),
+                memo=memo,
+                static_summary=summary,
+            )
 
     async def open_run(self, session_id: str) -> WorkflowHandle[SessionRun, RunResult] | None:
         """The session's open run, or None when it is idle (or doing something else)."""

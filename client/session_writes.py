@@ -11,6 +11,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from duragent.client.bounds import bounded
 from duragent.client.part import ClientPart
 from duragent.client.session_workflows import KIND_ATTR, SESSION_ID_ATTR
+from duragent.client.temporal_setup import search_attributes_required
 from duragent.domain.changes import ConfigChange, FacadeEntry, SessionChange
 from duragent.domain.entries import SessionEntry
 from duragent.domain.runs import session_workflow_id
@@ -36,21 +37,22 @@ class SessionWrites(ClientPart):
         )
         bounded("session change", change)
         await asyncio.to_thread(self._client.sessions.get, session_id)
-        handle = await self._client.temporal.start_workflow(
-            SessionChanges.run,
-            session_id,
-            id=session_workflow_id(session_id),
-            task_queue=self._client.settings.task_queue,
-            start_signal="change",
-            start_signal_args=[change],
-            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-            search_attributes=TypedSearchAttributes(
-                [
-                    SearchAttributePair(SESSION_ID_ATTR, session_id),
-                    SearchAttributePair(KIND_ATTR, "changes"),
-                ]
-            ),
-        )
+        with search_attributes_required(self._client.settings.temporal_namespace):
+            handle = await self._client.temporal.start_workflow(
+                SessionChanges.run,
+                session_id,
+                id=session_workflow_id(session_id),
+                task_queue=self._client.settings.task_queue,
+                start_signal="change",
+                start_signal_args=[change],
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(SESSION_ID_ATTR, session_id),
+                        SearchAttributePair(KIND_ATTR, "changes"),
+                    ]
+                ),
+            )
         # Idle session: wait until the change is stored, so a read or a prompt right
         # after sees it. (A busy session's run holds it as a pending write instead.)
         described = await handle.describe()

@@ -112,6 +112,10 @@ class Sessions(ClientPart):
         try:
             if host in (None, settings.host):
                 folder.mkdir(parents=True, exist_ok=True)
+                # Checked before it was made: a symlink put in its path meanwhile would
+                # lead its tools elsewhere (workers check again before each tool call).
+                if folder.resolve(strict=True) != folder:
+                    raise InvalidWorkspace(str(workspace or folder), "changed while it was made")
         except OSError as err:
             raise InvalidWorkspace(str(workspace or folder), f"cannot be created ({err})") from err
         with self._client.db.transaction() as db:

@@ -8,6 +8,8 @@ operator service. Adding is idempotent: what is there with the right type is lef
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from temporalio.api.enums.v1 import IndexedValueType
@@ -18,7 +20,7 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from duragent.client.errors import DuragentError
+from duragent.client.errors import DuragentError, SearchAttributesMissing
 from duragent.temporal_dev import SEARCH_ATTRIBUTES
 
 
@@ -75,3 +77,17 @@ async def ensure_search_attributes(client: Client, namespace: str) -> SetupResul
                 "its web UI or `tcld namespace search-attributes add`)"
             ) from None
     return SetupResult(added=list(missing), present=[n for n in SEARCH_ATTRIBUTES if n in have])
+
+
+@contextlib.contextmanager
+def search_attributes_required(namespace: str) -> Iterator[None]:
+    """Inside, a workflow start that the server refuses for a search attribute the
+    namespace lacks raises `SearchAttributesMissing`: one line saying what is missing and
+    how to add it, instead of the server's error."""
+    try:
+        yield
+    except RPCError as err:
+        if "no mapping defined for search attribute" not in err.message:
+            raise
+        names = ", ".join(f"{name} ({kind})" for name, kind in SEARCH_ATTRIBUTES.items())
+        raise SearchAttributesMissing(namespace, names) from None

@@ -22,13 +22,15 @@ from temporalio.worker import Interceptor, Worker
 
 from duragent.activities.bookkeeping import Bookkeeping
 from duragent.activities.budgets import BudgetReads
+from duragent.activities.cancel_hints import CancelHints
 from duragent.activities.extensions import Extension, Extensions
 from duragent.activities.heartbeat import PACE
 from duragent.activities.hosts import HostActivities, MoveBookkeeping
+from duragent.activities.leases import LeaseInterceptor, WorkerLease
 from duragent.activities.mcp.config import McpConfigError, load_config
 from duragent.activities.mcp.tools import mcp_providers
 from duragent.activities.model_turn import ModelTurns
-from duragent.activities.orphans import ProcessRecords
+from duragent.activities.orphans import ProcessRecords, sweep_records
 from duragent.activities.prices import price_table
 from duragent.activities.snapshots import SnapshotTaker
 from duragent.activities.subagents import Subagents
@@ -160,27 +162,43 @@ def build_worker(
     tree = TreeOps(db, anthropic_client, cache, prices)
     subagents = Subagents(db, registry)
     moves = MoveBookkeeping(db)
-    tool_calls = ToolCalls(
-        db, registry, hooks, ProcessRecords(settings.tool_processes), host, replies
-    )
-    # Cancellation reaches an activity in the reply to a heartbeat, so the throttle
-    # bounds abort latency (measured: about the throttle plus 5 ms). The default
-    # would hold heartbeats back for seconds.
+    records = ProcessRecords(settings.tool_processes)
+    tool_calls = ToolCalls(db, registry, hooks, records, host, replies)
+    # Calls heartbeat for liveness only, and fast while a cancel is hinted
+    # (`activities.heartbeat`): every heartbeat they ask for is to be sent, so the SDK's
+    # throttle is the floor of that fast pace. Cancellation reaches an activity in the
+    # reply to a heartbeat, so it bounds abort latency (about the throttle plus 5 ms).
     throttle = timedelta(milliseconds=settings.heartbeat_throttle_ms)
-    # Under load the calls of the process spread their heartbeats (`activities.heartbeat`).
-    PACE.configure(rate=settings.heartbeat_rate, floor=throttle.total_seconds())
+    PACE.configure(floor=throttle.total_seconds())
+    # The nudge from the process whose workflow task cancels a call to the one running it.
+    hints = CancelHints(db)
+    # A lost worker's calls move on once its lease lapses, not its heartbeat timeout.
+    lease = WorkerLease(db, client, settings.worker_lease_s) if settings.worker_lease_s else None
     # Metrics when the client's runtime serves them (`telemetry.metrics`), and tracing
     # its client does not bring (a client of `connect_temporal` brings it); else none.
-    interceptors = [*worker_interceptors(client, settings), *tracing.worker_interceptors(client)]
-    host_worker = (
-        host_tool_worker(client, db, settings, tool_calls, throttle, interceptors)
+    interceptors = [
+        *worker_interceptors(client, settings),
+        *tracing.worker_interceptors(client),
+        *([LeaseInterceptor(lease)] if lease is not None else []),
+    ]
+    host_options = (
+        host_tool_options(db, settings, tool_calls, throttle, interceptors)
         if settings.host_queue is not None
         else None
     )
+    if settings.host_only:  # this host's tool calls, no runs or model calls
+        assert host_options is not None  # settings refuse it with shared workspaces
+        return SessionWorker(
+            registry, None, records, client, hints=hints, lease=lease, **host_options
+        )
+    host_worker = Worker(client, **host_options) if host_options is not None else None
     return SessionWorker(
         registry,
         host_worker,
+        records,
         client,
+        hints=hints,
+        lease=lease,
         task_queue=settings.task_queue,
         workflows=[SessionRun, SessionChanges, SessionCompaction, SessionNavigation, SessionMove],
         activities=[
@@ -212,27 +230,25 @@ def build_worker(
         default_heartbeat_throttle_interval=throttle,
         # After a worker dies, its cached runs move to another worker this quickly.
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
-        workflow_runner=workflow_runner(),
+        workflow_runner=workflow_runner(hints),
         interceptors=interceptors,
         **tuning(settings),
     )
 
 
-def host_tool_worker(
-    client: Client,
+def host_tool_options(
     db: Database,
     settings: Settings,
     tool_calls: ToolCalls,
     throttle: timedelta,
     interceptors: Sequence[Interceptor],
-) -> Worker:
-    """The worker of this host's queue (`settings.host_queue`): its sessions' tool calls,
-    and the activities that ask whether the host is up and move workspaces
-    (`activities.hosts`)."""
+) -> dict[str, Any]:
+    """The worker of this host's queue (`settings.host_queue`), as a `Worker`'s keyword
+    arguments: its sessions' tool calls, and the activities that ask whether the host is
+    up and move workspaces (`activities.hosts`)."""
     assert settings.host_queue is not None
     host = HostActivities(settings.host, db)
-    return Worker(
-        client,
+    return dict(
         task_queue=settings.host_queue,
         activities=[
             tool_calls.run_tool,
@@ -268,16 +284,32 @@ def tuning(settings: Settings) -> dict[str, Any]:
 class SessionWorker(Worker):
     """A Temporal worker and its host's tool worker (if any), run and stopped together
     (`async with`, `run()`, `shutdown()`); once both have stopped it closes its tools'
-    connections (MCP servers, their processes), and with them nothing runs any more."""
+    connections (MCP servers, their processes), and with them nothing runs any more.
+    While it runs it sweeps this machine's tool process records (`activities.orphans`)."""
 
     def __init__(
-        self, tools: ToolRegistry, host_worker: Worker | None, *args: Any, **kwargs: Any
+        self,
+        tools: ToolRegistry,
+        host_worker: Worker | None,
+        records: ProcessRecords,
+        *args: Any,
+        hints: CancelHints | None = None,
+        lease: WorkerLease | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self._tool_registry = tools
         self.host_worker = host_worker
+        self._records = records
+        self._hints = hints
+        self.lease = lease
 
     async def run(self) -> None:
+        sweeping = asyncio.create_task(sweep_records(self._records))
+        if self._hints is not None:
+            self._hints.start()
+        if self.lease is not None:
+            self.lease.start()
         try:
             if self.host_worker is None:
                 await super().run()
@@ -290,6 +322,11 @@ class SessionWorker(Worker):
                 if isinstance(outcome, BaseException):
                     raise outcome
         finally:
+            sweeping.cancel()
+            if self.lease is not None:
+                await asyncio.to_thread(self.lease.stop)
+            if self._hints is not None:
+                self._hints.stop()
             await self._tool_registry.aclose()
 
     async def shutdown(self) -> None:

@@ -1,11 +1,12 @@
 """The workflow runner: Temporal's sandbox, and two things around it.
 
-Cancel hints. Activities heartbeat at a pace shared across the process
-(`activities.heartbeat`), so under load a cancellation could wait a second or two for
-the next heartbeat's reply. The workflow task that cancels an activity (an abort, a
-guidance interrupt) usually runs in the same process as the activity: the runner reads
-each workflow task's commands as they leave, and an activity's cancel request makes it
-heartbeat now, and every 50 ms until the reply carries the cancellation.
+Cancel hints. Activities heartbeat only as often as their liveness needs
+(`activities.heartbeat`), so a cancellation would wait seconds for the next heartbeat's
+reply. The runner reads each workflow task's commands as they leave, and an activity's
+cancel request (an abort, a guidance interrupt) hints the call: in this process at once,
+and in every other worker process through the store (`activities.cancel_hints`), so
+that wherever it runs it heartbeats now, and every 50 ms until the reply carries the
+cancellation.
 
 Serialization contexts asked once per command between two activations (see
 `get_serialization_context`), not once per payload list and pass.
@@ -26,34 +27,50 @@ from temporalio.worker._command_aware_visitor import CommandInfo
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 from temporalio.workflow import Info, _Definition
 
-from duragent.activities.heartbeat import PACE, HeartbeatPace
+from duragent.activities.cancel_hints import CancelHints
+from duragent.activities.heartbeat import PACE, CallKey, HeartbeatPace
 
 
-def workflow_runner() -> CancelHintingRunner:
+def workflow_runner(hints: CancelHints | None = None) -> CancelHintingRunner:
     """The sandbox, with our pure domain package passed through (loaded once, shared), and
-    OpenTelemetry, as Temporal's own OpenTelemetry plugin does (traced workflows use it)."""
+    OpenTelemetry, as Temporal's own OpenTelemetry plugin does (traced workflows use it);
+    cancellations hinted in this process, and to the others through `hints` if given."""
     return CancelHintingRunner(
         SandboxedWorkflowRunner(
             restrictions=SandboxRestrictions.default.with_passthrough_modules(
                 "duragent.domain", "opentelemetry"
             )
-        )
+        ),
+        hints=hints,
     )
 
 
 class CancelHintingRunner(WorkflowRunner):
-    """`inner`, with each activity cancellation its workflows ask for hinted to `pace`,
-    and each command's serialization context asked once between two activations."""
+    """`inner`, with each activity cancellation its workflows ask for hinted to `pace`
+    (and published to `hints`), and each command's serialization context asked once
+    between two activations."""
 
-    def __init__(self, inner: WorkflowRunner, pace: HeartbeatPace = PACE) -> None:
+    def __init__(
+        self,
+        inner: WorkflowRunner,
+        pace: HeartbeatPace = PACE,
+        hints: CancelHints | None = None,
+    ) -> None:
         self.inner = inner
         self._pace = pace
+        self._hints = hints
 
     def prepare_workflow(self, defn: _Definition) -> None:
         self.inner.prepare_workflow(defn)
 
     def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
-        return _HintingInstance(self.inner.create_instance(det), det.info.workflow_id, self._pace)
+        info = det.info
+        return _HintingInstance(
+            self.inner.create_instance(det),
+            (info.workflow_id, info.run_id),
+            self._pace,
+            self._hints,
+        )
 
     def set_worker_level_failure_exception_types(
         self, types: Sequence[type[BaseException]]
@@ -62,10 +79,18 @@ class CancelHintingRunner(WorkflowRunner):
 
 
 class _HintingInstance(WorkflowInstance):
-    def __init__(self, inner: WorkflowInstance, workflow_id: str, pace: HeartbeatPace) -> None:
+    def __init__(
+        self,
+        inner: WorkflowInstance,
+        run: tuple[str, str],
+        pace: HeartbeatPace,
+        hints: CancelHints | None,
+    ) -> None:
         self._inner = inner
-        self._workflow_id = workflow_id
+        self._run = run
+        """(workflow id, run id): the run whose calls this instance cancels."""
         self._pace = pace
+        self._hints = hints
         self._activity_ids: dict[int, str] = {}
         """Command sequence number -> activity id, of the activities this run scheduled."""
         self._contexts: dict[tuple[int, int] | None, SerializationContext | None] = {}
@@ -84,11 +109,17 @@ class _HintingInstance(WorkflowInstance):
             elif variant == "request_cancel_activity":
                 activity_id = self._activity_ids.pop(command.request_cancel_activity.seq, None)
                 if activity_id is not None:
-                    self._pace.hint_cancel(self._workflow_id, activity_id)
+                    self._hint((*self._run, activity_id))
         for job in act.jobs:  # a finished activity is cancelled no more
             if job.WhichOneof("variant") == "resolve_activity":
                 self._activity_ids.pop(job.resolve_activity.seq, None)
         return completion
+
+    def _hint(self, key: CallKey) -> None:
+        """At once if the call runs in this process; else to the others (where it runs,
+        or it ended: then the hint is read and ignored), which read the store."""
+        if not self._pace.hint_cancel(key) and self._hints is not None:
+            self._hints.publish(key)
 
     def get_serialization_context(
         self, command_info: CommandInfo | None

@@ -5,7 +5,7 @@ Guidance goes to the model as a hidden user message, never shown as a chat messa
 never between a tool call and its result. What it does to work in flight depends on its
 intent:
 
-- `interrupt`: stop, redirect or correct ("stop", "instead", "that's wrong", "不要",
+- `interrupt`: stop or correct ("stop", "wait", "that's wrong", "不要",
   "改成", ...). A running tool is cancelled (its output so far kept); planned tools that
   have not started are skipped.
 - `supplement`: adds to the task ("also", "and then", "另外", "补充", ...). Running tools
@@ -33,10 +33,12 @@ GUIDANCE_TYPE = "runtime_guidance"
 # An interrupting phrase anywhere in the text makes it an interruption. English words match
 # whole words ("stopwatch", "know", "nothing" do not); "no" counts only as a refusal: "no"
 # followed by a comma or "!", or the whole text ("no tests yet" is not one). "Don't forget"
-# adds to the task, so it is no "don't".
+# adds to the task, so it is no "don't". Words that redirect without stopping ("instead",
+# "rather", "change", "switch") do not interrupt on their own: "please use pathlib
+# instead" is said about the code to come, not the test run in flight (it killed one).
 _INTERRUPT_EN = re.compile(
-    r"\b(?:stop|halt|abort|cancel|wait|never ?mind|instead|rather|wrong|incorrect|mistake|"
-    r"not that|actually|change|switch|redo|undo|revert|correction|fix that)\b"
+    r"\b(?:stop|halt|abort|cancel|wait|never ?mind|wrong|incorrect|mistake|"
+    r"not that|actually|redo|undo|revert|correction|fix that)\b"
     r"|\b(?:don['’]?t|do not)\b(?!\s+forget)"
     r"|\bno\s*[,!，！]"
     r"|^\W*no\W*$",

@@ -20,6 +20,11 @@ follow-ups, guidance, config strings, names, labels, custom messages. Each enter
 workflow's history or the store as it is; Temporal warns above 256 KB per payload, and a
 session whose inputs are bounded keeps its pages bounded."""
 
+MAX_PENDING_INPUT = 100
+"""How many items a session's input queue holds pending at most: input waits there for a
+person to send, guide or delete it, so a hundred is more than anyone reads, and it keeps
+what every page load and run start reads bounded."""
+
 _message_list = TypeAdapter(list[AgentMessage])
 
 

@@ -158,6 +158,10 @@ class ProviderFailure(_Contract):
 PROVIDER_ERROR = "ProviderError"
 """The type of the activity error that carries a `ProviderFailure` as its details."""
 
+WORKER_LOST = "WorkerLost"
+"""The type of the (retryable) error a call fails with when its worker's lease lapsed
+(`activities.leases`): its next attempt starts at once."""
+
 
 class ModelTurnResult(_Contract):
     stop_reason: StopReason

@@ -56,6 +56,16 @@ def add_item(
     return QueueItem.model_validate(row)
 
 
+def count_pending(db: Session, session_id: str) -> int:
+    """How many of the session's items are pending."""
+    counted = db.scalar(
+        select(func.count())
+        .select_from(InputQueueRow)
+        .where(InputQueueRow.session_id == session_id, InputQueueRow.status == "pending")
+    )
+    return int(counted or 0)
+
+
 def list_items(
     db: Session, session_id: str, *, status: str | None = "pending", kind: QueueKind | None = None
 ) -> list[QueueItem]:

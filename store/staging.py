@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pydantic import TypeAdapter
-from sqlalchemy import bindparam, delete, literal_column, null, select, union_all
+from sqlalchemy import Insert, bindparam, delete, literal_column, null, select, union_all
 from sqlalchemy.orm import Session
 
 from duragent.domain.entries import SessionEntry
@@ -16,7 +17,7 @@ from duragent.store.clock import now_ms
 from duragent.store.entries import entry_of_row
 from duragent.store.statements import execute
 from duragent.store.tables import EntryRow, StagedMessageRow, table_of
-from duragent.store.upsert import insert_or_replace
+from duragent.store.upsert import INSERTS as _INSERTS
 
 _message: TypeAdapter[AgentMessage] = TypeAdapter(AgentMessage)
 _staged = table_of(StagedMessageRow)
@@ -50,8 +51,11 @@ _DROP = delete(_staged).where(_staged.c.entry_id.in_(bindparam("ids", expanding=
 
 def stage_message(
     db: Session, *, entry_id: str, session_id: str, run_id: str, message: AgentMessage
-) -> None:
-    """Store (or replace, on a retried attempt) the message an activity produced."""
+) -> AgentMessage:
+    """Store (or replace, on a retried attempt) the message an activity produced, and
+    return the message staged now: `message`, unless another attempt staged a finished
+    model reply first. That one is kept: the workflow may already have acted on it (an
+    attempt on a worker taken for lost can finish after the attempt that replaced it)."""
     row = {
         "entry_id": entry_id,
         "session_id": session_id,
@@ -60,7 +64,22 @@ def stage_message(
         "created_at": now_ms(),
     }
     # A retried attempt replaces the payload; the row keeps its session, run and time.
-    insert_or_replace(db, _staged, row, conflict=["entry_id"], replace=["payload"])
+    if execute(db, _stage(db.get_bind().dialect.name), row).first() is not None:
+        return message
+    kept = staged_message(db, entry_id)
+    return message if kept is None else kept
+
+
+@functools.cache
+def _stage(dialect: str) -> Insert:
+    """Insert, or replace the payload unless it holds a finished model reply (one that
+    did not end in an abort or an error); returns the entry id when it wrote."""
+    statement = _INSERTS[dialect](_staged)
+    kept = _staged.c.payload["role"].as_string() == "assistant"
+    kept &= _staged.c.payload["stop_reason"].as_string().not_in(("aborted", "error"))
+    return statement.on_conflict_do_update(
+        index_elements=["entry_id"], set_={"payload": statement.excluded.payload}, where=~kept
+    ).returning(_staged.c.entry_id)
 
 
 def staged_messages(db: Session, entry_ids: Sequence[str]) -> dict[str, AgentMessage]:

@@ -203,3 +203,48 @@ class WorkspaceChunkRow(Base):
     seq: Mapped[int] = mapped_column(Integer, autoincrement=False)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class CancelHintRow(Base):
+    """A nudge from the worker process whose workflow task cancelled a call to the one
+    running it (`activities.cancel_hints`): heartbeat now, the reply carries the cancel.
+    Not the cancellation itself (Temporal's); pruned after a minute."""
+
+    __tablename__ = "cancel_hints"
+
+    seq: Mapped[int] = mapped_column(SeqType, primary_key=True, autoincrement=True)
+    workflow_id: Mapped[str] = mapped_column(String(200))
+    run_id: Mapped[str] = mapped_column(String(64))
+    activity_id: Mapped[str] = mapped_column(String(200))
+    origin: Mapped[str] = mapped_column(String(64))
+    """The process that wrote it (it hinted its own calls directly)."""
+    created_at: Mapped[int] = mapped_column(BigInteger, index=True)
+
+
+class WorkerLeaseRow(Base):
+    """A worker process's lease (`activities.leases`): renewed from a thread of its own;
+    one that stops changing is a worker lost, whose running calls another worker fails
+    through Temporal so that their next attempts start at once."""
+
+    __tablename__ = "worker_leases"
+
+    worker_id: Mapped[str] = mapped_column(String(120), primary_key=True)
+    renewals: Mapped[int] = mapped_column(BigInteger)
+    """Counted up at each renewal: observers judge a lease by whether this changes on
+    their own clock, never by comparing clocks of two machines."""
+    renewed_at: Mapped[int] = mapped_column(BigInteger)
+    """For people reading the table."""
+
+
+class RunningCallRow(Base):
+    """A model or tool call running on a worker, with the task token that lets another
+    worker fail it when the worker is lost."""
+
+    __tablename__ = "running_calls"
+
+    call_key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """The task token's SHA-256 (hex)."""
+    worker_id: Mapped[str] = mapped_column(String(120), index=True)
+    task_token: Mapped[bytes] = mapped_column(LargeBinary)
+    activity_id: Mapped[str] = mapped_column(String(200))
+    started_at: Mapped[int] = mapped_column(BigInteger)

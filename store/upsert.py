@@ -1,5 +1,4 @@
-"""Insert-if-absent (and insert-or-replace) for the dialects we support: how activities
-stay idempotent.
+"""Insert-if-absent for the dialects we support: how activities stay idempotent.
 
 The statements are built once per table and conflict target (see `store.statements`):
 building one on each call cost more than running it.
@@ -17,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from duragent.store.statements import execute
 
-_INSERTS: dict[str, type[sqlite.Insert] | type[postgresql.Insert]] = {
+INSERTS: dict[str, type[sqlite.Insert] | type[postgresql.Insert]] = {
     "sqlite": sqlite.Insert,
     "postgresql": postgresql.Insert,
 }
@@ -25,17 +24,7 @@ _INSERTS: dict[str, type[sqlite.Insert] | type[postgresql.Insert]] = {
 
 @functools.cache
 def _ignoring(dialect: str, table: Table, conflict: tuple[str, ...]) -> Insert:
-    return _INSERTS[dialect](table).on_conflict_do_nothing(index_elements=list(conflict))
-
-
-@functools.cache
-def _replacing(
-    dialect: str, table: Table, conflict: tuple[str, ...], replace: tuple[str, ...]
-) -> Insert:
-    statement = _INSERTS[dialect](table)
-    return statement.on_conflict_do_update(
-        index_elements=list(conflict), set_={c: statement.excluded[c] for c in replace}
-    )
+    return INSERTS[dialect](table).on_conflict_do_nothing(index_elements=list(conflict))
 
 
 def insert_ignore(
@@ -45,7 +34,7 @@ def insert_ignore(
     if not rows:
         return
     dialect = db.get_bind().dialect.name
-    if dialect in _INSERTS:
+    if dialect in INSERTS:
         execute(db, _ignoring(dialect, table, tuple(conflict)), list(rows))
     else:  # pragma: no cover - other dialects: check first, then insert
         for row in rows:
@@ -53,24 +42,3 @@ def insert_ignore(
             exists = db.query(table).filter_by(**key).first()
             if exists is None:
                 db.execute(table.insert(), [row])
-
-
-def insert_or_replace(
-    db: Session,
-    table: Table,
-    row: dict[str, Any],
-    *,
-    conflict: Sequence[str],
-    replace: Sequence[str],
-) -> None:
-    """Insert `row`, or, if one collides on the `conflict` columns, set its `replace`
-    columns to `row`'s (the others keep what the first insert stored)."""
-    dialect = db.get_bind().dialect.name
-    if dialect in _INSERTS:
-        execute(db, _replacing(dialect, table, tuple(conflict), tuple(replace)), row)
-        return
-    key = {c: row[c] for c in conflict}  # pragma: no cover - other dialects
-    if db.query(table).filter_by(**key).first() is None:  # pragma: no cover
-        db.execute(table.insert(), [row])
-    else:  # pragma: no cover
-        db.execute(table.update().filter_by(**key).values({c: row[c] for c in replace}))

@@ -50,10 +50,18 @@ SQLITE_PRAGMAS: dict[str, str] = {
 
 
 def start_dev_argv(
-    binary: Path, db_file: Path, *, port: int, ip: str, namespace: str, ui_port: int | None
+    binary: Path,
+    db_file: Path,
+    *,
+    port: int,
+    ip: str,
+    namespace: str,
+    ui_port: int | None,
+    metrics_port: int | None = None,
 ) -> list[str]:
     """The argv of a dev server on ``db_file`` serving ``ip:port`` (headless when
-    ``ui_port`` is None)."""
+    ``ui_port`` is None; Prometheus metrics at ``metrics_port``, when given, else on a
+    port of the server's choosing)."""
     argv = [
         str(binary),
         "server",
@@ -75,6 +83,8 @@ def start_dev_argv(
         argv += ["--sqlite-pragma", f"{pragma}={value}"]
     # "warn" keeps the log file small; the server is chatty at info level.
     argv += ["--log-level", "warn"]
+    if metrics_port is not None:
+        argv += ["--metrics-port", str(metrics_port)]
     if ui_port is None:
         argv.append("--headless")
     else:

@@ -74,6 +74,9 @@ class DevServer:
             ``db_file`` with the suffix ``.log``.
         binary: the ``temporal`` binary; ``None`` means :func:`find_temporal_binary`
             at start time.
+        metrics_port: where the server serves Prometheus metrics (``/metrics``: its
+            ``action`` counter says what a workload costs on Temporal Cloud); ``None``:
+            a port of the server's choosing, not told.
 
     Not thread-safe: drive one instance from one thread (or one event loop).
     """
@@ -89,6 +92,7 @@ class DevServer:
         ip: str = "127.0.0.1",
         log_file: Path | None = None,
         binary: Path | None = None,
+        metrics_port: int | None = None,
     ) -> None:
         for name, value in (("port", port), ("ui_port", ui_port)):
             if value is not None and not 0 < value < 65536:
@@ -103,6 +107,7 @@ class DevServer:
         self._port, self._ui_port = self._pick_ports()
         self._ever_ready = False
         self._binary = binary
+        self.metrics_port: Final = metrics_port
         self._proc: subprocess.Popen[bytes] | None = None
         self._command: list[str] = []
         # Byte offset where this run's output starts in the (appended) log
@@ -152,6 +157,7 @@ class DevServer:
             ip=self.ip,
             namespace=self.namespace,
             ui_port=self.ui_port,
+            metrics_port=self.metrics_port,
         )
 
     # ----------------------------------------------------------------- start

@@ -49,12 +49,21 @@ class PostgresServer:
             shutil.chown(self.folder, "postgres")
         data = self.folder / "data"
         self._run(str(self.binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres")
-        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._run(
-            str(self.binaries / "pg_ctl"),
-            *("-D", str(data), "-o", options, "-l", str(self.folder / "log"), "-w", "start"),
-        )
+        self.resume()
         return self
+
+    def halt(self) -> None:
+        """Stop the server as an outage would, keeping its data (`resume` starts it again)."""
+        data = str(self.folder / "data")
+        self._run(str(self.binaries / "pg_ctl"), "-D", data, "-m", "fast", "stop")
+
+    def resume(self) -> None:
+        """Start the server on its data folder (and wait until it takes connections)."""
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        data, log = str(self.folder / "data"), str(self.folder / "log")
+        self._run(
+            str(self.binaries / "pg_ctl"), "-D", data, "-o", options, "-l", log, "-w", "start"
+        )
 
     def stop(self) -> None:
         try:

@@ -375,6 +375,23 @@ def describe_os_error(exc: OSError) -> str:
 # --- paths ---------------------------------------------------------------------------
 
 
+def moved_workspace(workspace: Path) -> str | None:
+    """Why tools may not run in `workspace`, or None: a session's workspace is stored as a
+    real path, so one that now resolves elsewhere had a symlink put in its path after it
+    was checked (by anyone who can write to a folder above it: a tool of another session
+    in the same area). Tools would follow it out of what the session was allowed."""
+    try:
+        real = workspace.resolve(strict=True)
+    except (OSError, RuntimeError) as err:
+        return f"the workspace {workspace} cannot be resolved ({err})"
+    if real != workspace:
+        return (
+            f"the workspace {workspace} now leads to {real} (a symlink was put in its "
+            "path): tools do not run there"
+        )
+    return None
+
+
 def resolve_in_workspace(workspace: Path, path: str) -> Path:
     """Resolve `path` (relative to the workspace, or absolute) to a real path inside it.
 

@@ -17,6 +17,7 @@ from duragent.client.history.values import (
     text_of,
     token_counts,
 )
+from duragent.domain.turns import WORKER_LOST
 
 
 @dataclass
@@ -88,6 +89,8 @@ _TIMEOUTS = {
     # An activity's heartbeats stop when its worker dies (or hangs): that is how Temporal
     # notices a crash, and what a person reading the history wants to be told.
     "timeout heartbeat": "worker lost: heartbeat timed out",
+    # Or sooner, by its lease in the store (`activities.leases`).
+    WORKER_LOST: "worker lost: its lease lapsed",
     "timeout start_to_close": "took too long: start-to-close timeout",
     "timeout schedule_to_start": "no worker took it: schedule-to-start timeout",
     "timeout schedule_to_close": "took too long: schedule-to-close timeout",
@@ -95,7 +98,8 @@ _TIMEOUTS = {
 
 
 def failure_text(failure: dict[str, Any]) -> str:
-    """A failure for people: timeouts say what they mean, others their message."""
+    """A failure for people: timeouts and lost workers say what they mean, others their
+    message."""
     return _TIMEOUTS.get(str(failure.get("type")), str(failure.get("message")))
 
 

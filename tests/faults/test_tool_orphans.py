@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from checks import assert_session_sound, tool_results
-from support import Stack
+from support import Stack, eventually
 
 from duragent.activities.tools import process_group_alive
 from duragent.activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
@@ -34,8 +34,8 @@ SCRIPT = {
 }
 
 
-def shells_with_token() -> list[int]:
-    """Live processes whose command line holds the token: the command's shell (and, in
+def processes_with(token: str) -> list[int]:
+    """Live processes whose command line holds `token`: the command's shell (and, in
     the sandbox, the bwrap processes around it, the first of them the group's leader)."""
     found = []
     for entry in os.scandir("/proc"):
@@ -48,7 +48,7 @@ def shells_with_token() -> list[int]:
                 state = f.read().rsplit(b")", 1)[-1].split()[0]
         except OSError:
             continue  # exited while we looked
-        if TOKEN.encode() in cmdline and state != b"Z":
+        if token.encode() in cmdline and state != b"Z":
             found.append(int(entry.name))
     return found
 
@@ -58,7 +58,7 @@ async def shell_spawned(timeout: float = 60.0) -> int:
     offsets below count from here)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        pids = shells_with_token()
+        pids = processes_with(TOKEN)
         if pids:
             return min(pids)
         await asyncio.sleep(0)
@@ -115,7 +115,7 @@ async def test_worker_killed_just_after_bash_spawned(
         assert details.get("interrupted") is True
         # Nothing of the command survives the takeover, now or later.
         assert not process_group_alive(pgid), f"process group {pgid} survived: {text}"
-        assert not shells_with_token()
+        assert not processes_with(TOKEN)
         # What the result says matches what happened.
         ran = log.exists()
         assert details.get("started") in (True, False), text
@@ -133,3 +133,48 @@ async def test_worker_killed_just_after_bash_spawned(
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGKILL)  # never leave the test's command behind
+
+
+ABORT_TOKEN = uuid.uuid4().hex
+ABORTED_SCRIPT = {
+    "conversations": {
+        "*": [
+            {
+                "reply": [
+                    {
+                        "tool_use": {
+                            "name": "bash",
+                            "input": {
+                                "command": f"echo started >> log.txt; sleep 600  # {ABORT_TOKEN}"
+                            },
+                        }
+                    }
+                ]
+            },
+        ]
+    }
+}
+
+
+@pytest.mark.script(ABORTED_SCRIPT)
+async def test_a_run_aborted_while_no_worker_lives_has_its_orphan_stopped(stack: Stack) -> None:
+    """The worker running a tool dies; the run is aborted before any worker is back, so
+    no next attempt of the call ever runs to stop what the dead worker left. The next
+    worker on the machine stops it anyway: it sweeps the dead workers' records."""
+    session = stack.client.sessions.create()
+    first = stack.spawn_worker()
+    await stack.client.runs.prompt(session.id, "run it")
+    log = Path(session.workspace) / "log.txt"
+    await eventually(lambda: log.exists() and bool(processes_with(ABORT_TOKEN)), timeout=60)
+    stack.kill(first)
+    assert processes_with(ABORT_TOKEN), "the command dies with its worker: nothing to test"
+
+    aborting = asyncio.create_task(stack.client.runs.abort(session.id))
+    stack.spawn_worker()
+    result = await asyncio.wait_for(aborting, timeout=60)
+    assert result.status == "aborted"
+    await eventually(lambda: not processes_with(ABORT_TOKEN), timeout=30)
+    assert log.read_text() == "started\n"
+    # A record still there says it was swept (a next attempt reports its group stopped).
+    for record in stack.settings.tool_processes.glob("*.json"):
+        assert '"swept_at":' in record.read_text() and '"swept_at":null' not in record.read_text()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import functools
 import os
 import pty
 import re
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -523,3 +524,73 @@ def test_send_that_starts_a_run_with_its_own_worker_shows_it_to_the_end(
     assert "from the tool" in sent.stdout and "run completed" in sent.stdout
     shown = duragent(env, "show", session.group(1))
     assert shown.stdout.count("all done") == 2, shown.stdout
+
+
+def _wait_for(check: Callable[[], bool], what: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        time.sleep(0.05)
+
+
+def test_two_runs_in_one_folder_share_services_until_both_end(tmp_path: Path) -> None:
+    """The second `duragent run` uses the dev server and worker the first started; when
+    the first's run ends first, it keeps them up until the second's run has ended, instead
+    of stopping them under it (which cancelled its tool and left it hanging)."""
+    from mcp_support import free_port
+
+    held = "touch started; while [ ! -e go ]; do sleep 0.05; done; echo released"
+    script = tmp_path / "script.yaml"
+    script.write_text(one_tool_call(held))
+    env = cli_env(tmp_path / "home", script, TEMPORAL_ADDRESS=f"127.0.0.1:{free_port()}")
+    outputs = [tmp_path / "first.out", tmp_path / "second.out"]
+    commands = []
+    workspaces: list[Path] = []
+
+    def start(out: Path) -> subprocess.Popen[bytes]:
+        with out.open("wb") as sink:
+            return subprocess.Popen(
+                [sys.executable, "-m", "duragent.client.cli", "run", "wait for go"],
+                cwd=REPO,
+                env=env,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )
+
+    def workspace(out: Path) -> Path | None:
+        found = SESSION.search(out.read_text(errors="replace"))
+        return tmp_path / "home" / "workspaces" / found.group(1) if found else None
+
+    def has_session(out: Path) -> bool:
+        return workspace(out) is not None
+
+    try:
+        for out in outputs:
+            commands.append(start(out))
+            _wait_for(functools.partial(has_session, out), f"{out.name}: a session")
+            folder = workspace(out)
+            assert folder is not None
+            workspaces.append(folder)
+            _wait_for((folder / "started").exists, f"{out.name}: its tool running")
+        first, second = commands
+        (workspaces[0] / "go").touch()
+        _wait_for(
+            lambda: "Keeping" in outputs[0].read_text(errors="replace"),
+            "the first command: waiting for the second",
+        )
+        assert first.poll() is None  # its services stay up under the second run
+        (workspaces[1] / "go").touch()
+        assert second.wait(timeout=90) == 0, outputs[1].read_text()
+        assert first.wait(timeout=60) == 0, outputs[0].read_text()
+    finally:
+        for command in commands:
+            if command.poll() is None:
+                command.kill()
+    said_first, said_second = (out.read_text(errors="replace") for out in outputs)
+    assert "Started a Temporal dev server" in said_first
+    assert "Keeping this worker up for another command using it" in said_first
+    assert "Started a Temporal dev server" not in said_second
+    assert "already polling task queue" in said_second
+    assert "No worker answered" not in said_second
+    assert "released" in said_second and "run completed" in said_second

@@ -18,8 +18,21 @@ from support import (
 
 from duragent.domain.entries import MessageEntry
 from duragent.domain.messages import ToolResultMessage, text_of
+from duragent.domain.runs import session_workflow_id
 
-SLOW_COMMAND = "echo started >> log.txt; echo working; sleep 8; echo finished >> log.txt"
+
+async def heartbeat_says(stack: Stack, session_id: str, text: str) -> bool:
+    """A running call of the session's run has heartbeat details holding `text`."""
+    handle = stack.temporal.get_workflow_handle(session_workflow_id(session_id))
+    pending = (await handle.describe()).raw_description.pending_activities
+    return any(
+        text.encode() in payload.data
+        for activity in pending
+        for payload in activity.heartbeat_details.payloads
+    )
+
+
+SLOW_COMMAND = "echo started >> log.txt; echo working; sleep 12; echo finished >> log.txt"
 
 
 @BOTH_STORES
@@ -55,7 +68,8 @@ async def test_worker_killed_during_model_call_and_during_tool_call(stack: Stack
     log = workspace / "log.txt"
     await eventually(lambda: log.exists() and "started" in log.read_text(), timeout=30)
     command_started = time.monotonic()
-    await asyncio.sleep(0.5)  # heartbeats (every 100 ms) carry the process and its output
+    # Heartbeats (every third of the heartbeat timeout) carry the process and its output.
+    await eventually(lambda: heartbeat_says(stack, session.id, "working"), timeout=30)
     stack.kill(second)
 
     third = stack.spawn_worker()
@@ -80,7 +94,7 @@ async def test_worker_killed_during_model_call_and_during_tool_call(stack: Stack
 
     # Nothing twice: the command started once, and the orphan it left was stopped
     # before it could finish; every entry stored once.
-    await asyncio.sleep(max(0.0, command_started + 9 - time.monotonic()))
+    await asyncio.sleep(max(0.0, command_started + 13 - time.monotonic()))
     assert log.read_text() == "started\n"
     entries = stack.client.tree.entries(session.id)
     assert len(entries) == len({e.id for e in entries}) == 4

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from duragent.api.app import MAX_BODY_BYTES
 from duragent.client.cli import app as cli
-from duragent.client.errors import InputTooLarge
-from duragent.domain.input import MAX_INPUT_BYTES
+from duragent.client.errors import InputQueueFull, InputTooLarge
+from duragent.domain.input import MAX_INPUT_BYTES, MAX_PENDING_INPUT
 from duragent.domain.messages import user_text
 from duragent.store import input_queue
 
@@ -218,3 +218,28 @@ async def test_the_command_line_refuses_oversize_text(stack: Stack) -> None:
         await run.result()
     assert stack.client.inputs.queue(session.id, status=None) == []
     assert OVER not in sent_texts(stack, session.id)
+
+
+async def test_a_full_input_queue_refuses_more_and_keeps_what_it_holds(
+    stack: Stack, api: ApiServer
+) -> None:
+    async with api.client() as http:
+        session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
+        for n in range(MAX_PENDING_INPUT):
+            stack.client.inputs.next_turn(session, f"item {n}")
+        url = f"/api/sessions/{session}"
+        refused = await http.post(f"{url}/input-queue", json={"text": "one more"})
+        assert refused.status_code == 409, refused.text
+        assert f"holds {MAX_PENDING_INPUT} pending items" in refused.json()["detail"]
+        with pytest.raises(InputQueueFull, match="send, guide or delete some first"):
+            stack.client.inputs.next_turn(session, "one more")
+        state = (await http.get(f"{url}/state")).json()
+        assert [i["text"] for i in state["input_queue"]] == [
+            f"item {n}" for n in range(MAX_PENDING_INPUT)
+        ]
+        # Room again once one is deleted.
+        stack.client.inputs.delete(session, state["input_queue"][0]["id"])
+        added = await http.post(f"{url}/input-queue", json={"text": "one more"})
+        assert added.status_code in (200, 201), added.text
+    pending = stack.client.inputs.queue(session)
+    assert len(pending) == MAX_PENDING_INPUT and pending[-1].text == "one more"

@@ -84,3 +84,17 @@ async def test_setup_adds_the_search_attributes_once_and_the_namespace_runs_sess
     assert ran.returncode == 0, ran.stderr
     assert "run completed after 4 turn(s)" in ran.stdout
     assert "Started a Temporal dev server" not in ran.stderr
+
+
+async def test_a_namespace_without_the_search_attributes_is_named_with_the_fix(
+    dev_server: DevServer, temporal: Client, tmp_path: Path
+) -> None:
+    namespace = await new_namespace(temporal)
+    flags = [f"--temporal-address={dev_server.address}", f"--namespace={namespace}"]
+    ran = duragent(tmp_path, *flags, "run", "Write a hello script and run it")
+    assert ran.returncode == 2, (ran.stdout, ran.stderr)
+    assert "Traceback" not in ran.stderr
+    said = [line for line in ran.stderr.splitlines() if "search attributes" in line]
+    assert len(said) == 1, ran.stderr
+    assert f"Temporal namespace {namespace} lacks duragent's search attributes" in said[0]
+    assert "duragent setup-temporal" in said[0]

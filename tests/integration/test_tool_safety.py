@@ -148,3 +148,25 @@ async def test_a_sandboxed_session_sees_its_workspace_only(stack: Stack) -> None
     # Neither the other session's workspace nor the database is there; home is empty.
     assert text.splitlines() == [workspace.name, "workspaces", "0"]
     assert (workspace / "made.txt").read_text() == "made\n"
+
+
+@pytest.mark.script(bash_then_done("touch ran.txt; echo ran"))
+async def test_a_workspace_swapped_for_a_symlink_after_its_check_runs_no_tool(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """The workspace was checked when the session was made; a symlink put in its place
+    later (by a tool of another session that can write to the folder above) must not lead
+    the session's tools out of it."""
+    area, elsewhere = tmp_path / "area", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    session = stack.client.sessions.create(workspace=area / "project")
+    Path(session.workspace).rmdir()
+    Path(session.workspace).symlink_to(elsewhere)
+    async with stack.worker():
+        result = await (await stack.client.runs.prompt(session.id, "run it")).result()
+
+    assert result.status == "completed", result.error
+    ((is_error, text),) = tool_result_texts(stack, session.id, 1)
+    assert is_error
+    assert f"now leads to {elsewhere}" in text and "tools do not run there" in text
+    assert list(elsewhere.iterdir()) == []

@@ -37,6 +37,11 @@ CASES: list[tuple[str, GuidanceIntent]] = [
     ("and then run the linter", "supplement"),
     ("please add a test for empty input", "supplement"),
     ("don't forget to update the docs", "supplement"),
+    # Redirecting words alone say how to go on, not to stop what runs.
+    ("please use pathlib instead", "supplement"),
+    ("switch the output to JSON", "supplement"),
+    ("change the log level to debug as well", "supplement"),
+    ("I'd rather have short names", "supplement"),
     # Near misses: words that contain an interrupting one, or "no" that is not a refusal.
     ("I know, keep going", "supplement"),
     ("nothing else, carry on", "supplement"),

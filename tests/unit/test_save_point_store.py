@@ -167,3 +167,35 @@ def test_a_tool_call_in_another_worker_process_reads_its_arguments_from_the_stor
         cwd=Path(__file__).parents[2],
     )
     assert json.loads(loaded.stdout) == {"path": "c2.txt"}
+
+
+@BOTH_STORES
+def test_a_finished_reply_staged_first_is_kept_over_a_late_attempts(db: Database) -> None:
+    """Attempt 1 of a model call runs on a worker taken for lost; attempt 2 finishes and
+    stages its reply, and the workflow acts on its tool calls. When attempt 1 finishes
+    later, its reply must not replace the one the workflow acted on: it gets that one
+    back. An aborted or failed partial reply is still replaced by a finished one, and a
+    tool result by a later attempt's."""
+    first, late = reply("a"), reply("b")
+    with db.transaction() as tx:
+        assert staging.stage_message(tx, entry_id="m", session_id="s", run_id="r", message=first)
+    with db.transaction() as tx:
+        kept = staging.stage_message(tx, entry_id="m", session_id="s", run_id="r", message=late)
+    assert kept == first
+    with db.transaction() as tx:
+        assert staging.staged_message(tx, "m") == first
+
+    partial = reply(stop_reason="aborted")
+    stage(db, "n", partial)
+    with db.transaction() as tx:
+        again = staging.stage_message(tx, entry_id="n", session_id="s", run_id="r", message=late)
+    assert again == late
+
+    result = ToolResultMessage(
+        tool_call_id="a", tool_name="read", content=[TextContent(text="one")], timestamp=2
+    )
+    retried = result.model_copy(update={"content": [TextContent(text="two")]})
+    stage(db, "t", result)
+    stage(db, "t", retried)
+    with db.transaction() as tx:
+        assert staging.staged_message(tx, "t") == retried

@@ -26,6 +26,8 @@ VARIABLES = {
     "DURAGENT_OFFLINE_SCRIPT": ("offline_script", "/s.yaml", Path("/s.yaml")),
     "DURAGENT_HEARTBEAT_TIMEOUT": ("heartbeat_timeout_s", "2.5", 2.5),
     "DURAGENT_HEARTBEAT_THROTTLE_MS": ("heartbeat_throttle_ms", "20", 20),
+    "DURAGENT_WORKER_LEASE": ("worker_lease_s", "0", 0.0),
+    "DURAGENT_HOST_ONLY": ("host_only", "true", True),
     "DURAGENT_MODEL_READ_TIMEOUT": ("model_read_timeout_s", "30", 30.0),
     "DURAGENT_API_TOKENS": ("api_tokens", "t1=alice, t2", {"t1": "alice", "t2": "default"}),
     "DURAGENT_WORKSPACE_ROOTS": ("workspace_roots", "/a: /b", [Path("/a"), Path("/b")]),
@@ -56,7 +58,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert settings.model == "claude-sonnet-5-5"
     assert settings.offline and settings.anthropic_base_url is None
     assert settings.offline_script is None
-    assert (settings.heartbeat_timeout_s, settings.heartbeat_throttle_ms) == (10.0, 50)
+    assert (settings.heartbeat_timeout_s, settings.heartbeat_throttle_ms) == (60.0, 50)
     assert settings.model_read_timeout_s == 120.0
     assert (settings.api_tokens, settings.workspace_roots, settings.tool_env) == ({}, [], [])
     assert settings.temporal_ui_port is None and settings.web_ui_port == 8233
@@ -93,7 +95,7 @@ def test_an_empty_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch) -> N
     for name in VARIABLES:
         monkeypatch.setenv(name, "")
     settings = Settings.from_env()
-    assert settings.offline and settings.heartbeat_timeout_s == 10.0
+    assert settings.offline and settings.heartbeat_timeout_s == 60.0
     assert settings.temporal_ui_port is None and settings.tool_sandbox == "none"
     assert settings.database_url.endswith("/duragent.db")
 

@@ -1,0 +1,121 @@
+"""Worker leases (`activities.leases`): a lost worker's call moves on once its lease
+lapses, long before its heartbeat timeout (60 s here); a worker stopped past its lease
+and then continued does not complete its call twice."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from checks import events_of
+from support import Stack, bash_then_text, eventually, transcript_roles
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle
+
+from duragent.activities.tools import process_group_alive
+from duragent.domain.runs import session_workflow_id
+
+BOUND_S = 10.0
+"""Generous for a 2 s lease; a heartbeat timeout would take 60 s."""
+
+
+def long_heartbeat_timeout(stack: Stack) -> None:
+    """A 60 s heartbeat timeout: only the lease can move a lost worker's call on soon."""
+    stack.settings = stack.settings.model_copy(update={"heartbeat_timeout_s": 60.0})
+    stack.client.settings = stack.settings
+
+
+def signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    os.killpg(process.pid, sig)
+
+
+@pytest.mark.script(bash_then_text("echo $$ > pid.txt; sleep 60", "It was interrupted."))
+async def test_a_killed_workers_call_moves_on_once_its_lease_lapses(stack: Stack) -> None:
+    long_heartbeat_timeout(stack)
+    session = stack.client.sessions.create()
+    first = stack.spawn_worker()
+    run = await stack.client.runs.prompt(session.id, "work")
+    pid_file = Path(session.workspace) / "pid.txt"
+    await eventually(lambda: pid_file.exists() and bool(pid_file.read_text()), timeout=60)
+    async with stack.worker():
+        killed = time.monotonic()
+        stack.kill(first)
+        # The next attempt reports the call interrupted and the model is asked again.
+        await eventually(lambda: len(stack.model.requests_for(session.id)) == 2, timeout=BOUND_S)
+        moved_on = time.monotonic() - killed
+        result = await asyncio.wait_for(run.result(), timeout=30)
+    assert result.status == "completed", result.error
+    assert moved_on < BOUND_S
+    assert not process_group_alive(int(pid_file.read_text()))  # the orphan was stopped
+    (ended,) = events_of(stack, session.id, "tool_execution_end")
+    assert ended["attempt"] == 2 and ended["result"]["details"]["interrupted"]
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {"wait_for": "first", "reply": [{"text": "From the first attempt."}]},
+                {"wait_for": "retry", "reply": [{"text": "From the retry."}]},
+            ]
+        }
+    }
+)
+async def test_a_worker_stopped_past_its_lease_does_not_complete_its_call(
+    stack: Stack,
+) -> None:
+    """Stopped (SIGSTOP) during a model call, the worker's lease lapses and the call's
+    first attempt is failed; continued, that worker gets its reply and completes the
+    call before the retry does, and Temporal rejects it: only the retry completes it.
+    (The retry may land on either worker: the stopped one still has polls open.)"""
+    long_heartbeat_timeout(stack)
+    session = stack.client.sessions.create()
+    first = stack.spawn_worker()
+    handle = stack.temporal.get_workflow_handle(session_workflow_id(session.id))
+    try:
+        run = await stack.client.runs.prompt(session.id, "talk")
+        await eventually(lambda: len(stack.model.requests_for(session.id)) == 1, timeout=60)
+        async with stack.worker():
+            signal_group(first, signal.SIGSTOP)
+            await eventually(lambda: model_call_attempt(handle, 2), timeout=BOUND_S)
+            signal_group(first, signal.SIGCONT)
+            stack.model.release("first")
+            # The first attempt got its whole reply and completes the call ...
+            await eventually(lambda: reply_ended(stack, session.id, "From the first attempt."))
+            # ... at once (a negative has no event to wait for: what it would change, the
+            # run taking that reply, would show within this).
+            await asyncio.sleep(0.5)
+            stack.model.release("retry")
+            result = await asyncio.wait_for(run.result(), timeout=30)
+    finally:
+        if first.poll() is None:
+            signal_group(first, signal.SIGCONT)
+    assert result.status == "completed", result.error
+    # The retry keeps a reply an earlier attempt staged whole (`activities.model_turn`),
+    # so either reply may be the run's; there is one, once.
+    assert result.final_text in ("From the first attempt.", "From the retry.")
+    assert transcript_roles(stack.client.tree.path(session.id)) == ["user", "assistant"]
+    history = [event async for event in handle.fetch_history_events()]
+    started = [
+        e.activity_task_started_event_attributes.attempt
+        for e in history
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    ]
+    completed = [e for e in history if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED]
+    assert started == [2] and len(completed) == 1
+
+
+async def model_call_attempt(handle: WorkflowHandle[Any, Any], attempt: int) -> bool:
+    """The run's pending call is at `attempt` (an earlier one failed)."""
+    pending = (await handle.describe()).raw_description.pending_activities
+    return any(p.attempt >= attempt for p in pending)
+
+
+def reply_ended(stack: Stack, session_id: str, text: str) -> bool:
+    return any(text in str(e) for e in events_of(stack, session_id, "message_end"))

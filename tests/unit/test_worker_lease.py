@@ -1,0 +1,98 @@
+"""Worker leases (`activities.leases`), one round at a time on a clock the test moves:
+a lease that stops changing is taken once, by one watcher; a watcher that lost the store
+judges nobody until each lease has had a whole lease time again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.exc import OperationalError
+
+from duragent.activities import leases as leases_module
+from duragent.activities.leases import WorkerLease
+from duragent.store.db import Database
+
+pytestmark = pytest.mark.fast
+
+LEASE_S = 1.5
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    clock = Clock()
+    monkeypatch.setattr(f"{leases_module.__name__}.time.monotonic", clock)
+    return clock
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    return Database(f"sqlite:///{tmp_path / 'store.db'}")
+
+
+def lease(db: Database) -> WorkerLease:
+    return WorkerLease(db, client=None, lease_s=LEASE_S)  # type: ignore[arg-type]
+
+
+def watch(watchers: list[WorkerLease], clock: Clock, seconds: float) -> list[Any]:
+    """Every watcher ticks every 0.1 s for `seconds`; what they took."""
+    taken: list[Any] = []
+    for _ in range(round(seconds / 0.1)):
+        clock.now += 0.1
+        for watcher in watchers:
+            taken += watcher.tick()
+    return taken
+
+
+def test_a_lapsed_lease_is_taken_once_with_its_calls(db: Database, clock: Clock) -> None:
+    lost, a, b = lease(db), lease(db), lease(db)
+    lost.call_started(b"token-1", "turn-1-model-1")
+    for watcher in (lost, a, b):
+        assert watcher.tick() == []
+    assert watch([a, b], clock, LEASE_S - 0.1) == []  # not yet
+    taken = watch([a, b], clock, 0.3)
+    assert [(worker, [c[1:] for c in calls]) for worker, calls in taken] == [
+        (lost.worker_id, [(b"token-1", "turn-1-model-1")])
+    ]
+
+
+def test_a_renewing_lease_is_never_taken(db: Database, clock: Clock) -> None:
+    assert watch([lease(db), lease(db)], clock, 10 * LEASE_S) == []
+
+
+def test_a_watcher_held_up_judges_nobody_on_what_it_saw_before(db: Database, clock: Clock) -> None:
+    """Its own reads came late (a store slow for every worker, no CPU): the other's
+    renewals were likely held up alike."""
+    other, watcher = lease(db), lease(db)
+    other.tick()
+    watcher.tick()
+    clock.now += 3 * LEASE_S
+    assert watcher.tick() == []
+    assert watch([watcher], clock, LEASE_S - 0.1) == []
+
+
+def test_no_judgment_across_a_store_gap(
+    db: Database, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other, watcher = lease(db), lease(db)
+    other.tick()
+    watcher.tick()
+
+    def unreachable(*_: Any, **__: Any) -> Any:
+        raise OperationalError("SELECT 1", {}, Exception("the store is down"))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(db, "transaction", unreachable)
+        clock.now += 10 * LEASE_S  # no renewal gets through meanwhile
+        assert watcher.tick() == []
+    assert watcher.tick() == []  # back: the lease gets a whole lease time again
+    assert watch([watcher], clock, LEASE_S - 0.1) == []
