@@ -14,7 +14,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from duragent.activities.extensions import Extensions
-from duragent.activities.save_point import message_events, save_point
+from duragent.activities.save_point import find_commit, message_events, save_point, uncounted_usage
 from duragent.activities.snapshots import SnapshotTaker
 from duragent.domain.config import TurnSnapshot
 from duragent.domain.context import derive_path_state
@@ -178,13 +178,17 @@ class Bookkeeping:
         the next run, record the outcome, emit agent_end."""
         with self._db.transaction() as db:
             leaf_id = data.parent_id
+            usage = data.usage
             for commit in data.commits:
+                found = find_commit(db, commit)
+                usage = usage.plus(uncounted_usage(commit, found))
                 leaf_id = save_point(
                     db,
                     session_id=data.session_id,
                     run_id=data.run_id,
                     parent_id=leaf_id,
                     data=commit,
+                    found=found,
                 )
             flushed = append_below(db, data.session_id, leaf_id, data.entries, run_id=data.run_id)
             leaf_id = flushed.leaf_id or leaf_id
@@ -208,7 +212,7 @@ class Bookkeeping:
                 status=data.status,
                 phase="idle",
                 turns=data.turns,
-                usage=data.usage,
+                usage=usage,
                 error=data.error,
                 ended=True,
             )
@@ -216,7 +220,7 @@ class Bookkeeping:
                 run_id=data.run_id,
                 status=data.status,
                 turns=data.turns,
-                usage=data.usage,
+                usage=usage,
                 error=data.error,
             )
             events.append_events(
@@ -228,7 +232,10 @@ class Bookkeeping:
                 if isinstance(last, MessageEntry) and isinstance(last.message, AssistantMessage):
                     final_text = text_of(last.message.content)
         return FinishRunResult(
-            leaf_id=leaf_id, final_text=final_text, cancelled_inputs=[i.text for i in cancelled]
+            leaf_id=leaf_id,
+            final_text=final_text,
+            usage=usage,
+            cancelled_inputs=[i.text for i in cancelled],
         )
 
     @activity.defn(name=APPLY_CHANGES)

@@ -32,6 +32,7 @@ from duragent.domain.messages import (
     AssistantMessage,
     TextContent,
     ToolResultMessage,
+    Usage,
 )
 from duragent.domain.transcript import MISSING_RESULT_TEXT
 from duragent.domain.turns import TurnCommit
@@ -133,6 +134,24 @@ def find_commit(db: Session, data: TurnCommit, staged_too: Sequence[str] = ()) -
         stored_ids=[*slot_ids, *(e.id for e in data.entries)],
         staged_ids=[*slot_ids, *staged_too],
     )
+
+
+def uncounted_usage(data: TurnCommit, found: staging.Found) -> Usage:
+    """The usage of the replies in `data` that the workflow never got (`uncounted`
+    slots): staged by a model call it stopped, or stored by an earlier try of this save."""
+    usage = Usage()
+    for slot in data.slots:
+        if not slot.uncounted:
+            continue
+        earlier = found.stored.get(slot.entry_id)
+        message = (
+            earlier.message
+            if isinstance(earlier, MessageEntry)
+            else found.staged.get(slot.entry_id)
+        )
+        if isinstance(message, AssistantMessage):
+            usage = usage.plus(message.usage)
+    return usage
 
 
 def with_missing_results(

@@ -44,6 +44,8 @@ class TurnInProgress:
     calls: list[ToolCallRef] = field(default_factory=list)
     result_ids: list[str] = field(default_factory=list)
     """One per call: the id its tool result gets."""
+    replied: bool = False
+    """The model call returned: the workflow has counted its reply's usage."""
 
     def result_id(self, call_id: str) -> str:
         return dict(zip([call.id for call in self.calls], self.result_ids, strict=True))[call_id]
@@ -53,7 +55,7 @@ class TurnInProgress:
             stop_reason="aborted", error_message="aborted by the user", timestamp=timestamp
         )
         return [
-            CommitSlot(entry_id=self.assistant_id, fallback=aborted),
+            CommitSlot(entry_id=self.assistant_id, fallback=aborted, uncounted=not self.replied),
             *(
                 CommitSlot(
                     entry_id=result_id, fallback=tool_error(call, ABORTED_TOOL_TEXT, timestamp)

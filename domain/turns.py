@@ -69,6 +69,9 @@ class CommitSlot(_Contract):
 
     entry_id: str
     fallback: AgentMessage | None = None
+    uncounted: bool = False
+    """The workflow never got this reply (its model call was stopped): its usage, if a
+    reply was staged, is added to the run's when the slot is committed."""
 
 
 class QueueConsumption(_Contract):
@@ -246,6 +249,9 @@ class FinishRunInput(_Contract):
 class FinishRunResult(_Contract):
     leaf_id: str
     final_text: str
+    usage: Usage | None = None
+    """The run's usage as stored: what the workflow counted plus the replies it never
+    got (`CommitSlot.uncounted`). None from workers that did not report it."""
     cancelled_inputs: list[str] = Field(default_factory=list)
     """Input-queue items cancelled because the run was stopped (their text)."""
 

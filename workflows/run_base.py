@@ -271,10 +271,13 @@ class RunBase:
             last_assistant_entry_id=last_assistant_id,
         )
         finished = await steps.finish_run(data)
+        # The stored usage adds the replies of model calls the run stopped.
+        self._usage = finished.usage or self._usage
         self._phase = "idle"
         steering, follow_ups = cleared or ([], [])
         return RunResult(
-            **data.model_dump(include=_REPORTED),
+            **data.model_dump(include=_REPORTED - {"usage"}),
+            usage=self._usage,
             leaf_id=finished.leaf_id,
             final_text=finished.final_text,
             cleared_steering=[item.text for item in steering],

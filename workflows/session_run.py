@@ -232,7 +232,9 @@ class SessionRun(RunBase):
         self._snapshot = reply.snapshot or self._snapshot
         self._approvals.policy = reply.approval_policy or self._approvals.policy
         calls = reply.tool_calls
-        turn = self._current = TurnInProgress(assistant_id, calls, [self._new_id() for _ in calls])
+        turn = self._current = TurnInProgress(
+            assistant_id, calls, [self._new_id() for _ in calls], replied=True
+        )
         if calls and self._inbox.guidance:
             replanned = await self._replan(turn)
             if replanned is not None:

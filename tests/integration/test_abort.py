@@ -49,7 +49,11 @@ LONG_TEXT = "This is a long streamed answer that the user will interrupt. " * 20
     {
         "conversations": {
             "*": [
-                {"chunk_delay_ms": 100, "reply": [{"text": LONG_TEXT}]},
+                {
+                    "chunk_delay_ms": 100,
+                    "reply": [{"text": LONG_TEXT}],
+                    "usage": {"input_tokens": 700, "cache_read_input_tokens": 300},
+                },
                 {"reply": [{"text": "Carrying on."}]},
             ]
         }
@@ -71,8 +75,13 @@ async def test_abort_during_a_model_stream(stack: Stack) -> None:
         assert partial.message.stop_reason == "aborted"
         assert 0 < len(text_of(partial.message.content)) < len(LONG_TEXT)
         assert isinstance(path[2], CustomMessageEntry) and path[2].custom_type == "abort"
+        # What the stopped call used counts: the input it sent was paid for.
+        assert partial.message.usage.input_tokens == 700
+        assert partial.message.usage.cache_read_tokens == 300
+        assert result.usage == partial.message.usage
         record = stack.client.runs.get(run.run_id)
         assert record is not None and record.status == "aborted"
+        assert record.usage == partial.message.usage
         assert stack.client.inputs.next_turn_items(session.id) == []  # cleared, not kept
         await prompt_again_works(stack, session.id)
 
