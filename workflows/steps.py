@@ -304,6 +304,15 @@ def provider_failure(err: ActivityError) -> ProviderFailure:
     return ProviderFailure(kind="other", status=None, message=root_message(err), retryable=False)
 
 
+ABORT_WINS_PATCH = "abort-wins"
+"""Marks the histories of runs aborted while a step failed some other way."""
+
+
 def cancelled(err: FailureError) -> bool:
-    """The step failed because the run is being cancelled (aborted)."""
-    return isinstance(err, CancelledError) or isinstance(err.cause, CancelledError)
+    """The step failed because the run is being cancelled (aborted), or failed otherwise
+    once an abort was asked for: its worker died with the cancel undelivered (the call
+    then fails as lost), or the failure crossed the cancel. The run is aborted either
+    way, as the user asked, rather than failing with the step's error."""
+    if isinstance(err, CancelledError) or isinstance(err.cause, CancelledError):
+        return True
+    return workflow.cancellation_reason() is not None and workflow.patched(ABORT_WINS_PATCH)

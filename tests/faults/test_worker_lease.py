@@ -1,6 +1,7 @@
 """Worker leases (`activities.leases`): a lost worker's call moves on once its lease
 lapses, long before its heartbeat timeout (60 s here); a worker stopped past its lease
-and then continued does not complete its call twice."""
+and then continued does not complete its call twice; a run aborted while the worker of
+its call is dead ends aborted."""
 
 from __future__ import annotations
 
@@ -14,12 +15,15 @@ from typing import Any
 
 import pytest
 from checks import events_of
+from sqlalchemy import select
 from support import Stack, bash_then_text, eventually, transcript_roles
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
 from duragent.activities.tools import process_group_alive
+from duragent.domain.entries import CustomMessageEntry
 from duragent.domain.runs import session_workflow_id
+from duragent.store.tables import RunningCallRow, table_of
 
 BOUND_S = 10.0
 """Generous for a 2 s lease; a heartbeat timeout would take 60 s."""
@@ -117,5 +121,37 @@ async def model_call_attempt(handle: WorkflowHandle[Any, Any], attempt: int) -> 
     return any(p.attempt >= attempt for p in pending)
 
 
+def running_calls(stack: Stack) -> list[str]:
+    """The calls recorded under a worker's lease (their activity ids)."""
+    with stack.client.db.transaction() as db:
+        return [row.activity_id for row in db.execute(select(table_of(RunningCallRow)))]
+
+
 def reply_ended(stack: Stack, session_id: str, text: str) -> bool:
     return any(text in str(e) for e in events_of(stack, session_id, "message_end"))
+
+
+@pytest.mark.script(
+    {"conversations": {"*": [{"wait_for": "never", "reply": [{"text": "Never sent."}]}]}}
+)
+async def test_an_abort_while_the_calls_worker_is_dead_ends_the_run_aborted(
+    stack: Stack,
+) -> None:
+    """The cancel cannot reach a dead worker's call: the call fails as lost once the
+    lease lapses. The user asked for an abort, so the run is aborted, not failed."""
+    long_heartbeat_timeout(stack)
+    session = stack.client.sessions.create()
+    first = stack.spawn_worker()
+    run = await stack.client.runs.prompt(session.id, "talk")
+    await eventually(lambda: len(stack.model.requests_for(session.id)) == 1, timeout=60)
+    # Leases record calls in batches (each renewal): kill once this one is recorded.
+    await eventually(lambda: running_calls(stack) == ["turn-1-model-1"], timeout=30)
+    stack.kill(first)
+    async with stack.worker():
+        result = await asyncio.wait_for(stack.client.runs.abort(session.id), timeout=BOUND_S)
+    assert result.run_id == run.run_id
+    assert (result.status, result.error) == ("aborted", None)
+    path = stack.client.tree.path(session.id)
+    assert transcript_roles(path)[:2] == ["user", "assistant"]
+    marker = path[-1]
+    assert isinstance(marker, CustomMessageEntry) and marker.custom_type == "abort"
