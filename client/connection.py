@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import sys
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import TypeVar
 
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 from temporalio.api.workflowservice.v1 import (
     CountWorkflowExecutionsRequest,
     GetSystemInfoRequest,
@@ -18,6 +23,11 @@ from duragent.settings import Settings
 from duragent.store.db import Database
 from duragent.telemetry import tracing
 from duragent.temporal_dev import is_reachable
+
+T = TypeVar("T")
+
+RETRY_CAP_S = 5.0
+"""The longest wait between two tries of a service that is not up yet."""
 
 
 async def connect_temporal(settings: Settings, *, runtime: Runtime | None = None) -> Client:
@@ -82,3 +92,56 @@ async def temporal_reachable(settings: Settings, timeout: float = 10.0) -> bool:
 
 def open_store(settings: Settings) -> Database:
     return Database(settings.database_url, pool_size=settings.database_pool_size)
+
+
+def stderr_notice(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+async def connect_when_up(
+    settings: Settings,
+    *,
+    runtime: Runtime | None = None,
+    notice: Callable[[str], None] = stderr_notice,
+) -> tuple[Client, Database]:
+    """Temporal and the store, waiting for each that is not up yet (a worker started
+    with or before them, or while one restarts): a long-running process outlives its
+    services' restarts rather than exiting. It says once what it waits for, and why."""
+
+    async def temporal() -> Client:
+        # A quick look first: the SDK's own connect tries for many seconds before failing.
+        if not await temporal_reachable(settings):
+            raise RuntimeError(f"no answer for namespace {settings.temporal_namespace}")
+        return await connect_temporal(settings, runtime=runtime)
+
+    what = f"Temporal at {settings.temporal_address}"
+    client = await _when_up(what, temporal, (RuntimeError,), notice)
+    url = make_url(settings.database_url)
+    # A local SQLite file that cannot be opened is a setting to fix, not a server to wait for.
+    waits_for = (OperationalError,) if url.get_backend_name() != "sqlite" else ()
+    where = f"the database at {url.host}:{url.port or 5432}" if url.host else "the database"
+    db = await _when_up(where, lambda: asyncio.to_thread(open_store, settings), waits_for, notice)
+    return client, db
+
+
+async def _when_up(
+    what: str,
+    attempt: Callable[[], Awaitable[T]],
+    waits_for: tuple[type[Exception], ...],
+    notice: Callable[[str], None],
+) -> T:
+    delay, told = 0.25, False
+    while True:
+        try:
+            result = await attempt()
+        except waits_for as err:
+            if not told:
+                reason = " ".join(str(err).split())[:300] or type(err).__name__
+                notice(f"{what} is not reachable ({reason}); waiting for it")
+                told = True
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_CAP_S)
+            continue
+        if told:
+            notice(f"{what} is up")
+        return result

@@ -40,7 +40,7 @@ from duragent.activities.tools.environment import tool_environment
 from duragent.activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
 from duragent.activities.tree_ops import TreeOps
 from duragent.client.api import DuragentClient
-from duragent.client.connection import connect_temporal, open_store
+from duragent.client.connection import connect_when_up
 from duragent.client.errors import DuragentError
 from duragent.client.facade import SessionFacade
 from duragent.client.plugins import Plugin, PluginError, Plugins, load_plugins
@@ -342,8 +342,7 @@ async def run_worker(settings: Settings) -> None:
     plugins = load_plugins(settings)  # once, for the tools and the hooks
     # A sandbox that cannot run, or a bad plugin, fails before anything starts.
     tools = tool_registry(settings, plugins)
-    client = await connect_temporal(settings, runtime=worker_runtime(settings))
-    db = open_store(settings)
+    client, db = await connect_when_up(settings, runtime=worker_runtime(settings))
     try:
         async with build_worker(client, db, settings, tools=tools, plugins=plugins):
             await asyncio.Event().wait()

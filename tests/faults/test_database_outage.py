@@ -78,3 +78,34 @@ async def test_postgres_down_mid_run_gives_503_and_the_run_goes_on(
             assert len(stack.model.requests_for(session)) == 2
     finally:
         server.stop()
+
+
+async def test_a_worker_started_while_postgres_is_down_waits_for_it(
+    own_postgres: PostgresServer, tmp_path: Path, temporal: Client, dev_server: DevServer
+) -> None:
+    """Started during the outage (a machine that boots before its database, a restart),
+    the worker says what it waits for, then works once the database is back."""
+    server = own_postgres.start()
+    try:
+        url = new_database(server.url)
+        async with open_stack(tmp_path, temporal, dev_server.address, SCRIPT, url) as stack:
+            session = stack.client.sessions.create()
+            server.halt()
+            worker = stack.spawn_worker()
+            where = f"the database at 127.0.0.1:{server.port}"
+            await eventually(lambda: f"{where} is not reachable" in worker_log(stack), timeout=60)
+            server.resume()
+            await eventually(lambda: f"{where} is up" in worker_log(stack), timeout=60)
+            stack.model.release("go")
+            result = await (await stack.client.runs.prompt(session.id, "ls")).result()
+            assert result.status == "completed", result.error
+            assert worker.poll() is None and "Traceback" not in worker_log(stack)
+            stack.kill(worker)
+            assert transcript_roles(assert_session_sound(stack, session.id)) == [
+                "user",
+                "assistant",
+                "toolResult",
+                "assistant",
+            ]
+    finally:
+        server.stop()

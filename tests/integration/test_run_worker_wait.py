@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import socket
 import uuid
@@ -25,16 +26,18 @@ from duragent.client.connection import connect_temporal
 from duragent.client.services import live_workers
 from duragent.settings import Settings
 from duragent.temporal_dev import DevServer
+from duragent.temporal_dev.ports import free_port
 
 
-def worker_env(tmp_path: Path, dev_server: DevServer) -> dict[str, str]:
-    """One home and task queue for the worker and the run, as in two terminals of a user."""
+def worker_env(tmp_path: Path, address: str) -> dict[str, str]:
+    """One home and task queue for the worker and the run, as in two terminals of a user
+    (Temporal at `address`)."""
     script = tmp_path / "script.yaml"
     script.write_text(one_tool_call("echo from the tool"))
     return cli_env(
         tmp_path / "home",
         script,
-        TEMPORAL_ADDRESS=dev_server.address,
+        TEMPORAL_ADDRESS=address,
         DURAGENT_TASK_QUEUE=f"wait-{uuid.uuid4().hex[:8]}",
     )
 
@@ -57,7 +60,7 @@ async def listed_workers(env: dict[str, str]) -> list[str]:
 
 
 def test_run_names_the_live_worker_it_relies_on(tmp_path: Path, dev_server: DevServer) -> None:
-    env = worker_env(tmp_path, dev_server)
+    env = worker_env(tmp_path, dev_server.address)
     working, identity = start_worker(env)
     try:
         ran = duragent(env, "run", "go")
@@ -75,7 +78,7 @@ def test_run_names_the_live_worker_it_relies_on(tmp_path: Path, dev_server: DevS
 def test_run_starts_its_own_worker_when_the_polling_one_was_killed(
     tmp_path: Path, dev_server: DevServer
 ) -> None:
-    env = worker_env(tmp_path, dev_server)
+    env = worker_env(tmp_path, dev_server.address)
     working, identity = start_worker(env)
     try:
         os.killpg(working.pid, signal.SIGKILL)  # as a machine failure would: not a word
@@ -95,6 +98,28 @@ def test_run_starts_its_own_worker_when_the_polling_one_was_killed(
     assert f"(the worker {identity} may have stopped)" in lines[unanswered]
     started = line_of(lines, "Started a worker in this process")
     assert relied < unanswered < started, ran.stderr
+
+
+def test_a_worker_started_before_temporal_waits_for_it(tmp_path: Path) -> None:
+    """A worker whose Temporal is not up yet (started first, or during a restart) says
+    what it waits for and waits, then works once Temporal is up: no traceback, no exit."""
+    address = f"127.0.0.1:{free_port('127.0.0.1')}"
+    env = worker_env(tmp_path, address)
+    working = Command(env, "worker")
+    try:
+        working.err.wait_for(
+            rf"Temporal at {re.escape(address)} is not reachable \(.+\); waiting for it"
+        )
+        with DevServer(tmp_path / "temporal.db", port=int(address.rsplit(":", 1)[1])):
+            working.err.wait_for(rf"Temporal at {re.escape(address)} is up")
+            asyncio.run(polling(address, env["DURAGENT_TASK_QUEUE"]))
+            ran = duragent(env, "run", "go")
+        assert ran.returncode == 0, ran.stderr
+        assert f"Using the worker {working.pid}@{socket.gethostname()}" in ran.stderr
+        assert "run completed" in ran.stdout and "from the tool" in ran.stdout
+        assert "Traceback" not in working.err.text
+    finally:
+        working.kill()
 
 
 def line_of(lines: list[str], start: str) -> int:
