@@ -193,6 +193,13 @@ class WorkerLease:
             logger.warning("worker lost: call %s not failed: %s", activity_id, err)
 
 
+def lease_owner(worker_id: str) -> str:
+    """The Temporal identity (`pid@host`, the SDK's default) of the worker process that
+    holds the lease `worker_id`."""
+    host, pid, _ = worker_id.rsplit(":", 2)
+    return f"{pid}@{host}"
+
+
 def own_connections(db: Database) -> Database:
     """The same store through a small pool of its own (an in-memory SQLite database is
     only reachable through its own engine: then `db` itself)."""

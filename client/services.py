@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
+from sqlalchemy.exc import SQLAlchemyError
 from temporalio.api.enums.v1 import (
     PendingActivityState,
     PendingWorkflowTaskState,
@@ -25,11 +26,14 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, ListWork
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
+from duragent.activities.leases import RENEW_S, lease_owner
 from duragent.client.connection import connect_temporal, open_store, temporal_reachable
 from duragent.client.errors import DuragentError
 from duragent.client.service_users import ServiceUsers
 from duragent.offline_model import DEMO_SCRIPT, OfflineModelServer
 from duragent.settings import Settings
+from duragent.store import leases
+from duragent.store.db import Database
 from duragent.temporal_dev import DevServer
 
 Announce = Callable[[str], None]
@@ -37,9 +41,10 @@ LIVE_POLLER_S = 70
 """A worker long-polls at least once a minute; an older poller is presumed gone."""
 NO_ANSWER_S = 5.0
 """How long a run's task may wait for the workers elsewhere before the command following
-it starts one of its own. A live worker takes a task within milliseconds; one that was
-killed stays among the pollers for a minute, so only the wait tells it has gone. A busy
-worker may be this slow too: then the worker started here only adds hands."""
+it starts one of its own. A live worker takes a task within milliseconds; one killed
+during the run (or one with no lease to tell, killed before) stays among the pollers for
+a minute, so only the wait tells it has gone. A busy worker may be this slow too: then
+the worker started here only adds hands."""
 WATCH_EVERY_S = 1.0
 """How often the watch asks; it lasts the whole run, so once a second, not more."""
 
@@ -61,8 +66,9 @@ async def live_workers(client: Client, settings: Settings) -> list[str]:
 
     The task queue lists every poller of the last minutes, also those of a worker that
     has just stopped (the previous command's), so a poller counts only if it polled
-    within `LIVE_POLLER_S` and its worker has not reported shutting down since. A worker
-    killed without a word still counts until `LIVE_POLLER_S` has passed.
+    within `LIVE_POLLER_S`, its worker has not reported shutting down since, and its
+    worker lease still renews (`_lapsed`): a worker killed without a word is known dead
+    within the lease time. (Without a lease to read, it counts until `LIVE_POLLER_S`.)
     """
     response = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
@@ -76,10 +82,46 @@ async def live_workers(client: Client, settings: Settings) -> list[str]:
     if not recent:
         return []
     stopped = await _stopped_workers(client, settings)
-    live = (
+    live = {
         p.identity for p in recent if stopped.get(p.identity, 0.0) < _seconds(p.last_access_time)
-    )
-    return sorted(set(live))
+    }
+    return sorted(live - await _lapsed(settings, live))
+
+
+async def _lapsed(settings: Settings, identities: set[str]) -> set[str]:
+    """Of the pollers `identities`, those whose worker lease (`activities.leases`) stops
+    renewing: a worker killed without a word, known within the lease time rather than
+    after a minute among the pollers. One whose renewals move is live; a poller with no
+    lease (leases off, an older worker), or a store that does not answer, tells nothing:
+    it stays live."""
+    if not settings.worker_lease_s or not identities:
+        return set()
+    db = Database(settings.database_url, run_migrations=False, pool_size=1)
+
+    def read() -> dict[str, int]:
+        with db.transaction() as session:
+            return leases.leases(session)
+
+    try:
+        first = await asyncio.to_thread(read)
+        held = {i: [w for w in first if lease_owner(w) == i] for i in identities}
+        watched = {i: ids for i, ids in held.items() if ids}
+        lapsed: set[str] = set()
+        deadline = time.monotonic() + settings.worker_lease_s
+        while watched and time.monotonic() < deadline:
+            await asyncio.sleep(RENEW_S)
+            now = await asyncio.to_thread(read)
+            for identity, ids in list(watched.items()):
+                if any(now.get(w, first[w]) != first[w] for w in ids):
+                    del watched[identity]  # renewed: live
+                elif not any(w in now for w in ids):
+                    del watched[identity]  # taken for lost by a watcher already
+                    lapsed.add(identity)
+        return lapsed | set(watched)
+    except SQLAlchemyError:
+        return set()
+    finally:
+        db.dispose()
 
 
 async def _stopped_workers(client: Client, settings: Settings) -> dict[str, float]:

@@ -21,10 +21,14 @@ from integration.test_cli_lifecycle import (
     one_tool_call,
     polling,
 )
+from support import eventually
 
+from duragent.activities.leases import lease_owner
 from duragent.client.connection import connect_temporal
 from duragent.client.services import live_workers
 from duragent.settings import Settings
+from duragent.store import leases
+from duragent.store.db import Database
 from duragent.temporal_dev import DevServer
 from duragent.temporal_dev.ports import free_port
 
@@ -50,13 +54,27 @@ def start_worker(env: dict[str, str]) -> tuple[Command, str]:
     return working, f"{working.pid}@{socket.gethostname()}"
 
 
-async def listed_workers(env: dict[str, str]) -> list[str]:
-    settings = Settings.from_env(
+def env_settings(env: dict[str, str]) -> Settings:
+    return Settings.from_env(
         home=Path(env["DURAGENT_HOME"]),
         temporal_address=env["TEMPORAL_ADDRESS"],
         task_queue=env["DURAGENT_TASK_QUEUE"],
     )
+
+
+async def listed_workers(env: dict[str, str]) -> list[str]:
+    settings = env_settings(env)
     return await live_workers(await connect_temporal(settings), settings)
+
+
+def lease_holders(env: dict[str, str]) -> set[str]:
+    """The workers (`pid@host`) that hold a lease in the store."""
+    db = Database(env_settings(env).database_url, run_migrations=False)
+    try:
+        with db.transaction() as session:
+            return {lease_owner(worker_id) for worker_id in leases.leases(session)}
+    finally:
+        db.dispose()
 
 
 def test_run_names_the_live_worker_it_relies_on(tmp_path: Path, dev_server: DevServer) -> None:
@@ -75,10 +93,38 @@ def test_run_names_the_live_worker_it_relies_on(tmp_path: Path, dev_server: DevS
         working.kill()
 
 
+def test_a_killed_worker_is_known_dead_within_its_lease(
+    tmp_path: Path, dev_server: DevServer
+) -> None:
+    """Temporal lists a killed worker among the pollers for a minute; its lease stops
+    renewing at once, so the next command knows within the lease time (2 s) and starts a
+    worker of its own instead of relying on the dead one."""
+    env = worker_env(tmp_path, dev_server.address)
+    working, identity = start_worker(env)
+    asyncio.run(eventually(lambda: identity in lease_holders(env)))
+    assert asyncio.run(listed_workers(env)) == [identity]
+    try:
+        os.killpg(working.pid, signal.SIGKILL)  # as a machine failure would: not a word
+        assert working.wait() == -signal.SIGKILL
+    finally:
+        working.kill()
+    # At once, not after the minute Temporal keeps listing it as a poller.
+    assert asyncio.run(listed_workers(env)) == []
+
+    ran = duragent(env, "run", "go")
+    assert ran.returncode == 0, ran.stderr
+    assert FATAL not in ran.stderr and "Traceback" not in ran.stderr, ran.stderr
+    assert "run completed" in ran.stdout and "from the tool" in ran.stdout
+    assert "Using the worker" not in ran.stderr and "No worker answered" not in ran.stderr
+    assert "Started a worker in this process" in ran.stderr
+
+
 def test_run_starts_its_own_worker_when_the_polling_one_was_killed(
     tmp_path: Path, dev_server: DevServer
 ) -> None:
-    env = worker_env(tmp_path, dev_server.address)
+    """Without leases (turned off), a killed worker passes for a live one for a minute:
+    the run relies on it, and once its task goes unanswered it starts a worker itself."""
+    env = {**worker_env(tmp_path, dev_server.address), "DURAGENT_WORKER_LEASE": "0"}
     working, identity = start_worker(env)
     try:
         os.killpg(working.pid, signal.SIGKILL)  # as a machine failure would: not a word
