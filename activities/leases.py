@@ -51,6 +51,7 @@ from temporalio.worker import (
 from duragent.domain.turns import WORKER_LOST
 from duragent.store import leases
 from duragent.store.db import Database
+from duragent.store.errors import store_trouble
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +130,7 @@ class WorkerLease:
         try:
             return self._tick()
         except Exception as err:
-            logger.warning("worker lease: the store did not answer: %s", err)
+            logger.warning("worker lease: %s: %s", store_trouble(err), err)
             self._seen.clear()  # judge nobody on what was seen before the gap
             return []
 

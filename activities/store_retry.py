@@ -17,6 +17,8 @@ from typing import TypeVar
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from duragent.store.errors import store_trouble
+
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
 STORE_RETRY_DEADLINE_S = 600.0
@@ -33,6 +35,7 @@ async def with_store_retries(write: Callable[[], T], *, what: str) -> T:
         except (OperationalError, InterfaceError) as err:
             if time.monotonic() - started > STORE_RETRY_DEADLINE_S:
                 raise
-            logger.warning("store unavailable while %s (%s); retrying in %.1f s", what, err, delay)
+            trouble = store_trouble(err)
+            logger.warning("%s while %s (%s); retrying in %.1f s", trouble, what, err, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)

@@ -66,6 +66,7 @@ from duragent.client.errors import (
 from duragent.client.workspaces import WorkspacePolicy
 from duragent.domain.cost import message_turn_cost
 from duragent.domain.input import MAX_INPUT_BYTES
+from duragent.store.errors import disk_refuses, store_trouble
 from duragent.store.records import DisplayMessage, QueueItem, SessionRecord
 
 # Store calls are synchronous: a route that makes one is a plain `def` (FastAPI runs it on
@@ -90,6 +91,10 @@ logger = logging.getLogger(__name__)
 _STORE_UNREACHABLE = (
     "the database is unreachable or busy; nothing was lost (runs wait for it and go on): "
     "try again in a few seconds"
+)
+_STORE_DISK_FULL = (
+    "the database's disk is full (or refuses writes); nothing was lost (runs wait for "
+    "space and go on): free space on it, then try again"
 )
 # First match wins: subclasses before their bases.
 _STATUS = {
@@ -155,10 +160,10 @@ def create_app(
     async def store_unreachable(request: Request, error: Exception) -> JSONResponse:
         # The driver's text may name the server and the statement: it goes to the log,
         # the caller gets the reason alone.
-        logger.warning("store unreachable for %s %s: %s", request.method, request.url.path, error)
-        return JSONResponse(
-            {"detail": _STORE_UNREACHABLE}, status_code=503, headers={"Retry-After": "5"}
-        )
+        trouble = store_trouble(error)
+        logger.warning("%s for %s %s: %s", trouble, request.method, request.url.path, error)
+        detail = _STORE_DISK_FULL if disk_refuses(error) else _STORE_UNREACHABLE
+        return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": "5"})
 
     @app.post("/api/sessions", status_code=201)
     def create_session(body: CreateSession, owner: User) -> SessionView:

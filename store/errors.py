@@ -1,4 +1,5 @@
-"""Errors the store raises for things a caller asked for that are not there."""
+"""Errors the store raises for things a caller asked for that are not there, and what a
+database error says about the store, in words."""
 
 from __future__ import annotations
 
@@ -13,3 +14,20 @@ class EntryNotFound(LookupError):
     def __init__(self, entry_id: str) -> None:
         super().__init__(f"session entry {entry_id!r} does not exist")
         self.entry_id = entry_id
+
+
+_DISK_REFUSES = ("database or disk is full", "disk i/o error", "no space left on device")
+"""SQLite's full disk (SQLITE_FULL) and refused write (SQLITE_IOERR), PostgreSQL's
+DiskFull ("could not extend file ...: No space left on device")."""
+
+
+def disk_refuses(error: BaseException) -> bool:
+    """Whether a database error (a driver's, or SQLAlchemy's around it) says the store's
+    disk is full or refuses writes, rather than the database being unreachable or busy."""
+    text = str(getattr(error, "orig", None) or error).lower()
+    return any(words in text for words in _DISK_REFUSES)
+
+
+def store_trouble(error: BaseException) -> str:
+    """What is wrong with the store, for a log line: its disk, or its reach."""
+    return "store's disk is full" if disk_refuses(error) else "store unavailable"
