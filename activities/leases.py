@@ -139,17 +139,23 @@ class WorkerLease:
         with self._lock:
             started, self._started = self._started, {}
             ended, self._ended = self._ended, set()
-        with self._db.transaction() as db:
-            if not leases.renew(db, self.worker_id, int(time.time() * 1000)):
-                logger.info("worker lease %s: (re)taken", self.worker_id)
-            leases.add_calls(
-                db,
-                self.worker_id,
-                [(key, token, activity_id) for key, (token, activity_id) in started.items()],
-                int(time.time() * 1000),
-            )
-            leases.drop_calls(db, sorted(ended))
-            current = leases.leases(db)
+        try:
+            with self._db.transaction() as db:
+                if not leases.renew(db, self.worker_id, int(time.time() * 1000)):
+                    logger.info("worker lease %s: (re)taken", self.worker_id)
+                leases.add_calls(
+                    db,
+                    self.worker_id,
+                    [(key, token, activity_id) for key, (token, activity_id) in started.items()],
+                    int(time.time() * 1000),
+                )
+                leases.drop_calls(db, sorted(ended))
+                current = leases.leases(db)
+        except Exception:
+            with self._lock:  # recorded next round: a running call never goes unrecorded
+                self._started = {**started, **self._started}
+                self._ended |= ended
+            raise
         now = time.monotonic()
         if now - self._read_at > self.lease_s / 2:
             # This watcher itself was held up (a slow store, no CPU, stopped): what it

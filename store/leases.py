@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from duragent.store.statements import execute
 from duragent.store.tables import RunningCallRow, WorkerLeaseRow, table_of
+from duragent.store.upsert import insert_ignore
 
 _LEASES = table_of(WorkerLeaseRow)
 _CALLS = table_of(RunningCallRow)
@@ -58,18 +59,19 @@ def claim_lost(db: Session, worker_id: str, renewals: int) -> list[Call]:
 
 
 def add_calls(db: Session, worker_id: str, calls: Sequence[Call], at_ms: int) -> None:
-    if calls:
-        rows = [
-            {
-                "call_key": key,
-                "worker_id": worker_id,
-                "task_token": token,
-                "activity_id": activity,
-                "started_at": at_ms,
-            }
-            for key, token, activity in calls
-        ]
-        execute(db, insert(_CALLS), rows)
+    """Record running calls; one recorded already (a round whose commit was not
+    confirmed, then tried again) stays as it is."""
+    rows = [
+        {
+            "call_key": key,
+            "worker_id": worker_id,
+            "task_token": token,
+            "activity_id": activity,
+            "started_at": at_ms,
+        }
+        for key, token, activity in calls
+    ]
+    insert_ignore(db, _CALLS, rows, conflict=["call_key"])
 
 
 def drop_calls(db: Session, keys: Sequence[str]) -> None:

@@ -413,8 +413,8 @@ async def main():
     client = await connect_temporal(settings)
     worker = build_worker(client, Database(settings.database_url), settings)
     print(json.dumps({
-        "client": len(client.config()["interceptors"]),
-        "worker": len(worker.config()["interceptors"]),
+        "client": [type(i).__name__ for i in client.config()["interceptors"]],
+        "worker": [type(i).__name__ for i in worker.config()["interceptors"]],
         "sdk": "opentelemetry.sdk" in sys.modules,
         "contrib": "temporalio.contrib.opentelemetry" in sys.modules,
     }))
@@ -424,8 +424,9 @@ asyncio.run(main())
 
 
 def test_tracing_is_off_without_the_otel_variables(tmp_path: Path, dev_server: DevServer) -> None:
-    """No `OTEL_*` variable: no interceptor on the client or the worker, and nothing of
-    OpenTelemetry's SDK or Temporal's tracing loaded."""
+    """No `OTEL_*` variable: no tracing interceptor on the client or the worker (the
+    worker's one records its calls under its lease), and nothing of OpenTelemetry's SDK or
+    Temporal's tracing loaded."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env |= {
         "DURAGENT_HOME": str(tmp_path),
@@ -436,7 +437,7 @@ def test_tracing_is_off_without_the_otel_variables(tmp_path: Path, dev_server: D
         [sys.executable, "-c", CHECK_OFF], cwd=REPO, env=env, capture_output=True, check=True
     )
     seen = json.loads(out.stdout.decode().strip().splitlines()[-1])
-    assert seen == {"client": 0, "worker": 0, "sdk": False, "contrib": False}
+    assert seen == {"client": [], "worker": ["LeaseInterceptor"], "sdk": False, "contrib": False}
 
 
 OTLP_HTTP = "http/protobuf"

@@ -96,3 +96,27 @@ def test_no_judgment_across_a_store_gap(
         assert watcher.tick() == []
     assert watcher.tick() == []  # back: the lease gets a whole lease time again
     assert watch([watcher], clock, LEASE_S - 0.1) == []
+
+
+def test_a_call_begun_in_a_round_the_store_refused_is_recorded_the_next(
+    db: Database, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A busy store fails a round: the calls it was to record wait for the next, so a
+    worker lost later is taken with them (not with none, its calls left to their
+    heartbeat timeout)."""
+    lost, watcher = lease(db), lease(db)
+    lost.tick()
+    watcher.tick()
+    lost.call_started(b"token-1", "turn-1-model-1")
+
+    def unreachable(*_: Any, **__: Any) -> Any:
+        raise OperationalError("SELECT 1", {}, Exception("database is locked"))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(lost._db, "transaction", unreachable)
+        assert lost.tick() == []
+    assert lost.tick() == []  # recorded now; then the worker is lost
+    taken = watch([watcher], clock, LEASE_S + 0.2)
+    assert [(worker, [c[1:] for c in calls]) for worker, calls in taken] == [
+        (lost.worker_id, [(b"token-1", "turn-1-model-1")])
+    ]
