@@ -109,9 +109,10 @@ class Settings(BaseSettings):
     worker fails its running calls so that their next attempts start at once (recovery
     in about this plus half a second, whatever the heartbeat timeout). 0: no leases;
     a lost worker's calls wait for their heartbeat timeout."""
-    heartbeat_throttle_ms: int = 50
-    """While a call's cancellation is on its way, it heartbeats this often until the
-    reply carries it: the abort latency bound."""
+    heartbeat_throttle_ms: int = 10
+    """While a call's cancellation is on its way, it heartbeats this soon, then at
+    pauses doubling up to five times this, until the reply carries it: the abort latency
+    bound (`activities.heartbeat`). Steady-state heartbeats do not depend on it."""
     api_tokens: Annotated[dict[str, str], NoDecode] = {}
     """Bearer token -> user name, for the HTTP API."""
     model_read_timeout_s: float = _env("DURAGENT_MODEL_READ_TIMEOUT", 120.0)

@@ -13,9 +13,12 @@ A cancellation is made fast by a nudge instead of by fast heartbeats: when the w
 process whose workflow task cancels a call (an abort, a guidance interrupt) sends the
 cancel command, `hint_cancel` is called, in that process directly and in every other
 worker process through the store (`activities.cancel_hints`). A hinted call heartbeats
-at once and then every `floor` (50 ms) for `HINTED_FOR_S`, until the reply carries the
-cancellation and the call ends. Temporal stays the source of truth: a hint only makes a
-call ask sooner; a hint for a call that is not cancelled costs a few heartbeats.
+at once, then after `floor` (10 ms), then at pauses that double up to `HINTED_CAP` times
+`floor` (50 ms), for `HINTED_FOR_S`, until the reply carries the cancellation and the
+call ends: the server records the cancellation only once the workflow task that asked
+for it completes, usually a few milliseconds after the hint, so the first beats come
+soon. Temporal stays the source of truth: a hint only makes a call ask sooner; a hint
+for a call that is not cancelled costs a few heartbeats.
 """
 
 from __future__ import annotations
@@ -30,9 +33,12 @@ from typing import Any
 
 from temporalio import activity
 
-HEARTBEAT_INTERVAL_S = 0.05
-"""The floor: how often a hinted call heartbeats (and the SDK's throttle: each of these
+HEARTBEAT_INTERVAL_S = 0.01
+"""The floor: the first pause of a hinted call (and the SDK's throttle: each of these
 heartbeats is sent)."""
+
+HINTED_CAP = 5
+"""A hinted call's pauses double from the floor up to this many floors."""
 
 LIVENESS_FRACTION = 1 / 3
 """A call heartbeats every this much of its heartbeat timeout: two may be lost or late
@@ -56,6 +62,7 @@ class _Beating:
     loop: asyncio.AbstractEventLoop
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     hinted_until: float = 0.0
+    hinted_beats: int = 0
 
 
 def liveness_interval(heartbeat_timeout: float | None, floor: float) -> float:
@@ -94,6 +101,7 @@ class HeartbeatPace:
 
     def _hinted(self, beating: _Beating) -> None:
         beating.hinted_until = time.monotonic() + HINTED_FOR_S
+        beating.hinted_beats = 0
         beating.wake.set()
 
     @contextlib.asynccontextmanager
@@ -106,8 +114,11 @@ class HeartbeatPace:
 
         async def beat() -> None:
             while True:
-                hinted = time.monotonic() < me.hinted_until
-                pause = self.floor if hinted else liveness_interval(timeout, self.floor)
+                if time.monotonic() < me.hinted_until:
+                    pause = self.floor * min(2**me.hinted_beats, HINTED_CAP)
+                    me.hinted_beats += 1
+                else:
+                    pause = liveness_interval(timeout, self.floor)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(pause):
                         await me.wake.wait()

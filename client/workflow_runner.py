@@ -5,8 +5,8 @@ Cancel hints. Activities heartbeat only as often as their liveness needs
 reply. The runner reads each workflow task's commands as they leave, and an activity's
 cancel request (an abort, a guidance interrupt) hints the call: in this process at once,
 and in every other worker process through the store (`activities.cancel_hints`), so
-that wherever it runs it heartbeats now, and every 50 ms until the reply carries the
-cancellation.
+that wherever it runs it heartbeats now, and again within milliseconds until the reply
+carries the cancellation.
 
 Serialization contexts asked once per command between two activations (see
 `get_serialization_context`), not once per payload list and pass.

@@ -58,7 +58,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert settings.model == "claude-sonnet-5-5"
     assert settings.offline and settings.anthropic_base_url is None
     assert settings.offline_script is None
-    assert (settings.heartbeat_timeout_s, settings.heartbeat_throttle_ms) == (60.0, 50)
+    assert (settings.heartbeat_timeout_s, settings.heartbeat_throttle_ms) == (60.0, 10)
     assert settings.model_read_timeout_s == 120.0
     assert (settings.api_tokens, settings.workspace_roots, settings.tool_env) == ({}, [], [])
     assert settings.temporal_ui_port is None and settings.web_ui_port == 8233
