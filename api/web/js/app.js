@@ -59,7 +59,19 @@ function route() {
   else {
     const first = document.querySelector("#session-list li");
     if (first) location.hash = `#/s/${first.dataset.id}`;
-    else closeView();
+    else {
+      closeView();
+      showPane("sessions");
+    }
+  }
+}
+
+// On a narrow screen one pane shows at a time (the style sheet decides which screens):
+// the sessions, the open session's conversation, or its activity and tree.
+function showPane(name) {
+  $("app").dataset.pane = name;
+  for (const button of document.querySelectorAll("#panes button")) {
+    button.setAttribute("aria-pressed", String(button.dataset.pane === name));
   }
 }
 
@@ -161,6 +173,7 @@ async function newSession() {
     const created = await api("/api/sessions", { method: "POST", body: {} });
     await refreshSessions();
     location.hash = `#/s/${created.session.id}`;
+    showPane("conversation");
   } catch (error) {
     $("not-found").hidden = false;
     $("not-found").textContent = error.message;
@@ -177,6 +190,9 @@ function showTab(name) {
 $("sign-in-form").addEventListener("submit", signIn);
 $("sign-out").addEventListener("click", () => { forgetToken(); showSignIn(); });
 $("new-session").addEventListener("click", newSession);
+for (const button of document.querySelectorAll("#panes button")) button.addEventListener("click", () => showPane(button.dataset.pane));
+// Choosing a session (the one open too) shows its conversation.
+$("session-list").addEventListener("click", (event) => { if (event.target.closest("a")) showPane("conversation"); });
 for (const tab of document.querySelectorAll(".tabs button")) tab.addEventListener("click", () => showTab(tab.dataset.tab));
 window.addEventListener("hashchange", route);
 whenSignedOut(() => { forgetToken(); showSignIn("Signed out: the token was refused."); });
