@@ -90,7 +90,7 @@ export class Composer {
     const item = await this.lookup(id);
     if (chip.state !== "leaving") return; // settled meanwhile (Stop said what happened)
     if (!item) this.settle([id], "cancelled", "gone");
-    else if (item.status === "cancelled") this.settle([id], "cancelled", "cancelled");
+    else if (item.status === "cancelled") this.settle([id], "cancelled", "withdrawn (edited or deleted)");
     else if (item.kind === "guidance") {
       const point = this.points.get(id);
       this.settle([id], "consumed", point ? `guidance taken at ${point}` : "guidance taken");
@@ -107,6 +107,12 @@ export class Composer {
       setTimeout(() => { this.chips.delete(id); this.render(); }, LEAVE_AFTER_MS);
     }
     this.render();
+  }
+
+  // Edit took the chip's text back into the box (the store cancels the item): the chip
+  // says where its words went, not that they were thrown away.
+  movedBack(id) {
+    this.settle([id], "edited", "moved back into the message box");
   }
 
   onEvent(event) {
@@ -138,7 +144,7 @@ export class Composer {
       }
       chip.element.dataset.state = chip.state;
       chip.element.dataset.kind = item.kind;
-      chip.element.replaceChildren(...parts);
+      chip.element.replaceChildren(...parts.filter(Boolean));
       nodes.push(chip.element);
     }
     this.chipList.replaceChildren(...nodes);

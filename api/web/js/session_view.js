@@ -266,6 +266,7 @@ export class SessionView {
         const result = await this.call(where, { method: "PATCH", body: { action: "edit" } });
         const current = this.composer.text;
         this.composer.setText(current ? `${current}\n${result.text}` : result.text);
+        this.composer.movedBack(item.id);
       } else if (action === "guide") {
         await this.call(where, { method: "PATCH", body: { action: "guide" } });
       } else {
