@@ -10,7 +10,7 @@ import pytest
 from playwright.async_api import expect
 from support import UNTIL_GO, ApiServer, Stack, bash_then_text, eventually, run_finished
 
-from browser.pages import chips, screenshot, send, session_page
+from browser.pages import chips, loaded, screenshot, send, session_page
 
 pytestmark = pytest.mark.browser
 
@@ -42,3 +42,56 @@ async def test_chips_say_what_waits_and_where_an_edit_went(
         await screenshot(page, "chip-edited")
         (workspace / "go").touch()
         await eventually(lambda: run_finished(stack, session))
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {"reply": [{"tool_use": {"name": "bash", "input": {"command": "echo one"}}}]},
+                {"reply": [{"tool_use": {"name": "bash", "input": {"command": "echo two"}}}]},
+                {"reply": [{"text": "first run done"}]},
+                {"wait_for": "go", "reply": [{"text": "second run done"}]},
+            ]
+        }
+    }
+)
+async def test_the_turn_counter_starts_again_with_a_new_run(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with api.client() as http:
+        page, session = await session_page(browser_context, api, http)
+        turn = page.locator("#run-header .turn")
+        async with stack.worker():
+            await send(page, "three turns")
+            await expect(page.locator(".msg.assistant").last).to_contain_text("first run done")
+            await expect(turn).to_have_text("turn 3")
+            await eventually(lambda: run_finished(stack, session))
+        # The state the page reads right after sending still has the last run as the latest
+        # (no worker has started the new one): it arrives after the new run's first events.
+        held: list[Any] = []
+
+        async def hold(route: Any) -> None:
+            if held:
+                await route.continue_()
+            else:
+                held.append((route, await route.fetch()))
+
+        await page.route("**/state?*", hold)
+        await send(page, "once more")
+        await eventually(lambda: bool(held))
+        async with stack.worker():
+            started = page.locator("#activity .event.turn_start")
+            await expect(started).to_have_count(4)
+            await expect(started.last).to_contain_text("Turn 1 started")
+            route, stale = held[0]
+            async with page.expect_request(lambda r: "/state?" in r.url):
+                await route.fulfill(response=stale)
+            await expect(turn).to_have_text("turn 1")
+            await page.reload()  # and so it reads when the page loads mid-run
+            await loaded(page, session)
+            await expect(turn).to_have_text("turn 1")
+            stack.model.release("go")
+            await expect(page.locator(".msg.assistant").last).to_contain_text("second run done")
+            await expect(turn).to_have_text("turn 1")
+            await eventually(lambda: run_finished(stack, session))

@@ -43,6 +43,7 @@ export class RunHeader {
       this.workerBanner);
     this.run = null;
     this.currentTurn = null;
+    this.turnRun = null; // the run whose turn `currentTurn` counts
   }
 
   setSession(session) {
@@ -62,7 +63,15 @@ export class RunHeader {
     const over = run.latest && run.latest.status !== "running";
     this.setPhase(over && (run.phase === "turn" || run.phase === "retry") ? "idle" : run.phase);
     this.run = run.latest;
-    if (this.run) this.currentTurn = this.run.status === "running" ? Math.max(this.run.turns, this.currentTurn || 0) : this.run.turns;
+    const latest = this.run;
+    // The counter is the turn of the run the events speak of: the store's latest run may
+    // still be the one before while a new run's first events arrive.
+    if (latest && latest.run_id === this.turnRun) {
+      this.currentTurn = latest.status === "running" ? Math.max(latest.turns, this.currentTurn || 0) : latest.turns;
+    } else if (latest && (!this.turnRun || latest.status === "running")) {
+      this.turnRun = latest.run_id;
+      this.currentTurn = latest.turns;
+    }
     this.tick();
   }
 
@@ -94,9 +103,15 @@ export class RunHeader {
 
   onEvent(event) {
     const p = event.payload;
-    if (event.type === "turn_start") this.currentTurn = p.turn;
-    else if (event.type === "phase_changed") this.setPhase(p.phase);
-    else if (event.type === "agent_start") this.setPhase("turn");
+    if (event.type === "turn_start") {
+      this.currentTurn = p.turn;
+      this.turnRun = event.run_id || this.turnRun;
+    } else if (event.type === "phase_changed") this.setPhase(p.phase);
+    else if (event.type === "agent_start") {
+      this.setPhase("turn");
+      this.currentTurn = 0; // a new run counts its turns from 1
+      this.turnRun = event.run_id || p.run_id;
+    }
     else if (event.type === "agent_end" && this.run && this.run.run_id === p.run_id) {
       this.run = { ...this.run, status: p.status, turns: p.turns, usage: p.usage, ended_at: event.created_at };
       this.setPhase("idle");
