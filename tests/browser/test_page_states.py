@@ -10,7 +10,14 @@ import pytest
 from playwright.async_api import expect
 from support import UNTIL_GO, ApiServer, Stack, bash_then_text, eventually, run_finished
 
-from browser.pages import chips, loaded, screenshot, send, session_page
+from browser.pages import (
+    CuttableNetwork,
+    chips,
+    loaded,
+    screenshot,
+    send,
+    session_page,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -94,4 +101,43 @@ async def test_the_turn_counter_starts_again_with_a_new_run(
             stack.model.release("go")
             await expect(page.locator(".msg.assistant").last).to_contain_text("second run done")
             await expect(turn).to_have_text("turn 1")
+            await eventually(lambda: run_finished(stack, session))
+
+
+@pytest.mark.script({"conversations": {"*": [{"reply": [{"text": "back with you"}]}]}})
+async def test_a_server_out_of_reach_is_said_in_words_and_cleared_when_back(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http, CuttableNetwork(api.port) as network:
+        page, _ = await session_page(browser_context, api, http, url=network.url)
+        network.cut()
+        await expect(page.locator("#connection")).to_have_attribute("data-state", "reconnecting")
+        await send(page, "are you there?")
+        error = page.locator("#composer .composer-error")
+        await expect(error).to_contain_text("cannot reach the server")
+        assert "Failed to fetch" not in await error.inner_text()
+        await expect(page.locator("#composer .box")).to_have_value("are you there?")
+        await screenshot(page, "server-out-of-reach")
+        network.restore()
+        await expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+        await expect(error).to_be_empty()
+        await page.locator("#composer .box").press("Enter")
+        await expect(page.locator(".msg.assistant").last).to_contain_text("back with you")
+
+
+@pytest.mark.script({"conversations": {"*": [{"reply": [{"text": "a worker took it"}]}]}})
+async def test_a_message_no_worker_takes_yet_says_so(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with api.client() as http:
+        page, session = await session_page(browser_context, api, http)
+        await send(page, "start when you can")
+        sent = page.locator('#composer .chip[data-state="starting"]')
+        await expect(sent).to_contain_text("start when you can")
+        await expect(sent).to_contain_text("No worker is answering")
+        await expect(page.locator("#composer .box")).to_have_value("")
+        await screenshot(page, "no-worker-yet")
+        async with stack.worker():
+            await expect(page.locator(".msg.assistant").last).to_contain_text("a worker took it")
+            await expect(sent).to_have_count(0)
             await eventually(lambda: run_finished(stack, session))

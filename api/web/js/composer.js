@@ -17,6 +17,7 @@ export class Composer {
     this.lookup = lookup;
     this.chips = new Map(); // item id -> {item, state, note, element}
     this.points = new Map(); // item id -> the injection point that took it
+    this.runsSeen = new Set(); // runs whose events came: none of them is starting still
     this.chipList = el("div", { class: "chips", role: "list" });
     this.box = el("textarea", {
       class: "box",
@@ -54,8 +55,39 @@ export class Composer {
     this.box.focus();
   }
 
-  showError(message) {
+  // `untilReachable`: the error says the server cannot be reached; `reachable()` clears it.
+  showError(message, { untilReachable = false } = {}) {
     this.error.textContent = message || "";
+    this.errorUntilReachable = Boolean(message) && untilReachable;
+  }
+
+  reachable() {
+    if (this.errorUntilReachable) this.showError("");
+  }
+
+  // A message that started a run shows until the run's first event comes: a worker may
+  // take a while to pick it up, or none may be answering.
+  starting(runId, text) {
+    if (this.runsSeen.has(runId)) return;
+    this.chips.set(`run:${runId}`, {
+      item: { id: `run:${runId}`, kind: "start", text }, state: "starting", note: "sent: the run is starting…",
+    });
+    this.render();
+  }
+
+  noWorker() {
+    let changed = false;
+    for (const chip of this.chips.values()) {
+      if (chip.state === "starting") {
+        chip.note = "sent. No worker is answering yet: the run starts when one is back, nothing is lost.";
+        changed = true;
+      }
+    }
+    if (changed) this.render();
+  }
+
+  get waitingToStart() {
+    return [...this.chips.values()].some((chip) => chip.state === "starting");
   }
 
   async submit(mode) {
@@ -117,6 +149,10 @@ export class Composer {
 
   onEvent(event) {
     const p = event.payload;
+    if (event.run_id && !this.runsSeen.has(event.run_id)) {
+      this.runsSeen.add(event.run_id);
+      if (this.chips.delete(`run:${event.run_id}`)) this.render();
+    }
     if (event.type === "runtime_guidance_injected") {
       for (const id of p.item_ids) this.points.set(id, p.point);
       this.settle(p.item_ids, "consumed", `guidance taken at ${p.point}`);
@@ -132,7 +168,9 @@ export class Composer {
       const item = chip.item;
       const kind = item.kind === "guidance" ? "guidance, waiting for a safe point" : "queued";
       const parts = [el("span", { class: "chip-text", title: item.text }, item.text)];
-      if (chip.state === "pending") {
+      if (chip.state === "starting") {
+        parts.push(el("span", { class: "chip-note" }, chip.note));
+      } else if (chip.state === "pending") {
         parts.push(
           el("span", { class: "chip-kind" }, kind),
           el("button", { type: "button", class: "edit", onclick: () => this.act("edit", item) }, "编辑 Edit"),

@@ -97,7 +97,7 @@ export class SessionView {
     } catch (error) {
       if (error instanceof Closed || this.closed) return undefined;
       if (error.status === 404 && error.message.startsWith("session ")) this.app.notFound(this.id);
-      else if (!quiet) this.composer.showError(error.message);
+      else if (!quiet) this.composer.showError(error.message, { untilReachable: error.unreachable });
       return undefined;
     }
   }
@@ -121,13 +121,16 @@ export class SessionView {
         onEvent: (event) => this.apply(event),
         onState: (connection) => {
           this.app.connection(connection);
-          if (connection === "live") this.refresh();
+          if (connection === "live") {
+            this.composer.reachable();
+            this.refresh();
+          }
         },
       }).start();
       this.timers = [
         setInterval(() => { this.header.tick(); this.conversation.tick(); }, 1000),
         setInterval(() => { if (this.phase !== "idle") this.refresh(); }, POLL_MS),
-        setInterval(() => { if (this.phase !== "idle") this.loadStatus(); }, STATUS_POLL_MS),
+        setInterval(() => { if (this.phase !== "idle" || this.composer.waitingToStart) this.loadStatus(); }, STATUS_POLL_MS),
       ];
       this.loadStatus();
       this.loadMarks();
@@ -230,6 +233,7 @@ export class SessionView {
       const status = await this.call("/status");
       this.header.setSession(status.session);
       this.header.setStatus(status);
+      if (status.worker_answering === false) this.composer.noWorker();
     }, { quiet: true });
   }
 
@@ -248,7 +252,13 @@ export class SessionView {
 
   async send(mode, text) {
     const taken = await this.attempt(async () => {
-      if (mode === "send") await this.call("/input", { method: "POST", body: { text } });
+      if (mode === "send") {
+        const sent = await this.call("/input", { method: "POST", body: { text } });
+        if (sent.action === "started") {
+          this.composer.starting(sent.run_id, text);
+          this.loadStatus();
+        }
+      }
       else if (mode === "guide") await this.call("/input", { method: "POST", body: { text, guidance: true } });
       else if (mode === "queue") await this.call("/input-queue", { method: "POST", body: { text } });
       else if (mode === "steer") await this.call("/steer", { method: "POST", body: { text } });
