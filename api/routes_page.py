@@ -13,7 +13,14 @@ from fastapi import APIRouter, Depends, HTTPException, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from duragent.api.ownership import owned_session, owned_session_async
-from duragent.api.tree_view import CompactionMark, TreeView, compaction_marks, tree_view
+from duragent.api.tree_view import (
+    CompactionMark,
+    GuidanceMark,
+    TreeView,
+    compaction_marks,
+    guidance_marks,
+    tree_view,
+)
 from duragent.client.api import DuragentClient
 from duragent.client.errors import EntryNotInSession
 from duragent.domain.config import ThinkingLevel
@@ -172,6 +179,12 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
         """Where the model's context was compacted, for markers in the display history."""
         owned(session_id, owner)
         return compaction_marks(client.tree.entries(session_id))
+
+    @router.get("/sessions/{session_id}/guidance")
+    def guidance(session_id: str, owner: User) -> list[GuidanceMark]:
+        """Where guidance reached the model, in words and in place in the display history."""
+        owned(session_id, owner)
+        return guidance_marks(client.tree.entries(session_id))
 
     @router.post("/sessions/{session_id}/goto")
     async def goto(session_id: str, body: Goto, owner: User) -> NavigateResult:

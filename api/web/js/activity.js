@@ -3,6 +3,7 @@
 // named by its type, in seq order.
 
 import { clockTime, duration, el, shortId } from "./dom.js";
+import { pointWords } from "./guidance.js";
 
 const MAX_ROWS = 1000;
 const QUIET = new Set(["message_update", "message_start", "message_end", "tool_execution_update"]);
@@ -45,7 +46,7 @@ function describe(type, p) {
       const extra = [];
       if (p.interrupted.length) extra.push(`${p.interrupted.length} running tool call(s) interrupted`);
       if (p.skipped.length) extra.push(`${p.skipped.length} planned call(s) skipped`);
-      return `Guidance injected at ${p.point} (turn ${p.turn})${extra.length ? `; ${extra.join(", ")}` : ""}`;
+      return `Guidance reached the model ${pointWords(p.point)} (turn ${p.turn})${extra.length ? `; ${extra.join(", ")}` : ""}`;
     }
     case "runtime_guidance_replan_before_tools":
       return `Guidance arrived before the planned tools ran: ${p.skipped.length} call(s) not run, the model re-plans`;

@@ -5,6 +5,7 @@
 // guidance, steer and follow-up for a run in progress.
 
 import { el } from "./dom.js";
+import { pointWords } from "./guidance.js";
 
 const LEAVE_AFTER_MS = 4000;
 
@@ -125,7 +126,7 @@ export class Composer {
     else if (item.status === "cancelled") this.settle([id], "cancelled", "withdrawn (edited or deleted)");
     else if (item.kind === "guidance") {
       const point = this.points.get(id);
-      this.settle([id], "consumed", point ? `guidance taken at ${point}` : "guidance taken");
+      this.settle([id], "consumed", point ? `reached the agent ${pointWords(point)}` : "reached the agent");
     } else this.settle([id], "consumed", "sent with the next run");
   }
 
@@ -155,7 +156,7 @@ export class Composer {
     }
     if (event.type === "runtime_guidance_injected") {
       for (const id of p.item_ids) this.points.set(id, p.point);
-      this.settle(p.item_ids, "consumed", `guidance taken at ${p.point}`);
+      this.settle(p.item_ids, "consumed", `reached the agent ${pointWords(p.point)}`);
     } else if (event.type === "queue_consumed" && p.queue === "next_turn") {
       this.settle([p.entry_id], "consumed", "sent with the next run");
     }

@@ -5,6 +5,7 @@
 import { withoutHeading } from "./budget.js";
 import { costText, rateText } from "./cost.js";
 import { duration, el, textOf } from "./dom.js";
+import { GuidanceTrace } from "./guidance.js";
 import { renderMarkdown } from "./markdown.js";
 import { SubagentLinks } from "./subagents.js";
 
@@ -52,6 +53,7 @@ export class Conversation {
     this.earlierButton = el("button", { class: "earlier", hidden: true, onclick: () => onLoadEarlier() }, "Load earlier messages");
     this.retryNotice = el("div", { class: "retry-notice", hidden: true, role: "status" });
     this.subagents = new SubagentLinks();
+    this.guidance = new GuidanceTrace({ describeCall: (callId, name) => this.describeCall(callId, name) });
     root.replaceChildren(this.subagents.parentNote, this.earlierButton, this.list, this.retryNotice);
     this.entries = new Map(); // id -> {id, seq, runId, message, arrival}
     this.elements = new Map(); // id -> element
@@ -99,6 +101,19 @@ export class Conversation {
   setMarks(marks) {
     this.marks = marks;
     this.layout();
+  }
+
+  // Where guidance reached the model (guidance.js): a note there, a link on what it stopped.
+  setGuidance(marks) {
+    if (!this.guidance.set(marks)) return;
+    for (const callId of this.cards.keys()) this.updateCard(callId);
+    this.layout();
+  }
+
+  describeCall(callId, name) {
+    const card = this.cards.get(callId);
+    const summary = card && card.call ? argumentSummary(card.call.arguments || {}) : "";
+    return summary ? el("code", {}, summary) : name;
   }
 
   noteMessage(id, message, runId) {
@@ -266,8 +281,8 @@ export class Conversation {
   }
 
   layout() {
+    // Hidden entries (a tool result drawn in its call's card) count too: a mark may follow one.
     const ordered = [...this.entries.values()]
-      .filter((entry) => this.visible(entry))
       .sort((a, b) => {
         if (a.seq !== null && b.seq !== null) return a.seq - b.seq;
         if (a.seq !== null) return -1;
@@ -276,19 +291,25 @@ export class Conversation {
       });
     const wanted = [];
     const marksAfter = new Map();
-    for (const mark of this.marks) {
+    const marks = [
+      ...this.marks.map((mark) => ({ mark, draw: () => this.markElement(mark) })),
+      ...this.guidance.list.map((mark) => ({ mark, draw: () => this.guidance.element(mark) })),
+    ].sort((a, b) => a.mark.timestamp - b.mark.timestamp);
+    for (const { mark, draw } of marks) {
       const key = mark.after_message_id || "";
       if (!marksAfter.has(key)) marksAfter.set(key, []);
-      marksAfter.get(key).push(mark);
+      marksAfter.get(key).push(draw);
     }
     if (this.earlierButton.hidden) {
       // Nothing is earlier than the first message shown: a compaction before it goes first.
-      for (const mark of marksAfter.get("") || []) wanted.push(this.markElement(mark));
+      for (const draw of marksAfter.get("") || []) wanted.push(draw());
     }
     for (const entry of ordered) {
-      if (!this.elements.has(entry.id)) this.elements.set(entry.id, this.renderEntry(entry));
-      wanted.push(this.elements.get(entry.id));
-      for (const mark of marksAfter.get(entry.id) || []) wanted.push(this.markElement(mark));
+      if (this.visible(entry)) {
+        if (!this.elements.has(entry.id)) this.elements.set(entry.id, this.renderEntry(entry));
+        wanted.push(this.elements.get(entry.id));
+      }
+      for (const draw of marksAfter.get(entry.id) || []) wanted.push(draw());
     }
     // Put the wanted elements in order, moving only those out of place.
     const atBottom = this.root.scrollHeight - this.root.scrollTop - this.root.clientHeight < 40;
@@ -393,7 +414,7 @@ export class Conversation {
       el("code", { class: "tool-summary" }, argumentSummary(call.arguments || {})),
       el("span", { class: `tool-state ${state}` }, STATE_LABELS[state]),
       el("span", { class: "tool-time", dataset: ticking ? { ticking: "" } : {} }, time));
-    const parts = [head];
+    const parts = [head, this.guidance.link(call.id)].filter(Boolean);
     const approval = this.approvals && this.approvals.card(call.id, call.arguments, () => this.fillCard(card));
     card.dataset.approval = approval ? "waiting" : "";
     if (approval) {

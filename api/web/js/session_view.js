@@ -134,6 +134,7 @@ export class SessionView {
       ];
       this.loadStatus();
       this.loadMarks();
+      this.loadGuidance();
       this.loadTree();
     });
   }
@@ -174,6 +175,12 @@ export class SessionView {
     if (event.type === "agent_start" || event.type === "agent_end") this.app.sessionsChanged();
     if (REFRESH_ON.has(event.type)) this.refresh();
     if (event.type === "compaction_end") this.loadMarks();
+    // Guidance is stored with its turn, at the save point after the event that took it.
+    if (event.type.startsWith("runtime_guidance_")) this.guidanceToShow = true;
+    if (this.guidanceToShow && (event.type === "save_point" || event.type === "agent_end")) {
+      this.guidanceToShow = event.type !== "agent_end";
+      this.loadGuidance();
+    }
     if (STRUCTURE_ON.has(event.type)) this.loadTree();
   }
 
@@ -239,6 +246,10 @@ export class SessionView {
 
   async loadMarks() {
     await this.attempt(async () => this.conversation.setMarks(await this.call("/compactions")), { quiet: true });
+  }
+
+  async loadGuidance() {
+    await this.attempt(async () => this.conversation.setGuidance(await this.call("/guidance")), { quiet: true });
   }
 
   // The tree covers the whole session (thousands of entries in a long one): it is read
