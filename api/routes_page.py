@@ -61,6 +61,9 @@ class SessionStatusView(_Body):
     session: SessionRecord
     phase: Phase
     model: str
+    offline_model: bool
+    """This server's settings name no API key: the scripted offline model answers (in the
+    model's name), not Claude."""
     thinking_level: ThinkingLevel
     worker_answering: bool | None
 
@@ -145,6 +148,7 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
             session=session,
             phase=found.phase,
             model=found.config.model,
+            offline_model=client.settings.offline,
             thinking_level=found.config.thinking_level,
             worker_answering=answering,
         )

@@ -73,6 +73,7 @@ function showPane(name) {
   for (const button of document.querySelectorAll("#panes button")) {
     button.setAttribute("aria-pressed", String(button.dataset.pane === name));
   }
+  if (name === "activity" && view && !$("activity").hidden) view.activity.shown();
 }
 
 async function refreshSessions() {
@@ -83,6 +84,7 @@ async function refreshSessions() {
     return;
   }
   const open = currentId();
+  $("no-sessions").hidden = summaries.length > 0;
   $("session-list").replaceChildren(...withSubagentsBelow(summaries).map(({ session, status, latest_run: run }) => {
     const when = Math.max(session.updated_at, run ? run.updated_at : 0);
     const classes = [session.id === open ? "current" : "", session.parent_tool_call_id ? "subagent" : ""];
@@ -126,11 +128,13 @@ function closeView() {
   }
   $("session").hidden = true;
   $("not-found").hidden = true;
+  $("no-session").hidden = false;
 }
 
 function showSession(id) {
   if (view && view.id === id) return;
   closeView();
+  $("no-session").hidden = true;
   $("session").hidden = false;
   for (const li of document.querySelectorAll("#session-list li")) li.classList.toggle("current", li.dataset.id === id);
   view = new SessionView(id, {
@@ -156,6 +160,7 @@ const hooks = {
   notFound(id) {
     if (!view || view.id !== id) return;
     closeView();
+    $("no-session").hidden = true;
     $("not-found").hidden = false;
     $("not-found").textContent = `Session ${id} does not exist (or is not yours).`;
   },
@@ -185,6 +190,7 @@ function showTab(name) {
   $("activity").hidden = name !== "activity";
   $("tree").hidden = name !== "tree";
   if (name === "tree" && view) view.loadTree();
+  if (name === "activity" && view) view.activity.shown();
 }
 
 $("sign-in-form").addEventListener("submit", signIn);

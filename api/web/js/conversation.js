@@ -54,7 +54,9 @@ export class Conversation {
     this.retryNotice = el("div", { class: "retry-notice", hidden: true, role: "status" });
     this.subagents = new SubagentLinks();
     this.guidance = new GuidanceTrace({ describeCall: (callId, name) => this.describeCall(callId, name) });
-    root.replaceChildren(this.subagents.parentNote, this.earlierButton, this.list, this.retryNotice);
+    this.emptyNote = el("p", { class: "empty-state", hidden: true },
+      "Nothing here yet. Type below what the agent should do and press Enter: its replies and tool calls show here.");
+    root.replaceChildren(this.subagents.parentNote, this.earlierButton, this.emptyNote, this.list, this.retryNotice);
     this.entries = new Map(); // id -> {id, seq, runId, message, arrival}
     this.elements = new Map(); // id -> element
     this.tools = new Map(); // tool call id -> {started, startedAt, output, durationMs, result, runId}
@@ -317,6 +319,7 @@ export class Conversation {
       if (this.list.children[index] !== node) this.list.insertBefore(node, this.list.children[index] || null);
     });
     while (this.list.children.length > wanted.length) this.list.lastElementChild.remove();
+    this.emptyNote.hidden = wanted.length > 0;
     if (atBottom) this.root.scrollTop = this.root.scrollHeight;
   }
 

@@ -49,11 +49,15 @@ export class RunHeader {
   setSession(session) {
     this.session = session;
     if (!this.renaming) this.name.textContent = session.name || `Session ${shortId(session.id)}`;
-    this.model.textContent = session.config.model;
+    if (this.offline === undefined) this.model.textContent = session.config.model;
   }
 
   setStatus(status) {
-    this.model.textContent = status.model;
+    this.offline = status.offline_model;
+    this.model.textContent = this.offline ? "offline model (scripted)" : status.model;
+    this.model.title = this.offline
+      ? `No API key is set: a local scripted model answers in place of ${status.model}. Its replies are not Claude's.`
+      : "";
     this.workerBanner.hidden = status.worker_answering !== false;
   }
 

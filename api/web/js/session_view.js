@@ -144,6 +144,7 @@ export class SessionView {
     if (this.stream) this.stream.stop();
     for (const timer of this.timers || []) clearInterval(timer);
     this.scroller.removeEventListener("scroll", this.onScroll);
+    this.activity.close();
   }
 
   // The newest page of events may begin inside the turn in progress; its start is read
@@ -173,6 +174,7 @@ export class SessionView {
     this.header.onEvent(event);
     this.phase = this.header.phase.dataset.phase;
     if (event.type === "agent_start" || event.type === "agent_end") this.app.sessionsChanged();
+    if (event.type === "agent_end") this.loadStatus(); // a name the run stored, say
     if (REFRESH_ON.has(event.type)) this.refresh();
     if (event.type === "compaction_end") this.loadMarks();
     // Guidance is stored with its turn, at the save point after the event that took it.

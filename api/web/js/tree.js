@@ -15,14 +15,22 @@ export class TreePanel {
   }
 
   show(view) {
-    this.note.textContent = view.truncated ? "Showing the newest part of a large tree." : "";
+    const notes = [];
+    if (!view.nodes.length) notes.push("The tree shows the session's messages once there are some: go back to one, fork from it, or label it.");
+    if (view.truncated) notes.push("Showing the newest part of a large tree.");
+    if (view.nodes.some((node) => node.folded)) {
+      notes.push("Your messages, branches, labels and compactions are listed; “+N” counts the entries folded into the line above (the agent's replies and tool calls).");
+    }
+    this.note.textContent = notes.join(" ");
     this.list.replaceChildren(...view.nodes.map((node) => this.row(node)));
   }
 
   row(node) {
     const labelled = node.label ? el("span", { class: "label" }, node.label) : null;
     const where = node.is_leaf ? el("span", { class: "leaf" }, "current") : null;
-    const folded = node.folded ? el("span", { class: "folded" }, `+${node.folded}`) : null;
+    const folded = node.folded
+      ? el("span", { class: "folded", title: `${node.folded} more entries on this line (replies, tool calls), folded into it` }, `+${node.folded}`)
+      : null;
     const subagent = node.child_session_id
       ? el("a", { class: "subagent-link", href: `#/s/${node.child_session_id}` }, "open sub-agent") : null;
     const buttons = el("span", { class: "node-actions" },
