@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 from playwright.async_api import expect
-from support import UNTIL_GO, ApiServer, Stack, bash_then_text, eventually, run_finished
+from support import (
+    UNTIL_GO,
+    ApiServer,
+    Stack,
+    bash_then_text,
+    eventually,
+    let_go,
+    run_finished,
+    user_texts,
+)
 
 from browser.pages import (
     CuttableNetwork,
@@ -141,3 +150,35 @@ async def test_a_message_no_worker_takes_yet_says_so(
             await expect(page.locator(".msg.assistant").last).to_contain_text("a worker took it")
             await expect(sent).to_have_count(0)
             await eventually(lambda: run_finished(stack, session))
+
+
+@pytest.mark.script(bash_then_text(UNTIL_GO, "built", "took both"))
+async def test_chips_left_when_the_run_ends_say_so_and_can_be_sent_now(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        page, session = await session_page(browser_context, api, http)
+        await send(page, "build it")
+        await expect(page.locator('.tool[data-state="running"]')).to_be_visible()
+        note = page.locator("#composer .queue-note")
+        for text in ("first extra", "second extra"):
+            await send(page, text)
+        await expect(chips(page)).to_have_count(2)
+        await expect(note).to_be_hidden()  # the run is still working: nothing to say yet
+        let_go(stack, session)
+        await expect(page.locator(".msg.assistant").last).to_contain_text("built")
+        await expect(note).to_contain_text("they go with your next message")
+        await expect(chips(page)).to_have_count(2)
+        await screenshot(page, "queued-after-the-run")
+        await note.locator("button.send-queued").click()
+        await expect(page.locator(".msg.assistant").last).to_contain_text("took both")
+        await expect(chips(page)).to_have_count(0)
+        await expect(note).to_be_hidden()
+        users = page.locator(".msg.user")
+        await expect(users).to_have_text(
+            ["You" + t for t in ("build it", "first extra", "second extra")]
+        )
+    assert user_texts(stack.model.requests_for(session)[-1].body)[-2:] == [
+        "first extra",
+        "second extra",
+    ]

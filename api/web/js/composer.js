@@ -11,15 +11,22 @@ const LEAVE_AFTER_MS = 4000;
 
 export class Composer {
   // `send(mode, text)` resolves true when the text was taken; `act(action, item)` handles
-  // a chip's button (edit, guide, delete); `lookup(id)` reads an item from the store.
-  constructor(root, { send, act, lookup }) {
+  // a chip's button (edit, guide, delete); `lookup(id)` reads an item from the store;
+  // `sendQueued()` starts a run with the chips still queued once the session is idle.
+  constructor(root, { send, act, lookup, sendQueued }) {
     this.send = send;
     this.act = act;
     this.lookup = lookup;
+    this.idle = false;
     this.chips = new Map(); // item id -> {item, state, note, element}
     this.points = new Map(); // item id -> the injection point that took it
     this.runsSeen = new Set(); // runs whose events came: none of them is starting still
     this.chipList = el("div", { class: "chips", role: "list" });
+    // Queued input outlives the run it was typed during (docs/SPEC.md): it waits for the
+    // next prompt. Once the session is idle the page says so and offers to send it now.
+    this.idleNote = el("div", { class: "queue-note", role: "status", hidden: true },
+      el("span", {}, "The run has ended and the agent has not seen these: they go with your next message, before it."),
+      el("button", { type: "button", class: "send-queued", onclick: () => sendQueued() }, "Send them now"));
     this.box = el("textarea", {
       class: "box",
       rows: "3",
@@ -44,7 +51,14 @@ export class Composer {
         option("follow-up", "Follow-up", "Delivered when the agent would otherwise stop"),
         option("queue", "Queue for the next run", "Waits in the input queue")));
     const sendButton = el("button", { type: "button", class: "send", onclick: () => this.submit("send") }, "Send");
-    root.replaceChildren(this.chipList, el("div", { class: "composer-row" }, this.box, sendButton, this.menu), this.error);
+    root.replaceChildren(this.idleNote, this.chipList, el("div", { class: "composer-row" }, this.box, sendButton, this.menu), this.error);
+  }
+
+  // The session's phase is idle (true) or a run is open.
+  setIdle(idle) {
+    if (idle === this.idle) return;
+    this.idle = idle;
+    this.render();
   }
 
   get text() {
@@ -187,5 +201,7 @@ export class Composer {
       nodes.push(chip.element);
     }
     this.chipList.replaceChildren(...nodes);
+    const queued = [...this.chips.values()].some((chip) => chip.state === "pending" && chip.item.kind === "next_turn");
+    this.idleNote.hidden = !(this.idle && queued);
   }
 }

@@ -56,6 +56,7 @@ export class SessionView {
       send: (mode, text) => this.send(mode, text),
       act: (action, item) => this.chipAction(action, item),
       lookup: (id) => this.attempt(() => this.call(`/input-queue/${encodeURIComponent(id)}`), { quiet: true }),
+      sendQueued: () => this.sendQueued(),
     });
     this.header = new RunHeader(parts.header, {
       stop: () => this.stop(),
@@ -173,6 +174,7 @@ export class SessionView {
     this.budget.onEvent(event);
     this.header.onEvent(event);
     this.phase = this.header.phase.dataset.phase;
+    this.composer.setIdle(this.phase === "idle");
     if (event.type === "agent_start" || event.type === "agent_end") this.app.sessionsChanged();
     if (event.type === "agent_end") this.loadStatus(); // a name the run stored, say
     if (REFRESH_ON.has(event.type)) this.refresh();
@@ -189,6 +191,7 @@ export class SessionView {
   setRun(run) {
     this.header.setRun(run);
     this.phase = this.header.phase.dataset.phase;
+    this.composer.setIdle(this.phase === "idle");
   }
 
   showBudget(state, { rebuild = false } = {}) {
@@ -280,6 +283,26 @@ export class SessionView {
     });
     if (taken) await this.refresh();
     return Boolean(taken);
+  }
+
+  // The chips still queued on an idle session, sent now: the last one's text is the prompt
+  // of a new run, which takes the others before it (in their order), as any prompt does.
+  async sendQueued() {
+    await this.attempt(async () => {
+      const queued = (await this.call("/input-queue")).filter((item) => item.kind === "next_turn");
+      const last = queued[queued.length - 1];
+      if (!last) return;
+      const taken = await this.call(`/input-queue/${encodeURIComponent(last.id)}`, { method: "PATCH", body: { action: "edit" } });
+      this.composer.settle([last.id], "consumed", "sent as the new run's prompt");
+      try {
+        const sent = await this.call("/input", { method: "POST", body: { text: taken.text } });
+        if (sent.action === "started") this.composer.starting(sent.run_id, taken.text);
+      } catch (error) {
+        this.composer.setText(taken.text); // not lost: back in the box to send again
+        throw error;
+      }
+    });
+    await this.refresh();
   }
 
   async chipAction(action, item) {
