@@ -4,6 +4,7 @@
 
 import { clockTime, duration, el, shortId } from "./dom.js";
 import { pointWords } from "./guidance.js";
+import { t } from "./i18n.js";
 
 const MAX_ROWS = 1000;
 const QUIET = new Set(["message_update", "message_start", "message_end", "tool_execution_update"]);
@@ -69,7 +70,7 @@ export class Activity {
     this.root = root;
     this.list = el("ol", { class: "activity" });
     this.empty = el("p", { class: "empty-state" },
-      "The run's events show here as the agent works: turns, tool calls, guidance, save points.");
+      t("The run's events show here as the agent works: turns, tool calls, guidance, save points."));
     root.replaceChildren(this.empty, this.list);
     // Whether the reader follows the newest events: kept while the panel is hidden (a
     // hidden panel has no scroll position to read). Scrolling up stops it, scrolling back

@@ -4,6 +4,7 @@
 import { clockTime, el, shortId } from "./dom.js";
 import { api, forgetToken, saveToken, savedToken, whenSignedOut } from "./http.js";
 import { SessionView } from "./session_view.js";
+import { t, translatePage } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 const SESSIONS_POLL_MS = 5000;
@@ -28,7 +29,7 @@ async function signIn(event) {
   try {
     await api("/api/session-summaries", { token });
   } catch (error) {
-    $("sign-in-error").textContent = error.status === 401 ? "That token is not valid." : error.message;
+    $("sign-in-error").textContent = error.status === 401 ? t("That token is not valid.") : error.message;
     return;
   }
   saveToken(token, $("remember").checked);
@@ -90,8 +91,8 @@ async function refreshSessions() {
     const classes = [session.id === open ? "current" : "", session.parent_tool_call_id ? "subagent" : ""];
     return el("li", { dataset: { id: session.id, status }, class: classes.join(" ").trim() },
       el("a", { href: `#/s/${session.id}` },
-        el("span", { class: "session-name" }, session.name || `Session ${shortId(session.id)}`),
-        el("span", { class: `status ${status}` }, status),
+        el("span", { class: "session-name" }, session.name || t("Session {id}", { id: shortId(session.id) })),
+        el("span", { class: `status ${status}` }, t(status)),
         el("time", { class: "last-activity" }, clockTime(when))));
   }));
 }
@@ -155,14 +156,14 @@ const hooks = {
   connection(state) {
     const badge = $("connection");
     badge.dataset.state = state;
-    badge.textContent = state === "live" ? "live" : "reconnecting…";
+    badge.textContent = state === "live" ? t("live") : t("reconnecting…");
   },
   notFound(id) {
     if (!view || view.id !== id) return;
     closeView();
     $("no-session").hidden = true;
     $("not-found").hidden = false;
-    $("not-found").textContent = `Session ${id} does not exist (or is not yours).`;
+    $("not-found").textContent = t("Session {id} does not exist (or is not yours).", { id });
   },
   sessionsChanged() {
     refreshSessions();
@@ -201,7 +202,8 @@ for (const button of document.querySelectorAll("#panes button")) button.addEvent
 $("session-list").addEventListener("click", (event) => { if (event.target.closest("a")) showPane("conversation"); });
 for (const tab of document.querySelectorAll(".tabs button")) tab.addEventListener("click", () => showTab(tab.dataset.tab));
 window.addEventListener("hashchange", route);
-whenSignedOut(() => { forgetToken(); showSignIn("Signed out: the token was refused."); });
+whenSignedOut(() => { forgetToken(); showSignIn(t("Signed out: the token was refused.")); });
+translatePage();
 
 if (savedToken()) start();
 else showSignIn();

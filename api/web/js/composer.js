@@ -6,6 +6,7 @@
 
 import { el } from "./dom.js";
 import { pointWords } from "./guidance.js";
+import { t } from "./i18n.js";
 
 const LEAVE_AFTER_MS = 4000;
 
@@ -25,13 +26,13 @@ export class Composer {
     // Queued input outlives the run it was typed during (docs/SPEC.md): it waits for the
     // next prompt. Once the session is idle the page says so and offers to send it now.
     this.idleNote = el("div", { class: "queue-note", role: "status", hidden: true },
-      el("span", {}, "The run has ended and the agent has not seen these: they go with your next message, before it."),
-      el("button", { type: "button", class: "send-queued", onclick: () => sendQueued() }, "Send them now"));
+      el("span", {}, t("The run has ended and the agent has not seen these: they go with your next message, before it.")),
+      el("button", { type: "button", class: "send-queued", onclick: () => sendQueued() }, t("Send them now")));
     this.box = el("textarea", {
       class: "box",
       rows: "3",
-      placeholder: "Message the agent (Enter to send, Shift+Enter for a new line)",
-      "aria-label": "Message",
+      placeholder: t("Message the agent (Enter to send, Shift+Enter for a new line)"),
+      "aria-label": t("Message"),
       onkeydown: (event) => {
         if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
           event.preventDefault();
@@ -42,15 +43,15 @@ export class Composer {
     this.error = el("p", { class: "error composer-error", role: "alert" });
     const option = (mode, label, title) =>
       el("button", { type: "button", class: "send-option", dataset: { mode }, title,
-        onclick: (event) => { event.target.closest("details").open = false; this.submit(mode); } }, label);
+        onclick: (event) => { event.target.closest("details").open = false; this.submit(mode); } }, t(label));
     this.menu = el("details", { class: "send-menu" },
-      el("summary", { title: "More ways to send", "aria-label": "More ways to send" }, "▾"),
+      el("summary", { title: t("More ways to send"), "aria-label": t("More ways to send") }, "▾"),
       el("div", { class: "menu" },
-        option("guide", "引导 Guide the run now", "Guidance for the run in progress, taken at its next safe point"),
-        option("steer", "Steer", "Reaches the model after the current tool calls finish"),
-        option("follow-up", "Follow-up", "Delivered when the agent would otherwise stop"),
-        option("queue", "Queue for the next run", "Waits in the input queue")));
-    const sendButton = el("button", { type: "button", class: "send", onclick: () => this.submit("send") }, "Send");
+        option("guide", "Guide the run now", t("Guidance for the run in progress, taken at its next safe point")),
+        option("steer", "Steer", t("Reaches the model after the current tool calls finish")),
+        option("follow-up", "Follow-up", t("Delivered when the agent would otherwise stop")),
+        option("queue", "Queue for the next run", t("Waits in the input queue"))));
+    const sendButton = el("button", { type: "button", class: "send", onclick: () => this.submit("send") }, t("Send"));
     root.replaceChildren(this.idleNote, this.chipList, el("div", { class: "composer-row" }, this.box, sendButton, this.menu), this.error);
   }
 
@@ -85,7 +86,7 @@ export class Composer {
   starting(runId, text) {
     if (this.runsSeen.has(runId)) return;
     this.chips.set(`run:${runId}`, {
-      item: { id: `run:${runId}`, kind: "start", text }, state: "starting", note: "sent: the run is starting…",
+      item: { id: `run:${runId}`, kind: "start", text }, state: "starting", note: t("sent: the run is starting…"),
     });
     this.render();
   }
@@ -94,7 +95,7 @@ export class Composer {
     let changed = false;
     for (const chip of this.chips.values()) {
       if (chip.state === "starting") {
-        chip.note = "sent. No worker is answering yet: the run starts when one is back, nothing is lost.";
+        chip.note = t("sent. No worker is answering yet: the run starts when one is back, nothing is lost.");
         changed = true;
       }
     }
@@ -136,12 +137,12 @@ export class Composer {
     chip.state = "leaving";
     const item = await this.lookup(id);
     if (chip.state !== "leaving") return; // settled meanwhile (Stop said what happened)
-    if (!item) this.settle([id], "cancelled", "gone");
-    else if (item.status === "cancelled") this.settle([id], "cancelled", "withdrawn (edited or deleted)");
+    if (!item) this.settle([id], "cancelled", t("gone"));
+    else if (item.status === "cancelled") this.settle([id], "cancelled", t("withdrawn (edited or deleted)"));
     else if (item.kind === "guidance") {
       const point = this.points.get(id);
-      this.settle([id], "consumed", point ? `reached the agent ${pointWords(point)}` : "reached the agent");
-    } else this.settle([id], "consumed", "sent with the next run");
+      this.settle([id], "consumed", point ? t("reached the agent {where}", { where: pointWords(point) }) : t("reached the agent"));
+    } else this.settle([id], "consumed", t("sent with the next run"));
   }
 
   // A chip says what became of its item, then leaves.
@@ -159,7 +160,7 @@ export class Composer {
   // Edit took the chip's text back into the box (the store cancels the item): the chip
   // says where its words went, not that they were thrown away.
   movedBack(id) {
-    this.settle([id], "edited", "moved back into the message box");
+    this.settle([id], "edited", t("moved back into the message box"));
   }
 
   onEvent(event) {
@@ -170,9 +171,9 @@ export class Composer {
     }
     if (event.type === "runtime_guidance_injected") {
       for (const id of p.item_ids) this.points.set(id, p.point);
-      this.settle(p.item_ids, "consumed", `reached the agent ${pointWords(p.point)}`);
+      this.settle(p.item_ids, "consumed", t("reached the agent {where}", { where: pointWords(p.point) }));
     } else if (event.type === "queue_consumed" && p.queue === "next_turn") {
-      this.settle([p.entry_id], "consumed", "sent with the next run");
+      this.settle([p.entry_id], "consumed", t("sent with the next run"));
     }
   }
 
@@ -181,17 +182,17 @@ export class Composer {
     for (const chip of this.chips.values()) {
       if (!chip.element) chip.element = el("div", { class: "chip", role: "listitem", dataset: { id: chip.item.id } });
       const item = chip.item;
-      const kind = item.kind === "guidance" ? "guidance, waiting for a safe point" : "queued";
+      const kind = t(item.kind === "guidance" ? "guidance, waiting for a safe point" : "queued");
       const parts = [el("span", { class: "chip-text", title: item.text }, item.text)];
       if (chip.state === "starting") {
         parts.push(el("span", { class: "chip-note" }, chip.note));
       } else if (chip.state === "pending") {
         parts.push(
           el("span", { class: "chip-kind" }, kind),
-          el("button", { type: "button", class: "edit", onclick: () => this.act("edit", item) }, "编辑 Edit"),
+          el("button", { type: "button", class: "edit", onclick: () => this.act("edit", item) }, t("Edit")),
           item.kind === "guidance" ? null
-            : el("button", { type: "button", class: "guide", onclick: () => this.act("guide", item) }, "引导 Guide"),
-          el("button", { type: "button", class: "delete", onclick: () => this.act("delete", item) }, "删除 Delete"));
+            : el("button", { type: "button", class: "guide", onclick: () => this.act("guide", item) }, t("Guide")),
+          el("button", { type: "button", class: "delete", onclick: () => this.act("delete", item) }, t("Delete")));
       } else {
         parts.push(el("span", { class: "chip-note" }, chip.note));
       }

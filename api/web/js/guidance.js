@@ -5,6 +5,7 @@
 // shows the same.
 
 import { el } from "./dom.js";
+import { LANG, t } from "./i18n.js";
 
 // Where guidance reached the model, after "reached the agent" (the injection points of docs/SPEC.md).
 export const POINT_WORDS = {
@@ -16,7 +17,7 @@ export const POINT_WORDS = {
 };
 
 export function pointWords(point) {
-  return POINT_WORDS[point] || "at a safe point";
+  return t(POINT_WORDS[point] || "at a safe point");
 }
 
 const SHORT_CHARS = 60;
@@ -63,17 +64,17 @@ export class GuidanceTrace {
     const names = (calls) => calls.flatMap((call, i) => [i ? ", " : "", this.describeCall(call.tool_call_id, call.tool_name)]);
     const parts = [];
     if (mark.point === "during_tool_interrupted" && interrupted.length) {
-      parts.push("It reached the agent while a tool ran and interrupted the running ", ...names(interrupted),
-        " (its output so far is kept).");
+      parts.push(t("It reached the agent while a tool ran and interrupted the running "), ...names(interrupted),
+        t(" (its output so far is kept)."));
     } else if (mark.point === "after_tool") {
-      parts.push(`It reached the agent after the running tool${mark.calls.length > 1 ? "s" : ""} finished.`);
+      parts.push(t(mark.calls.length > 1 ? "It reached the agent after the running tools finished." : "It reached the agent after the running tool finished."));
     } else if (mark.point === "before_tools") {
-      parts.push("It reached the agent before the tools it had planned ran: the agent planned again.");
+      parts.push(t("It reached the agent before the tools it had planned ran: the agent planned again."));
     } else {
-      parts.push(`It reached the agent ${pointWords(mark.point)}.`);
+      parts.push(t("It reached the agent {where}.", { where: pointWords(mark.point) }));
     }
     if (skipped.length) {
-      parts.push(` Not run because of it: `, ...names(skipped), ".");
+      parts.push(t(" Not run because of it: "), ...names(skipped), LANG === "zh" ? "。" : ".");
     }
     return parts;
   }
@@ -81,7 +82,7 @@ export class GuidanceTrace {
   element(mark) {
     if (!mark.element) {
       mark.element = el("aside", { class: "guidance-mark", id: `guidance-${mark.entry_id}`, dataset: { entryId: mark.entry_id } },
-        el("div", { class: "who" }, "Your guidance"),
+        el("div", { class: "who" }, t("Your guidance")),
         el("blockquote", { class: "guidance-text text plain" }, mark.text),
         el("div", { class: "guidance-where" }, this.where(mark)));
     }
@@ -93,11 +94,11 @@ export class GuidanceTrace {
     const mark = this.marks.get(this.byCall.get(callId));
     if (!mark) return null;
     const call = mark.calls.find((c) => c.tool_call_id === callId);
-    const what = call.outcome === "interrupted" ? "Interrupted by your guidance" : "Not run because of your guidance";
+    const what = t(call.outcome === "interrupted" ? "Interrupted by your guidance" : "Not run because of your guidance");
     return el("button", {
       type: "button",
       class: "guidance-link",
-      title: "Show the guidance where the agent received it",
+      title: t("Show the guidance where the agent received it"),
       onclick: () => this.element(mark).scrollIntoView({ block: "center" }),
     }, `${what}: “${short(mark.text)}” ↓`);
   }

@@ -6,9 +6,18 @@
 import { budgetUse } from "./budget.js";
 import { costText, rateText } from "./cost.js";
 import { duration, el, shortId } from "./dom.js";
+import { t } from "./i18n.js";
 
 // Phases as the header says them (the others by their name).
-const PHASE_TEXT = { awaiting_budget: "waiting for a budget raise" };
+const PHASE_TEXT = {
+  turn: "working",
+  retry: "retrying the model call",
+  compaction: "compacting",
+  branch_summary: "summarising a branch",
+  awaiting_approval: "waiting for approval",
+  awaiting_host: "waiting for its machine",
+  awaiting_budget: "waiting for a budget raise",
+};
 
 function totalTokens(usage) {
   if (!usage) return 0;
@@ -18,8 +27,8 @@ function totalTokens(usage) {
 export class RunHeader {
   constructor(root, { stop, rename, compact, editBudget }) {
     this.name = el("h2", { class: "name" });
-    this.renameButton = el("button", { type: "button", class: "rename", onclick: () => this.startRename() }, "Rename");
-    this.phase = el("span", { class: "phase", dataset: { phase: "idle" } }, "idle");
+    this.renameButton = el("button", { type: "button", class: "rename", onclick: () => this.startRename() }, t("Rename"));
+    this.phase = el("span", { class: "phase", dataset: { phase: "idle" } }, t("idle"));
     this.turn = el("span", { class: "turn" });
     this.tokens = el("span", { class: "tokens" });
     this.elapsed = el("span", { class: "elapsed" });
@@ -27,13 +36,13 @@ export class RunHeader {
     this.budget = el("span", { class: "budget" });
     this.model = el("span", { class: "model" });
     this.budgetButton = el("button", {
-      type: "button", class: "edit-budget", "aria-expanded": "false", title: "What the session's runs together may spend",
+      type: "button", class: "edit-budget", "aria-expanded": "false", title: t("What the session's runs together may spend"),
       onclick: () => editBudget(),
-    }, "Budget");
-    this.compactButton = el("button", { type: "button", class: "compact", onclick: () => compact() }, "Compact");
-    this.stopButton = el("button", { type: "button", class: "stop", onclick: () => stop() }, "Stop");
+    }, t("Budget"));
+    this.compactButton = el("button", { type: "button", class: "compact", onclick: () => compact() }, t("Compact"));
+    this.stopButton = el("button", { type: "button", class: "stop", onclick: () => stop() }, t("Stop"));
     this.workerBanner = el("div", { class: "banner worker-down", role: "status", hidden: true },
-      "No worker is answering for this run: it is paused, nothing is lost, and it goes on when a worker is back.");
+      t("No worker is answering for this run: it is paused, nothing is lost, and it goes on when a worker is back."));
     this.onRename = rename;
     root.replaceChildren(
       el("div", { class: "run-header" },
@@ -48,13 +57,13 @@ export class RunHeader {
 
   setSession(session) {
     this.session = session;
-    if (!this.renaming) this.name.textContent = session.name || `Session ${shortId(session.id)}`;
+    if (!this.renaming) this.name.textContent = session.name || t("Session {id}", { id: shortId(session.id) });
     if (this.offline === undefined) this.model.textContent = session.config.model;
   }
 
   setStatus(status) {
     this.offline = status.offline_model;
-    this.model.textContent = this.offline ? "offline model (scripted)" : status.model;
+    this.model.textContent = this.offline ? t("offline model (scripted)") : status.model;
     this.model.title = this.offline
       ? `No API key is set: a local scripted model answers in place of ${status.model}. Its replies are not Claude's.`
       : "";
@@ -99,7 +108,7 @@ export class RunHeader {
   }
 
   setPhase(phase) {
-    this.phase.textContent = PHASE_TEXT[phase] || phase;
+    this.phase.textContent = t(PHASE_TEXT[phase] || phase);
     this.phase.dataset.phase = phase;
     this.stopButton.disabled = phase === "idle";
     if (phase === "idle") this.workerBanner.hidden = true;
@@ -125,8 +134,8 @@ export class RunHeader {
 
   tick() {
     const run = this.run;
-    this.turn.textContent = this.currentTurn ? `turn ${this.currentTurn}` : "";
-    this.tokens.textContent = run ? `${totalTokens(run.usage).toLocaleString()} tokens` : "";
+    this.turn.textContent = this.currentTurn ? t("turn {n}", { n: this.currentTurn }) : "";
+    this.tokens.textContent = run ? t("{n} tokens", { n: totalTokens(run.usage).toLocaleString() }) : "";
     if (run) {
       const end = run.ended_at || (run.status === "running" ? Date.now() : run.updated_at);
       this.elapsed.textContent = duration(Math.max(0, end - run.started_at));
@@ -138,7 +147,7 @@ export class RunHeader {
   startRename() {
     if (this.renaming) return;
     this.renaming = true;
-    const input = el("input", { class: "rename-input", value: this.name.textContent, "aria-label": "Session name" });
+    const input = el("input", { class: "rename-input", value: this.name.textContent, "aria-label": t("Session name") });
     const finish = async (save) => {
       if (!this.renaming) return;
       this.renaming = false;

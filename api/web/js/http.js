@@ -2,6 +2,8 @@
 // header, never in a URL. The event stream is read with fetch() for the same reason
 // (EventSource cannot send headers), and resumes from the last event it delivered.
 
+import { t } from "./i18n.js";
+
 const TOKEN_KEY = "duragent.token";
 let onSignedOut = () => {};
 
@@ -63,7 +65,7 @@ export async function api(path, { method = "GET", body, signal, token } = {}) {
   } catch (error) {
     if (signal && signal.aborted) throw error;
     // The browser says only "Failed to fetch": no answer came, the server or the network is down.
-    throw new ApiError(0, UNREACHABLE);
+    throw new ApiError(0, t(UNREACHABLE));
   }
   if (response.status === 401 && !token) onSignedOut();
   if (!response.ok) {

@@ -12,6 +12,7 @@ import { Conversation } from "./conversation.js";
 import { api, EventStream } from "./http.js";
 import { RunHeader } from "./header.js";
 import { TreePanel } from "./tree.js";
+import { t } from "./i18n.js";
 
 // Events after which the store holds new display messages, queue or run state.
 const REFRESH_ON = new Set([
@@ -293,7 +294,7 @@ export class SessionView {
       const last = queued[queued.length - 1];
       if (!last) return;
       const taken = await this.call(`/input-queue/${encodeURIComponent(last.id)}`, { method: "PATCH", body: { action: "edit" } });
-      this.composer.settle([last.id], "consumed", "sent as the new run's prompt");
+      this.composer.settle([last.id], "consumed", t("sent as the new run's prompt"));
       try {
         const sent = await this.call("/input", { method: "POST", body: { text: taken.text } });
         if (sent.action === "started") this.composer.starting(sent.run_id, taken.text);
@@ -323,12 +324,12 @@ export class SessionView {
   }
 
   async stop() {
-    this.header.stopButton.textContent = "Stopping…";
+    this.header.stopButton.textContent = t("Stopping…");
     await this.attempt(async () => {
       const result = await this.call("/stop", { method: "POST" });
-      this.composer.settle(result.cancelled_inputs, "cancelled", "cancelled by Stop");
+      this.composer.settle(result.cancelled_inputs, "cancelled", t("cancelled by Stop"));
     });
-    this.header.stopButton.textContent = "Stop";
+    this.header.stopButton.textContent = t("Stop");
     await this.refresh();
   }
 
@@ -347,12 +348,12 @@ export class SessionView {
   }
 
   async compact() {
-    this.header.compactButton.textContent = "Compacting…";
+    this.header.compactButton.textContent = t("Compacting…");
     await this.attempt(async () => {
       const result = await this.call("/compact", { method: "POST", body: {} });
       if (!result.compacted) this.composer.showError(`Nothing compacted: ${result.reason}`);
     });
-    this.header.compactButton.textContent = "Compact";
+    this.header.compactButton.textContent = t("Compact");
     this.loadMarks();
     this.loadTree();
     await this.refresh();
