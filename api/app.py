@@ -37,7 +37,7 @@ from duragent.api.models import (
     ShownMessage,
     StopResult,
 )
-from duragent.api.ownership import owned_session, owned_session_async
+from duragent.api.ownership import LOCAL_USER, owned_session, owned_session_async
 from duragent.api.routes_approvals import approval_routes
 from duragent.api.routes_budgets import budget_routes
 from duragent.api.routes_metrics import mount_metrics
@@ -189,7 +189,7 @@ def create_app(
 
     @app.get("/api/sessions")
     def list_sessions(owner: User) -> list[SessionRecord]:
-        return client.sessions.list(owner=owner)
+        return client.sessions.list(owner=owner, unowned=owner == LOCAL_USER)
 
     @app.get("/api/sessions/{session_id}")
     async def get_session(session_id: str, owner: User) -> SessionView:

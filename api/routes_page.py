@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from duragent.api.ownership import owned_session, owned_session_async
+from duragent.api.ownership import LOCAL_USER, owned_session, owned_session_async
 from duragent.api.tree_view import (
     CompactionMark,
     GuidanceMark,
@@ -127,7 +127,7 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
                 latest_run=run,
                 status="running" if run is not None and run.status == "running" else "idle",
             )
-            for session, run in client.sessions.summaries(owner=owner)
+            for session, run in client.sessions.summaries(owner=owner, unowned=owner == LOCAL_USER)
         ]
 
     @router.patch("/sessions/{session_id}")
