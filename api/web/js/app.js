@@ -170,6 +170,7 @@ const hooks = {
   },
   openSession(id) {
     location.hash = `#/s/${id}`;
+    showPane("conversation");
     refreshSessions();
   },
 };
