@@ -37,7 +37,7 @@ from duragent.api.models import (
     ShownMessage,
     StopResult,
 )
-from duragent.api.ownership import owned_session, owned_session_async
+from duragent.api.ownership import LOCAL_USER, owned_session, owned_session_async
 from duragent.api.routes_approvals import approval_routes
 from duragent.api.routes_budgets import budget_routes
 from duragent.api.routes_metrics import mount_metrics
@@ -134,6 +134,21 @@ def current_user(
 User = Annotated[str, Depends(current_user)]
 
 
+NAME_CHARS = 60
+
+
+def name_from_prompt(text: str) -> str:
+    """A session's name from its first prompt: the first line that says something, cut at a
+    word near `NAME_CHARS`."""
+    line = next((" ".join(part.split()) for part in text.splitlines() if part.strip()), "")
+    if len(line) <= NAME_CHARS:
+        return line or "Session"
+    cut = line[: NAME_CHARS - 1]
+    if " " in cut[NAME_CHARS // 2 :]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,.;:") + "…"
+
+
 def create_app(
     client: DuragentClient, tokens: dict[str, str], workspaces: WorkspacePolicy | None = None
 ) -> FastAPI:
@@ -179,7 +194,7 @@ def create_app(
 
     @app.get("/api/sessions")
     def list_sessions(owner: User) -> list[SessionRecord]:
-        return client.sessions.list(owner=owner)
+        return client.sessions.list(owner=owner, unowned=owner == LOCAL_USER)
 
     @app.get("/api/sessions/{session_id}")
     async def get_session(session_id: str, owner: User) -> SessionView:
@@ -188,11 +203,16 @@ def create_app(
 
     @app.post("/api/sessions/{session_id}/input")
     async def send_input(session_id: str, body: SendInput, owner: User) -> InputResult:
-        await owned_async(session_id, owner)
+        session = await owned_async(session_id, owner)
         sent = await client.inputs.send(
             session_id, body.text, guidance=body.guidance, intent=body.intent
         )
         if isinstance(sent, RunHandle):
+            if session.name is None and session.leaf_id is None:
+                # A new session is named after its first prompt (a rename changes it): a
+                # write the run holds and stores at its first save point, so the answer
+                # never waits for a worker.
+                await client.sessions.rename(session_id, name_from_prompt(body.text))
             return InputResult(action="started", run_id=sent.run_id)
         return InputResult(action="queued", item=sent)
 

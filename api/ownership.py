@@ -1,5 +1,9 @@
 """A route names only sessions its user owns; any other is "not found" (never "forbidden",
-which would tell that it exists)."""
+which would tell that it exists).
+
+Sessions started from the command line (`duragent run`) have no owner: they are the
+machine's operator's, the user `LOCAL_USER` (the one of the token `duragent serve` makes
+up when `DURAGENT_API_TOKENS` names none). Other users see only their own sessions."""
 
 from __future__ import annotations
 
@@ -11,6 +15,12 @@ from duragent.client.api import DuragentClient
 from duragent.client.errors import SessionNotFound
 from duragent.store.records import SessionRecord
 
+LOCAL_USER = "default"
+
+
+def owns(user: str, session: SessionRecord) -> bool:
+    return session.owner == user or (session.owner is None and user == LOCAL_USER)
+
 
 def owned_session(client: DuragentClient, session_id: str, owner: str) -> SessionRecord:
     """The session, if `owner` owns it; a 404 otherwise."""
@@ -18,7 +28,7 @@ def owned_session(client: DuragentClient, session_id: str, owner: str) -> Sessio
         session = client.sessions.get(session_id)
     except SessionNotFound:
         session = None
-    if session is None or session.owner != owner:
+    if session is None or not owns(owner, session):
         raise HTTPException(404, f"session {session_id!r} does not exist")
     return session
 

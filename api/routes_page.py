@@ -12,8 +12,15 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from duragent.api.ownership import owned_session, owned_session_async
-from duragent.api.tree_view import CompactionMark, TreeView, compaction_marks, tree_view
+from duragent.api.ownership import LOCAL_USER, owned_session, owned_session_async
+from duragent.api.tree_view import (
+    CompactionMark,
+    GuidanceMark,
+    TreeView,
+    compaction_marks,
+    guidance_marks,
+    tree_view,
+)
 from duragent.client.api import DuragentClient
 from duragent.client.errors import EntryNotInSession
 from duragent.domain.config import ThinkingLevel
@@ -54,6 +61,9 @@ class SessionStatusView(_Body):
     session: SessionRecord
     phase: Phase
     model: str
+    offline_model: bool
+    """This server's settings name no API key: the scripted offline model answers (in the
+    model's name), not Claude."""
     thinking_level: ThinkingLevel
     worker_answering: bool | None
 
@@ -117,7 +127,7 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
                 latest_run=run,
                 status="running" if run is not None and run.status == "running" else "idle",
             )
-            for session, run in client.sessions.summaries(owner=owner)
+            for session, run in client.sessions.summaries(owner=owner, unowned=owner == LOCAL_USER)
         ]
 
     @router.patch("/sessions/{session_id}")
@@ -138,6 +148,7 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
             session=session,
             phase=found.phase,
             model=found.config.model,
+            offline_model=client.settings.offline,
             thinking_level=found.config.thinking_level,
             worker_answering=answering,
         )
@@ -172,6 +183,12 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
         """Where the model's context was compacted, for markers in the display history."""
         owned(session_id, owner)
         return compaction_marks(client.tree.entries(session_id))
+
+    @router.get("/sessions/{session_id}/guidance")
+    def guidance(session_id: str, owner: User) -> list[GuidanceMark]:
+        """Where guidance reached the model, in words and in place in the display history."""
+        owned(session_id, owner)
+        return guidance_marks(client.tree.entries(session_id))
 
     @router.post("/sessions/{session_id}/goto")
     async def goto(session_id: str, body: Goto, owner: User) -> NavigateResult:

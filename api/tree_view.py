@@ -1,4 +1,5 @@
-"""The session tree as a page shows it: branches, labels and compactions, not every entry.
+"""The session tree as a page shows it: branches, labels and compactions, not every entry;
+and the marks a page puts in the display history (compactions, guidance taken).
 
 A long session holds thousands of entries, almost all of them one assistant turn after
 another on a single line. A person looking at the tree wants the places they can act on:
@@ -22,6 +23,8 @@ from duragent.domain.entries import (
     SessionEntry,
     current_labels,
 )
+from duragent.domain.fallbacks import REPLANNED_TEXT, SKIPPED_TEXT, STOPPED_TEXT
+from duragent.domain.guidance import GUIDANCE_TYPE, sent_text
 from duragent.domain.messages import (
     AssistantMessage,
     CustomMessage,
@@ -217,6 +220,81 @@ def _displayed(entry: SessionEntry) -> bool:
     return isinstance(entry, MessageEntry) or (
         isinstance(entry, CustomMessageEntry) and entry.display
     )
+
+
+class GuidanceCall(BaseModel):
+    """A tool call of the turn guidance came in, and what became of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_call_id: str
+    tool_name: str
+    outcome: Literal["interrupted", "skipped", "finished"]
+
+
+class GuidanceMark(BaseModel):
+    """Where guidance reached the model, placed after a displayed message: the guidance is
+    no chat message (docs/SPEC.md), but a reader sees what was said and what it changed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    entry_id: str
+    """The guidance entry's id, which is its input-queue item's."""
+    after_message_id: str | None
+    point: str
+    """The injection point (docs/SPEC.md) that took it."""
+    intent: str | None
+    text: str
+    """What the person wrote."""
+    calls: list[GuidanceCall]
+    """The tool calls of the turn it came in (none between turns)."""
+    timestamp: int
+
+
+def _outcome(result: ToolResultMessage) -> Literal["interrupted", "skipped", "finished"]:
+    details = result.details or {}
+    text = text_of(result.content)
+    if details.get("runtime_guidance_replan") or text.startswith((SKIPPED_TEXT, REPLANNED_TEXT)):
+        return "skipped"
+    if details.get("cancelled") or text.startswith(STOPPED_TEXT):
+        return "interrupted"
+    return "finished"
+
+
+def guidance_marks(entries: Sequence[SessionEntry]) -> list[GuidanceMark]:
+    """Every guidance the model received, with the displayed message it came after and
+    the tool calls of its turn (the results between it and the turn's assistant message)."""
+    by_id = {e.id: e for e in entries}
+    marks: list[GuidanceMark] = []
+    for entry in entries:
+        if not (isinstance(entry, CustomMessageEntry) and entry.custom_type == GUIDANCE_TYPE):
+            continue
+        calls: list[GuidanceCall] = []
+        above = by_id.get(entry.parent_id or "")
+        while isinstance(above, MessageEntry) and isinstance(above.message, ToolResultMessage):
+            result = above.message
+            calls.insert(
+                0,
+                GuidanceCall(
+                    tool_call_id=result.tool_call_id,
+                    tool_name=result.tool_name,
+                    outcome=_outcome(result),
+                ),
+            )
+            above = by_id.get(above.parent_id or "")
+        details = entry.details or {}
+        marks.append(
+            GuidanceMark(
+                entry_id=entry.id,
+                after_message_id=_nearest(by_id, entry.parent_id, _displayed),
+                point=str(details.get("point", "")),
+                intent=details.get("intent"),
+                text=sent_text(text_of(entry.content)),
+                calls=calls,
+                timestamp=entry.timestamp,
+            )
+        )
+    return marks
 
 
 def compaction_marks(entries: Sequence[SessionEntry]) -> list[CompactionMark]:

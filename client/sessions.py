@@ -171,17 +171,20 @@ class Sessions(ClientPart):
             except StoreSessionNotFound as err:
                 raise SessionNotFound(session_id) from err
 
-    def list(self, *, owner: str | None = None, limit: int = 100) -> builtins.list[SessionRecord]:
+    def list(
+        self, *, owner: str | None = None, unowned: bool = False, limit: int = 100
+    ) -> builtins.list[SessionRecord]:
+        """The newest sessions (of `owner`, and then with `unowned` those of no owner)."""
         with self._client.db.transaction() as db:
-            return sessions.list_sessions(db, owner=owner, limit=limit)
+            return sessions.list_sessions(db, owner=owner, unowned=unowned, limit=limit)
 
     def summaries(
-        self, *, owner: str | None = None, limit: int = 100
+        self, *, owner: str | None = None, unowned: bool = False, limit: int = 100
     ) -> builtins.list[tuple[SessionRecord, RunRecord | None]]:
         """Sessions, most recently active first, each with its latest run (None before
         its first): a session list's status without asking Temporal about each one."""
         with self._client.db.transaction() as db:
-            listed = sessions.list_sessions(db, owner=owner, limit=limit)
+            listed = sessions.list_sessions(db, owner=owner, unowned=unowned, limit=limit)
             return [(s, next(iter(runs.list_runs(db, s.id, limit=1)), None)) for s in listed]
 
     def children(self, session_id: str) -> builtins.list[SessionRecord]:

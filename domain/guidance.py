@@ -93,15 +93,17 @@ def classify(text: str) -> GuidanceIntent:
     return "interrupt" if any(phrase in chinese for phrase in _INTERRUPT_ZH) else "supplement"
 
 
+_OPENING = (
+    "<runtime-guidance>\n"
+    "The user sent this guidance while you were working. Decide how to take it into "
+    "account: continue, adjust the plan, or say why not.\n\n"
+)
+_CLOSING = "\n</runtime-guidance>"
+
+
 def guidance_entry(item: GuidanceItem, point: InjectionPoint, timestamp: int) -> CustomMessageEntry:
     """The hidden message the model gets (its id is the queue item's)."""
-    text = (
-        "<runtime-guidance>\n"
-        "The user sent this guidance while you were working. Decide how to take it into "
-        "account: continue, adjust the plan, or say why not.\n\n"
-        f"{item.text}\n"
-        "</runtime-guidance>"
-    )
+    text = f"{_OPENING}{item.text}{_CLOSING}"
     return CustomMessageEntry(
         id=item.id,
         parent_id=None,
@@ -111,3 +113,11 @@ def guidance_entry(item: GuidanceItem, point: InjectionPoint, timestamp: int) ->
         display=False,
         details={"point": point, "intent": item.intent},
     )
+
+
+def sent_text(wrapped: str) -> str:
+    """What the person wrote, from the text of a `guidance_entry` (the text as it is when
+    it is not wrapped as one)."""
+    if wrapped.startswith(_OPENING) and wrapped.endswith(_CLOSING):
+        return wrapped[len(_OPENING) : -len(_CLOSING)]
+    return wrapped

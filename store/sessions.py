@@ -5,7 +5,7 @@ Read and written with Core statements only (see `store.statements`).
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
 from duragent.domain.config import SessionConfig
@@ -74,11 +74,14 @@ def require_session(db: Session, session_id: str) -> SessionRecord:
 
 
 def list_sessions(
-    db: Session, *, owner: str | None = None, limit: int = 100
+    db: Session, *, owner: str | None = None, unowned: bool = False, limit: int = 100
 ) -> list[SessionRecord]:
+    """The newest sessions; of `owner` only when given (and those of no owner, the command
+    line's, with `unowned`)."""
     query = select(_sessions).order_by(_sessions.c.updated_at.desc()).limit(limit)
     if owner is not None:
-        query = query.where(_sessions.c.owner == owner)
+        mine = _sessions.c.owner == owner
+        query = query.where(or_(mine, _sessions.c.owner.is_(None)) if unowned else mine)
     return [SessionRecord.model_validate(row) for row in execute(db, query)]
 
 

@@ -196,6 +196,8 @@ class ApiServer:
 
     TOKEN = "test-token"
     OTHER_TOKEN = "other-token"
+    OPERATOR_TOKEN = "operator-token"
+    """The machine's operator's (the user `duragent serve` prints a token for)."""
 
     def __init__(self, stack: Stack) -> None:
         self._stack = stack
@@ -209,8 +211,9 @@ class ApiServer:
         import uvicorn
 
         from duragent.api.app import create_app
+        from duragent.api.ownership import LOCAL_USER
 
-        tokens = {self.TOKEN: "alice", self.OTHER_TOKEN: "bob"}
+        tokens = {self.TOKEN: "alice", self.OTHER_TOKEN: "bob", self.OPERATOR_TOKEN: LOCAL_USER}
         app = create_app(self._stack.client, tokens)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", self.port))

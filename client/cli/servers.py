@@ -78,12 +78,14 @@ def serve(
     import uvicorn
 
     from duragent.api.app import create_app
+    from duragent.api.ownership import LOCAL_USER
 
     settings = command.with_plugins(ctx.obj, plugin)
     tokens = settings.api_tokens
     if not tokens:
-        tokens = {secrets.token_urlsafe(24): "default"}
-        announce(f"API token (user default): {next(iter(tokens))}")
+        tokens = {secrets.token_urlsafe(24): LOCAL_USER}
+        token = next(iter(tokens))
+        announce(f"API token (user {LOCAL_USER}, who also sees command-line sessions): {token}")
 
     class Server(uvicorn.Server):
         """Signals are the command's (they stop the services too), not uvicorn's."""

@@ -66,6 +66,22 @@ async def new_session(http: Any, name: str = "s") -> str:
     return str(created.json()["session"]["id"])
 
 
+async def session_page(
+    context: Any, api: ApiServer, http: Any, name: str = "s", *, url: str | None = None
+) -> tuple[Any, str]:
+    """A new session, open in a new signed-in tab (of the page at `url`, by default the
+    API's): the tab and the session's id."""
+    session = await new_session(http, name)
+    page = await signed_in(context, api, url=url)
+    await open_session(page, session)
+    return page, session
+
+
+def chips(page: Any) -> Any:
+    """The pending chips above the composer."""
+    return page.locator("#composer .chip")
+
+
 async def screenshot(page: Any, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"

@@ -42,7 +42,7 @@ async def test_the_card_shows_the_arguments_and_approves(
         session_id, page = await waiting_page(stack, api, http, browser_context)
         card = page.locator(CARD)
         await expect(card.locator(".approval-args")).to_contain_text("echo ran > out.txt")
-        await expect(page.locator("#run-header")).to_contain_text("awaiting_approval")
+        await expect(page.locator("#run-header .phase")).to_have_text("waiting for approval")
         await screenshot(page, "approval-card")
         await card.locator("button.approval-approve").click()
         await expect(card).to_have_count(0)

@@ -116,3 +116,30 @@ async def test_steer_and_follow_up_from_the_send_menu(
     requests = stack.model.requests_for(session)
     assert "use pathlib" in str(requests[1].body["messages"])
     assert "then add tests" in str(requests[2].body["messages"])
+
+
+@pytest.mark.script({"conversations": {"*": [{"reply": [{"text": "answered in the terminal"}]}]}})
+async def test_the_operator_sees_the_command_line_sessions(
+    stack: Stack, api: ApiServer, browser_context: Any
+) -> None:
+    async with stack.worker(), api.client() as http:
+        # As `duragent run` makes them: no owner.
+        local = stack.client.sessions.create(name="from the terminal").id
+        await stack.client.runs.prompt(local, "hello from the shell")
+        await eventually(lambda: run_finished(stack, local))
+        mine = await new_session(http, "alice's")
+        operator = await signed_in(browser_context, api, ApiServer.OPERATOR_TOKEN)
+        names = operator.locator("#session-list .session-name")
+        await expect(names).to_have_text(["from the terminal"])
+        await open_session(operator, local)
+        await expect(operator.locator(".msg.assistant")).to_contain_text("answered in the terminal")
+        await screenshot(operator, "operator-sees-cli-session")
+        # Another user sees neither the command line's sessions nor the operator sees hers.
+        alice = await signed_in(browser_context, api)
+        await expect(alice.locator("#session-list .session-name")).to_have_text(["alice's"])
+        await alice.evaluate("id => { location.hash = '#/s/' + id; }", local)
+        await expect(alice.locator("#not-found")).to_contain_text("does not exist")
+        async with api.client(ApiServer.OPERATOR_TOKEN) as as_operator:
+            listed = (await as_operator.get("/api/sessions")).json()
+        assert [s["id"] for s in listed] == [local]  # not alice's
+    assert mine != local

@@ -160,16 +160,19 @@ async def test_4_guide_is_taken_at_the_nearest_safe_point(
         await expect(chip).to_have_attribute("data-kind", "guidance")
         await screenshot(page, "4-guidance-waiting")
         (workspace / "go").touch()  # the tool finishes: the next safe point is after it
-        await expect(chip).to_contain_text("guidance taken at after_tool")
+        await expect(chip).to_contain_text("reached the agent after the running tool finished")
         row = page.locator("#activity .event.runtime_guidance_injected")
-        await expect(row).to_contain_text("Guidance injected at after_tool")
+        await expect(row).to_contain_text("Guidance reached the model after the running tool")
         await screenshot(page, "4-guidance-taken")
         await expect(chips(page)).to_have_count(0)  # the chip says where, then leaves
         await eventually(lambda: run_finished(stack, a))
     hidden = user_texts(stack.model.requests_for(a)[1].body)
     assert "<runtime-guidance>" in hidden and "also update the changelog" in hidden
-    # Guidance is not a chat message.
-    assert "also update the changelog" not in await page.locator("#conversation").inner_text()
+    # Guidance is not a chat message: a note says where the model received it.
+    assert "also update the changelog" not in str(await page.locator(".msg").all_inner_texts())
+    trace = page.locator("#conversation .guidance-mark")
+    await expect(trace).to_contain_text("also update the changelog")
+    await expect(trace).to_contain_text("after the running tool finished")
 
 
 @pytest.mark.script(

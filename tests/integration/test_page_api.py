@@ -141,3 +141,23 @@ async def test_the_page_is_served_without_a_token_and_the_api_needs_one(api: Api
         assert (
             await http.get(f"/api/session-summaries?token={ApiServer.TOKEN}")
         ).status_code == 401
+
+
+@pytest.mark.script({"conversations": {"*": [{"reply": [{"text": "named"}]}]}})
+async def test_a_new_session_is_named_after_its_first_prompt(stack: Stack, api: ApiServer) -> None:
+    async with stack.worker(), api.client() as http:
+        created = await http.post("/api/sessions", json={})
+        session = created.json()["session"]["id"]
+        sent = await http.post(
+            f"/api/sessions/{session}/input", json={"text": "  \n Fix the  parser\nnow"}
+        )
+        assert sent.status_code == 200, sent.text
+        state = await http.get(f"/api/sessions/{session}/state")
+        assert state.status_code == 200, state.text
+        await eventually(lambda: run_finished(stack, session))
+        state = await http.get(f"/api/sessions/{session}/state")
+        assert state.status_code == 200, state.text
+        assert state.json()["run"]["latest"]["status"] == "completed"
+        assert stack.client.sessions.get(session).name == "Fix the parser"
+        later = await http.get(f"/api/sessions/{session}/state?messages_after=0&events_after=3")
+        assert later.status_code == 200, later.text

@@ -3,10 +3,13 @@
 // named by its type, in seq order.
 
 import { clockTime, duration, el, shortId } from "./dom.js";
+import { pointWords } from "./guidance.js";
+import { t } from "./i18n.js";
 
 const MAX_ROWS = 1000;
 const QUIET = new Set(["message_update", "message_start", "message_end", "tool_execution_update"]);
 const LIMIT_NAMES = { turns: "turn", tokens: "token", cost: "cost", wall: "wall-time" };
+const PHASES = { turn: "working", retry: "retrying the model call", awaiting_budget: "waiting for a budget raise", awaiting_host: "waiting for its machine" };
 const QUEUES = { steering: "A steering message", follow_up: "A follow-up", next_turn: "A queued input" };
 
 function tokens(usage) {
@@ -35,7 +38,7 @@ function describe(type, p) {
     }
     case "retry_scheduled":
       return `Model call failed (${p.error}); retry ${p.attempt} in ${duration(p.delay_ms)}`;
-    case "phase_changed": return `Phase: ${p.phase}`;
+    case "phase_changed": return `Phase: ${PHASES[p.phase] || p.phase}`;
     case "queue_consumed": return `${QUEUES[p.queue] || p.queue} reached the model (turn ${p.turn})`;
     case "run_aborted": {
       const cleared = p.cleared_steering.length + p.cleared_follow_ups.length;
@@ -45,7 +48,7 @@ function describe(type, p) {
       const extra = [];
       if (p.interrupted.length) extra.push(`${p.interrupted.length} running tool call(s) interrupted`);
       if (p.skipped.length) extra.push(`${p.skipped.length} planned call(s) skipped`);
-      return `Guidance injected at ${p.point} (turn ${p.turn})${extra.length ? `; ${extra.join(", ")}` : ""}`;
+      return `Guidance reached the model ${pointWords(p.point)} (turn ${p.turn})${extra.length ? `; ${extra.join(", ")}` : ""}`;
     }
     case "runtime_guidance_replan_before_tools":
       return `Guidance arrived before the planned tools ran: ${p.skipped.length} call(s) not run, the model re-plans`;
@@ -66,11 +69,40 @@ export class Activity {
   constructor(root) {
     this.root = root;
     this.list = el("ol", { class: "activity" });
-    root.replaceChildren(this.list);
+    this.empty = el("p", { class: "empty-state" },
+      t("The run's events show here as the agent works: turns, tool calls, guidance, save points."));
+    root.replaceChildren(this.empty, this.list);
+    // Whether the reader follows the newest events: kept while the panel is hidden (a
+    // hidden panel has no scroll position to read). Scrolling up stops it, scrolling back
+    // to the bottom starts it again; rows added below the reader move nothing.
+    this.following = true;
+    this.autoTop = 0; // where the page last scrolled the panel to
+    this.onScroll = () => {
+      if (!root.clientHeight) return;
+      if (root.scrollHeight - root.scrollTop - root.clientHeight < 40) this.following = true;
+      else if (root.scrollTop < this.autoTop - 1) this.following = false;
+      this.autoTop = Math.min(this.autoTop, root.scrollTop);
+    };
+    root.addEventListener("scroll", this.onScroll);
+  }
+
+  close() {
+    this.root.removeEventListener("scroll", this.onScroll);
+  }
+
+  // The panel is shown again (its tab, or its pane on a narrow screen).
+  shown() {
+    if (this.following) this.toBottom();
+  }
+
+  toBottom() {
+    this.root.scrollTop = this.root.scrollHeight;
+    this.autoTop = this.root.scrollTop;
   }
 
   add(event) {
     if (QUIET.has(event.type)) return;
+    this.empty.hidden = true;
     const row = el("li", { dataset: { seq: String(event.seq), type: event.type }, class: `event ${event.type}` },
       el("time", {}, clockTime(event.created_at)),
       el("code", { class: "type" }, event.type),
@@ -81,16 +113,14 @@ export class Activity {
     while (this.list.children.length > MAX_ROWS) this.list.firstElementChild.remove();
   }
 
-  // Whether the reader was at the bottom is read once per frame, before the frame's first
-  // row, and the scroll is set once after the last: reading the layout after every row
+  // The scroll is set once per frame, after its last row: setting it after every row
   // would lay out the whole list again per event (seconds for a long session's page).
   keepAtBottom() {
-    if (this.scrollPending) return;
+    if (this.scrollPending || !this.following) return;
     this.scrollPending = true;
-    const atBottom = this.root.scrollHeight - this.root.scrollTop - this.root.clientHeight < 40;
     requestAnimationFrame(() => {
       this.scrollPending = false;
-      if (atBottom) this.root.scrollTop = this.root.scrollHeight;
+      if (this.following) this.toBottom();
     });
   }
 }

@@ -4,6 +4,7 @@
 import { clockTime, el, shortId } from "./dom.js";
 import { api, forgetToken, saveToken, savedToken, whenSignedOut } from "./http.js";
 import { SessionView } from "./session_view.js";
+import { t, translatePage } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 const SESSIONS_POLL_MS = 5000;
@@ -28,7 +29,7 @@ async function signIn(event) {
   try {
     await api("/api/session-summaries", { token });
   } catch (error) {
-    $("sign-in-error").textContent = error.status === 401 ? "That token is not valid." : error.message;
+    $("sign-in-error").textContent = error.status === 401 ? t("That token is not valid.") : error.message;
     return;
   }
   saveToken(token, $("remember").checked);
@@ -59,8 +60,21 @@ function route() {
   else {
     const first = document.querySelector("#session-list li");
     if (first) location.hash = `#/s/${first.dataset.id}`;
-    else closeView();
+    else {
+      closeView();
+      showPane("sessions");
+    }
   }
+}
+
+// On a narrow screen one pane shows at a time (the style sheet decides which screens):
+// the sessions, the open session's conversation, or its activity and tree.
+function showPane(name) {
+  $("app").dataset.pane = name;
+  for (const button of document.querySelectorAll("#panes button")) {
+    button.setAttribute("aria-pressed", String(button.dataset.pane === name));
+  }
+  if (name === "activity" && view && !$("activity").hidden) view.activity.shown();
 }
 
 async function refreshSessions() {
@@ -71,13 +85,14 @@ async function refreshSessions() {
     return;
   }
   const open = currentId();
+  $("no-sessions").hidden = summaries.length > 0;
   $("session-list").replaceChildren(...withSubagentsBelow(summaries).map(({ session, status, latest_run: run }) => {
     const when = Math.max(session.updated_at, run ? run.updated_at : 0);
     const classes = [session.id === open ? "current" : "", session.parent_tool_call_id ? "subagent" : ""];
     return el("li", { dataset: { id: session.id, status }, class: classes.join(" ").trim() },
       el("a", { href: `#/s/${session.id}` },
-        el("span", { class: "session-name" }, session.name || `Session ${shortId(session.id)}`),
-        el("span", { class: `status ${status}` }, status),
+        el("span", { class: "session-name" }, session.name || t("Session {id}", { id: shortId(session.id) })),
+        el("span", { class: `status ${status}` }, t(status)),
         el("time", { class: "last-activity" }, clockTime(when))));
   }));
 }
@@ -114,11 +129,13 @@ function closeView() {
   }
   $("session").hidden = true;
   $("not-found").hidden = true;
+  $("no-session").hidden = false;
 }
 
 function showSession(id) {
   if (view && view.id === id) return;
   closeView();
+  $("no-session").hidden = true;
   $("session").hidden = false;
   for (const li of document.querySelectorAll("#session-list li")) li.classList.toggle("current", li.dataset.id === id);
   view = new SessionView(id, {
@@ -139,19 +156,21 @@ const hooks = {
   connection(state) {
     const badge = $("connection");
     badge.dataset.state = state;
-    badge.textContent = state === "live" ? "live" : "reconnecting…";
+    badge.textContent = state === "live" ? t("live") : t("reconnecting…");
   },
   notFound(id) {
     if (!view || view.id !== id) return;
     closeView();
+    $("no-session").hidden = true;
     $("not-found").hidden = false;
-    $("not-found").textContent = `Session ${id} does not exist (or is not yours).`;
+    $("not-found").textContent = t("Session {id} does not exist (or is not yours).", { id });
   },
   sessionsChanged() {
     refreshSessions();
   },
   openSession(id) {
     location.hash = `#/s/${id}`;
+    showPane("conversation");
     refreshSessions();
   },
 };
@@ -161,6 +180,7 @@ async function newSession() {
     const created = await api("/api/sessions", { method: "POST", body: {} });
     await refreshSessions();
     location.hash = `#/s/${created.session.id}`;
+    showPane("conversation");
   } catch (error) {
     $("not-found").hidden = false;
     $("not-found").textContent = error.message;
@@ -172,14 +192,19 @@ function showTab(name) {
   $("activity").hidden = name !== "activity";
   $("tree").hidden = name !== "tree";
   if (name === "tree" && view) view.loadTree();
+  if (name === "activity" && view) view.activity.shown();
 }
 
 $("sign-in-form").addEventListener("submit", signIn);
 $("sign-out").addEventListener("click", () => { forgetToken(); showSignIn(); });
 $("new-session").addEventListener("click", newSession);
+for (const button of document.querySelectorAll("#panes button")) button.addEventListener("click", () => showPane(button.dataset.pane));
+// Choosing a session (the one open too) shows its conversation.
+$("session-list").addEventListener("click", (event) => { if (event.target.closest("a")) showPane("conversation"); });
 for (const tab of document.querySelectorAll(".tabs button")) tab.addEventListener("click", () => showTab(tab.dataset.tab));
 window.addEventListener("hashchange", route);
-whenSignedOut(() => { forgetToken(); showSignIn("Signed out: the token was refused."); });
+whenSignedOut(() => { forgetToken(); showSignIn(t("Signed out: the token was refused.")); });
+translatePage();
 
 if (savedToken()) start();
 else showSignIn();

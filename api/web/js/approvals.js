@@ -4,6 +4,7 @@
 // or when its run ends. What waits is rebuilt from run events, so a reload shows the same.
 
 import { el } from "./dom.js";
+import { t } from "./i18n.js";
 
 export class Approvals {
   constructor({ decide }) {
@@ -59,15 +60,15 @@ export class Approvals {
         }
         send("deny", { reason: reason.value.trim() || null });
       },
-    }, "Deny");
+    }, t("Deny"));
     reason.addEventListener("keydown", (e) => { if (e.key === "Enter") deny.click(); });
     const error = this.errors.get(callId);
     return el("div", { class: "approval", role: "group", "aria-label": "Approval" },
       el("div", { class: "approval-head" }, "Waits for your approval ", el("span", { class: "approval-rule" }, `asked by ${waiting.rule}`)),
       el("pre", { class: "approval-args" }, shown),
       el("div", { class: "approval-actions" },
-        el("button", { class: "approval-approve", onclick: () => send("approve", { always: false }) }, "Approve"),
-        el("button", { class: "approval-always", title: "Approve, and allow this tool (for bash: this exact command) from now on", onclick: () => send("approve", { always: true }) }, "Always"),
+        el("button", { class: "approval-approve", onclick: () => send("approve", { always: false }) }, t("Approve")),
+        el("button", { class: "approval-always", title: "Approve, and allow this tool (for bash: this exact command) from now on", onclick: () => send("approve", { always: true }) }, t("Always")),
         deny, reason),
       error ? el("div", { class: "approval-error", role: "alert" }, error) : null);
   }

@@ -13,6 +13,7 @@
 
 import { costText } from "./cost.js";
 import { el } from "./dom.js";
+import { t } from "./i18n.js";
 
 const FIELDS = [
   { key: "max_turns", label: "Turns", step: "1", integer: true },
@@ -139,7 +140,7 @@ export class BudgetCard {
       slot.replaceChildren(this.form.element);
     }
     button.disabled = !this.form || this.sending;
-    button.textContent = this.sending ? "Raising…" : "Raise";
+    button.textContent = this.sending ? t("Raising…") : t("Raise");
     error.textContent = this.error || "";
     error.hidden = !this.error;
     this.root.hidden = false;
@@ -149,7 +150,7 @@ export class BudgetCard {
     const card = {
       message: el("div", { class: "budget-message" }),
       slot: el("div", { class: "budget-slot" }, el("div", { class: "budget-loading" }, "Reading the budget…")),
-      button: el("button", { type: "button", class: "budget-raise", onclick: () => this.send() }, "Raise"),
+      button: el("button", { type: "button", class: "budget-raise", onclick: () => this.send() }, t("Raise")),
       error: el("div", { class: "budget-error", role: "alert", hidden: true }),
     };
     this.root.replaceChildren(el("div", { class: "budget-card", role: "group", "aria-label": "Budget" },

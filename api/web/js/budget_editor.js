@@ -17,6 +17,7 @@
 
 import { costText } from "./cost.js";
 import { el } from "./dom.js";
+import { t } from "./i18n.js";
 
 const FIELDS = [
   { key: "max_turns", label: "Turns", integer: true, spent: (s) => `${s.turns} turn${s.turns === 1 ? "" : "s"} spent` },
@@ -138,9 +139,9 @@ export class BudgetEditor {
       ? el("div", { class: "budget-hint" }, `No price for ${spent.unpriced_models.join(", ")}: its turns count nothing toward cost.`)
       : null;
     const error = el("div", { class: "budget-error", role: "alert", hidden: true });
-    const saveButton = el("button", { type: "submit", class: "budget-save" }, "Save");
-    const removeButton = el("button", { type: "button", class: "budget-remove", disabled: !view.session_budget, onclick: () => this.send(null) }, "Remove budget");
-    const closeButton = el("button", { type: "button", class: "budget-close", onclick: () => this.close() }, "Close");
+    const saveButton = el("button", { type: "submit", class: "budget-save" }, t("Save"));
+    const removeButton = el("button", { type: "button", class: "budget-remove", disabled: !view.session_budget, onclick: () => this.send(null) }, t("Remove budget"));
+    const closeButton = el("button", { type: "button", class: "budget-close", onclick: () => this.close() }, t("Close"));
     const element = this.frame(
       el("div", { class: "budget-rows" }, ...rows),
       el("div", { class: "budget-when" }, el("span", {}, "When a limit is reached:"), ...radios.map((r) => r.element)),

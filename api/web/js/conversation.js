@@ -5,8 +5,10 @@
 import { withoutHeading } from "./budget.js";
 import { costText, rateText } from "./cost.js";
 import { duration, el, textOf } from "./dom.js";
+import { GuidanceTrace } from "./guidance.js";
 import { renderMarkdown } from "./markdown.js";
 import { SubagentLinks } from "./subagents.js";
+import { LANG, t } from "./i18n.js";
 
 const FOLD_LINES = 12;
 const FOLD_CHARS = 1500;
@@ -49,10 +51,13 @@ export class Conversation {
     this.editBudget = editBudget; // opens the session budget's editor (a budget stop's note)
     this.approvals = approvals; // approvals.js: the cards of calls that wait for a person
     this.list = el("div", { class: "messages" });
-    this.earlierButton = el("button", { class: "earlier", hidden: true, onclick: () => onLoadEarlier() }, "Load earlier messages");
+    this.earlierButton = el("button", { class: "earlier", hidden: true, onclick: () => onLoadEarlier() }, t("Load earlier messages"));
     this.retryNotice = el("div", { class: "retry-notice", hidden: true, role: "status" });
     this.subagents = new SubagentLinks();
-    root.replaceChildren(this.subagents.parentNote, this.earlierButton, this.list, this.retryNotice);
+    this.guidance = new GuidanceTrace({ describeCall: (callId, name) => this.describeCall(callId, name) });
+    this.emptyNote = el("p", { class: "empty-state", hidden: true },
+      t("Nothing here yet. Type below what the agent should do and press Enter: its replies and tool calls show here."));
+    root.replaceChildren(this.subagents.parentNote, this.earlierButton, this.emptyNote, this.list, this.retryNotice);
     this.entries = new Map(); // id -> {id, seq, runId, message, arrival}
     this.elements = new Map(); // id -> element
     this.tools = new Map(); // tool call id -> {started, startedAt, output, durationMs, result, runId}
@@ -99,6 +104,19 @@ export class Conversation {
   setMarks(marks) {
     this.marks = marks;
     this.layout();
+  }
+
+  // Where guidance reached the model (guidance.js): a note there, a link on what it stopped.
+  setGuidance(marks) {
+    if (!this.guidance.set(marks)) return;
+    for (const callId of this.cards.keys()) this.updateCard(callId);
+    this.layout();
+  }
+
+  describeCall(callId, name) {
+    const card = this.cards.get(callId);
+    const summary = card && card.call ? argumentSummary(card.call.arguments || {}) : "";
+    return summary ? el("code", {}, summary) : name;
   }
 
   noteMessage(id, message, runId) {
@@ -266,8 +284,8 @@ export class Conversation {
   }
 
   layout() {
+    // Hidden entries (a tool result drawn in its call's card) count too: a mark may follow one.
     const ordered = [...this.entries.values()]
-      .filter((entry) => this.visible(entry))
       .sort((a, b) => {
         if (a.seq !== null && b.seq !== null) return a.seq - b.seq;
         if (a.seq !== null) return -1;
@@ -276,19 +294,25 @@ export class Conversation {
       });
     const wanted = [];
     const marksAfter = new Map();
-    for (const mark of this.marks) {
+    const marks = [
+      ...this.marks.map((mark) => ({ mark, draw: () => this.markElement(mark) })),
+      ...this.guidance.list.map((mark) => ({ mark, draw: () => this.guidance.element(mark) })),
+    ].sort((a, b) => a.mark.timestamp - b.mark.timestamp);
+    for (const { mark, draw } of marks) {
       const key = mark.after_message_id || "";
       if (!marksAfter.has(key)) marksAfter.set(key, []);
-      marksAfter.get(key).push(mark);
+      marksAfter.get(key).push(draw);
     }
     if (this.earlierButton.hidden) {
       // Nothing is earlier than the first message shown: a compaction before it goes first.
-      for (const mark of marksAfter.get("") || []) wanted.push(this.markElement(mark));
+      for (const draw of marksAfter.get("") || []) wanted.push(draw());
     }
     for (const entry of ordered) {
-      if (!this.elements.has(entry.id)) this.elements.set(entry.id, this.renderEntry(entry));
-      wanted.push(this.elements.get(entry.id));
-      for (const mark of marksAfter.get(entry.id) || []) wanted.push(this.markElement(mark));
+      if (this.visible(entry)) {
+        if (!this.elements.has(entry.id)) this.elements.set(entry.id, this.renderEntry(entry));
+        wanted.push(this.elements.get(entry.id));
+      }
+      for (const draw of marksAfter.get(entry.id) || []) wanted.push(draw());
     }
     // Put the wanted elements in order, moving only those out of place.
     const atBottom = this.root.scrollHeight - this.root.scrollTop - this.root.clientHeight < 40;
@@ -296,6 +320,7 @@ export class Conversation {
       if (this.list.children[index] !== node) this.list.insertBefore(node, this.list.children[index] || null);
     });
     while (this.list.children.length > wanted.length) this.list.lastElementChild.remove();
+    this.emptyNote.hidden = wanted.length > 0;
     if (atBottom) this.root.scrollTop = this.root.scrollHeight;
   }
 
@@ -313,13 +338,13 @@ export class Conversation {
     const node = el("article", { class: `msg ${role}`, dataset: { id: entry.id, role } });
     if (entry.seq === null) node.dataset.live = "";
     if (role === "user") {
-      node.append(el("div", { class: "who" }, "You"), el("div", { class: "text plain" }, textOf(message.content)));
+      node.append(el("div", { class: "who" }, t("You")), el("div", { class: "text plain" }, textOf(message.content)));
     } else if (role === "assistant") {
-      node.append(el("div", { class: "who", ...turnCostAttrs(entry.turnCost, message.usage) }, "Assistant"));
+      node.append(el("div", { class: "who", ...turnCostAttrs(entry.turnCost, message.usage) }, t("Assistant")));
       (message.content || []).forEach((block, index) => node.append(this.renderBlock(entry, block, index)));
       if (!(message.content || []).length && entry.seq === null) node.append(el("div", { class: "typing" }, "…"));
       if (message.stop_reason === "error") node.append(el("div", { class: "error" }, `Model error: ${message.error_message || "unknown"}`));
-      if (message.stop_reason === "aborted") node.append(el("div", { class: "note" }, "Stopped."));
+      if (message.stop_reason === "aborted") node.append(el("div", { class: "note" }, t("Stopped.")));
     } else if (role === "toolResult") {
       node.append(this.card({ id: message.tool_call_id, name: message.tool_name, arguments: {} }, entry.runId));
     } else if (message.custom_type === "budget") {
@@ -327,11 +352,11 @@ export class Conversation {
       // it begins "Budget reached: "; the person reads that as the note's heading.
       node.classList.add("notice", "budget-note");
       // "Raise the budget to go on": its button opens the session budget's editor.
-      node.append(el("div", { class: "who" }, "Budget reached"),
+      node.append(el("div", { class: "who" }, t("Budget reached")),
         el("div", { class: "text plain" }, withoutHeading(textOf(message.content))),
-        el("button", { type: "button", class: "change-budget", onclick: () => this.editBudget() }, "Change budget"));
+        el("button", { type: "button", class: "change-budget", onclick: () => this.editBudget() }, t("Change budget")));
     } else {
-      const text = message.custom_type === "abort" ? "The run was stopped here." : textOf(message.content);
+      const text = message.custom_type === "abort" ? t("The run was stopped here.") : textOf(message.content);
       node.classList.add("notice");
       node.append(el("div", { class: "text plain" }, text));
     }
@@ -345,12 +370,12 @@ export class Conversation {
     }
     if (block.type === "thinking") {
       return el("details", { class: "thinking", dataset: data },
-        el("summary", {}, block.redacted ? "Thinking (redacted)" : "Thinking"),
+        el("summary", {}, t(block.redacted ? "Thinking (redacted)" : "Thinking")),
         el("div", { class: "text plain" }, block.thinking));
     }
     if (block.type === "toolCall" && !block.id) {
       return el("div", { class: "tool", dataset: { ...data, state: "planned" } },
-        el("div", { class: "tool-head" }, el("span", { class: "tool-name" }, block.name), el("span", { class: "tool-state" }, "planning…")),
+        el("div", { class: "tool-head" }, el("span", { class: "tool-name" }, block.name), el("span", { class: "tool-state" }, t("planning…"))),
         el("pre", { class: "tool-args-live" }, block.partial || ""));
     }
     if (block.type === "toolCall") {
@@ -391,24 +416,25 @@ export class Conversation {
     const head = el("div", { class: "tool-head" },
       el("span", { class: "tool-name" }, call.name),
       el("code", { class: "tool-summary" }, argumentSummary(call.arguments || {})),
-      el("span", { class: `tool-state ${state}` }, STATE_LABELS[state]),
+      el("span", { class: `tool-state ${state}` }, t(STATE_LABELS[state])),
       el("span", { class: "tool-time", dataset: ticking ? { ticking: "" } : {} }, time));
-    const parts = [head];
+    const parts = [head, this.guidance.link(call.id)].filter(Boolean);
     const approval = this.approvals && this.approvals.card(call.id, call.arguments, () => this.fillCard(card));
     card.dataset.approval = approval ? "waiting" : "";
     if (approval) {
-      head.querySelector(".tool-state").textContent = "awaiting approval";
+      head.querySelector(".tool-state").textContent = t("awaiting approval");
       parts.push(approval);
     }
     const child = this.subagents.link(call.id, tool.result);
     if (child) parts.push(child);
     if (call.arguments && Object.keys(call.arguments).length) {
-      parts.push(el("details", { class: "tool-args" }, el("summary", {}, "arguments"),
+      parts.push(el("details", { class: "tool-args" }, el("summary", {}, t("arguments")),
         el("pre", {}, JSON.stringify(call.arguments, null, 2))));
     }
     if (output) {
       const lines = output.split("\n");
       const long = lines.length > FOLD_LINES || output.length > FOLD_CHARS;
+      const lineCount = LANG === "zh" ? `${lines.length} 行` : `${lines.length} line${lines.length === 1 ? "" : "s"}`;
       const wasOpen = card.querySelector(".tool-output.open");
       const pre = el("pre", { class: `tool-output${long && !wasOpen ? " folded" : ""}${wasOpen ? " open" : ""}` }, output);
       parts.push(pre);
@@ -418,9 +444,9 @@ export class Conversation {
           onclick: (e) => {
             const open = pre.classList.toggle("open");
             pre.classList.toggle("folded", !open);
-            e.target.textContent = open ? "Fold output" : "Show all output";
+            e.target.textContent = open ? t("Fold output") : t("Show all output ({lines}, {chars} characters)", { lines: lineCount, chars: output.length });
           },
-        }, wasOpen ? "Fold output" : `Show all output (${lines.length} line${lines.length === 1 ? "" : "s"}, ${output.length} characters)`));
+        }, wasOpen ? t("Fold output") : t("Show all output ({lines}, {chars} characters)", { lines: lineCount, chars: output.length })));
       }
       if (state === "running") pre.scrollTop = pre.scrollHeight;
     }

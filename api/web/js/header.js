@@ -6,9 +6,18 @@
 import { budgetUse } from "./budget.js";
 import { costText, rateText } from "./cost.js";
 import { duration, el, shortId } from "./dom.js";
+import { t } from "./i18n.js";
 
 // Phases as the header says them (the others by their name).
-const PHASE_TEXT = { awaiting_budget: "waiting for a budget raise" };
+const PHASE_TEXT = {
+  turn: "working",
+  retry: "retrying the model call",
+  compaction: "compacting",
+  branch_summary: "summarising a branch",
+  awaiting_approval: "waiting for approval",
+  awaiting_host: "waiting for its machine",
+  awaiting_budget: "waiting for a budget raise",
+};
 
 function totalTokens(usage) {
   if (!usage) return 0;
@@ -18,8 +27,8 @@ function totalTokens(usage) {
 export class RunHeader {
   constructor(root, { stop, rename, compact, editBudget }) {
     this.name = el("h2", { class: "name" });
-    this.renameButton = el("button", { type: "button", class: "rename", onclick: () => this.startRename() }, "Rename");
-    this.phase = el("span", { class: "phase", dataset: { phase: "idle" } }, "idle");
+    this.renameButton = el("button", { type: "button", class: "rename", onclick: () => this.startRename() }, t("Rename"));
+    this.phase = el("span", { class: "phase", dataset: { phase: "idle" } }, t("idle"));
     this.turn = el("span", { class: "turn" });
     this.tokens = el("span", { class: "tokens" });
     this.elapsed = el("span", { class: "elapsed" });
@@ -27,13 +36,13 @@ export class RunHeader {
     this.budget = el("span", { class: "budget" });
     this.model = el("span", { class: "model" });
     this.budgetButton = el("button", {
-      type: "button", class: "edit-budget", "aria-expanded": "false", title: "What the session's runs together may spend",
+      type: "button", class: "edit-budget", "aria-expanded": "false", title: t("What the session's runs together may spend"),
       onclick: () => editBudget(),
-    }, "Budget");
-    this.compactButton = el("button", { type: "button", class: "compact", onclick: () => compact() }, "Compact");
-    this.stopButton = el("button", { type: "button", class: "stop", onclick: () => stop() }, "Stop");
+    }, t("Budget"));
+    this.compactButton = el("button", { type: "button", class: "compact", onclick: () => compact() }, t("Compact"));
+    this.stopButton = el("button", { type: "button", class: "stop", onclick: () => stop() }, t("Stop"));
     this.workerBanner = el("div", { class: "banner worker-down", role: "status", hidden: true },
-      "No worker is answering for this run: it is paused, nothing is lost, and it goes on when a worker is back.");
+      t("No worker is answering for this run: it is paused, nothing is lost, and it goes on when a worker is back."));
     this.onRename = rename;
     root.replaceChildren(
       el("div", { class: "run-header" },
@@ -43,16 +52,21 @@ export class RunHeader {
       this.workerBanner);
     this.run = null;
     this.currentTurn = null;
+    this.turnRun = null; // the run whose turn `currentTurn` counts
   }
 
   setSession(session) {
     this.session = session;
-    if (!this.renaming) this.name.textContent = session.name || `Session ${shortId(session.id)}`;
-    this.model.textContent = session.config.model;
+    if (!this.renaming) this.name.textContent = session.name || t("Session {id}", { id: shortId(session.id) });
+    if (this.offline === undefined) this.model.textContent = session.config.model;
   }
 
   setStatus(status) {
-    this.model.textContent = status.model;
+    this.offline = status.offline_model;
+    this.model.textContent = this.offline ? t("offline model (scripted)") : status.model;
+    this.model.title = this.offline
+      ? `No API key is set: a local scripted model answers in place of ${status.model}. Its replies are not Claude's.`
+      : "";
     this.workerBanner.hidden = status.worker_answering !== false;
   }
 
@@ -62,7 +76,15 @@ export class RunHeader {
     const over = run.latest && run.latest.status !== "running";
     this.setPhase(over && (run.phase === "turn" || run.phase === "retry") ? "idle" : run.phase);
     this.run = run.latest;
-    if (this.run) this.currentTurn = this.run.status === "running" ? Math.max(this.run.turns, this.currentTurn || 0) : this.run.turns;
+    const latest = this.run;
+    // The counter is the turn of the run the events speak of: the store's latest run may
+    // still be the one before while a new run's first events arrive.
+    if (latest && latest.run_id === this.turnRun) {
+      this.currentTurn = latest.status === "running" ? Math.max(latest.turns, this.currentTurn || 0) : latest.turns;
+    } else if (latest && (!this.turnRun || latest.status === "running")) {
+      this.turnRun = latest.run_id;
+      this.currentTurn = latest.turns;
+    }
     this.tick();
   }
 
@@ -86,7 +108,7 @@ export class RunHeader {
   }
 
   setPhase(phase) {
-    this.phase.textContent = PHASE_TEXT[phase] || phase;
+    this.phase.textContent = t(PHASE_TEXT[phase] || phase);
     this.phase.dataset.phase = phase;
     this.stopButton.disabled = phase === "idle";
     if (phase === "idle") this.workerBanner.hidden = true;
@@ -94,9 +116,15 @@ export class RunHeader {
 
   onEvent(event) {
     const p = event.payload;
-    if (event.type === "turn_start") this.currentTurn = p.turn;
-    else if (event.type === "phase_changed") this.setPhase(p.phase);
-    else if (event.type === "agent_start") this.setPhase("turn");
+    if (event.type === "turn_start") {
+      this.currentTurn = p.turn;
+      this.turnRun = event.run_id || this.turnRun;
+    } else if (event.type === "phase_changed") this.setPhase(p.phase);
+    else if (event.type === "agent_start") {
+      this.setPhase("turn");
+      this.currentTurn = 0; // a new run counts its turns from 1
+      this.turnRun = event.run_id || p.run_id;
+    }
     else if (event.type === "agent_end" && this.run && this.run.run_id === p.run_id) {
       this.run = { ...this.run, status: p.status, turns: p.turns, usage: p.usage, ended_at: event.created_at };
       this.setPhase("idle");
@@ -106,8 +134,8 @@ export class RunHeader {
 
   tick() {
     const run = this.run;
-    this.turn.textContent = this.currentTurn ? `turn ${this.currentTurn}` : "";
-    this.tokens.textContent = run ? `${totalTokens(run.usage).toLocaleString()} tokens` : "";
+    this.turn.textContent = this.currentTurn ? t("turn {n}", { n: this.currentTurn }) : "";
+    this.tokens.textContent = run ? t("{n} tokens", { n: totalTokens(run.usage).toLocaleString() }) : "";
     if (run) {
       const end = run.ended_at || (run.status === "running" ? Date.now() : run.updated_at);
       this.elapsed.textContent = duration(Math.max(0, end - run.started_at));
@@ -119,7 +147,7 @@ export class RunHeader {
   startRename() {
     if (this.renaming) return;
     this.renaming = true;
-    const input = el("input", { class: "rename-input", value: this.name.textContent, "aria-label": "Session name" });
+    const input = el("input", { class: "rename-input", value: this.name.textContent, "aria-label": t("Session name") });
     const finish = async (save) => {
       if (!this.renaming) return;
       this.renaming = false;

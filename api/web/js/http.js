@@ -2,6 +2,8 @@
 // header, never in a URL. The event stream is read with fetch() for the same reason
 // (EventSource cannot send headers), and resumes from the last event it delivered.
 
+import { t } from "./i18n.js";
+
 const TOKEN_KEY = "duragent.token";
 let onSignedOut = () => {};
 
@@ -28,7 +30,15 @@ export class ApiError extends Error {
     super(message);
     this.status = status;
   }
+
+  // No answer came at all (status 0): it no longer holds once the server answers again.
+  get unreachable() {
+    return this.status === 0;
+  }
 }
+
+const UNREACHABLE = "The page cannot reach the server: it or the network is down. "
+  + "Try again once the connection is back (the badge above says live).";
 
 function detailOf(status, body) {
   const detail = body && body.detail;
@@ -43,13 +53,20 @@ function detailOf(status, body) {
 export async function api(path, { method = "GET", body, signal, token } = {}) {
   const headers = { Authorization: `Bearer ${token || savedToken() || ""}` };
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const response = await fetch(path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal,
-    cache: "no-store",
-  });
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+      cache: "no-store",
+    });
+  } catch (error) {
+    if (signal && signal.aborted) throw error;
+    // The browser says only "Failed to fetch": no answer came, the server or the network is down.
+    throw new ApiError(0, t(UNREACHABLE));
+  }
   if (response.status === 401 && !token) onSignedOut();
   if (!response.ok) {
     const parsed = await response.json().catch(() => null);

@@ -12,6 +12,7 @@ import { Conversation } from "./conversation.js";
 import { api, EventStream } from "./http.js";
 import { RunHeader } from "./header.js";
 import { TreePanel } from "./tree.js";
+import { t } from "./i18n.js";
 
 // Events after which the store holds new display messages, queue or run state.
 const REFRESH_ON = new Set([
@@ -56,6 +57,7 @@ export class SessionView {
       send: (mode, text) => this.send(mode, text),
       act: (action, item) => this.chipAction(action, item),
       lookup: (id) => this.attempt(() => this.call(`/input-queue/${encodeURIComponent(id)}`), { quiet: true }),
+      sendQueued: () => this.sendQueued(),
     });
     this.header = new RunHeader(parts.header, {
       stop: () => this.stop(),
@@ -97,7 +99,7 @@ export class SessionView {
     } catch (error) {
       if (error instanceof Closed || this.closed) return undefined;
       if (error.status === 404 && error.message.startsWith("session ")) this.app.notFound(this.id);
-      else if (!quiet) this.composer.showError(error.message);
+      else if (!quiet) this.composer.showError(error.message, { untilReachable: error.unreachable });
       return undefined;
     }
   }
@@ -121,16 +123,20 @@ export class SessionView {
         onEvent: (event) => this.apply(event),
         onState: (connection) => {
           this.app.connection(connection);
-          if (connection === "live") this.refresh();
+          if (connection === "live") {
+            this.composer.reachable();
+            this.refresh();
+          }
         },
       }).start();
       this.timers = [
         setInterval(() => { this.header.tick(); this.conversation.tick(); }, 1000),
         setInterval(() => { if (this.phase !== "idle") this.refresh(); }, POLL_MS),
-        setInterval(() => { if (this.phase !== "idle") this.loadStatus(); }, STATUS_POLL_MS),
+        setInterval(() => { if (this.phase !== "idle" || this.composer.waitingToStart) this.loadStatus(); }, STATUS_POLL_MS),
       ];
       this.loadStatus();
       this.loadMarks();
+      this.loadGuidance();
       this.loadTree();
     });
   }
@@ -140,6 +146,7 @@ export class SessionView {
     if (this.stream) this.stream.stop();
     for (const timer of this.timers || []) clearInterval(timer);
     this.scroller.removeEventListener("scroll", this.onScroll);
+    this.activity.close();
   }
 
   // The newest page of events may begin inside the turn in progress; its start is read
@@ -168,15 +175,24 @@ export class SessionView {
     this.budget.onEvent(event);
     this.header.onEvent(event);
     this.phase = this.header.phase.dataset.phase;
+    this.composer.setIdle(this.phase === "idle");
     if (event.type === "agent_start" || event.type === "agent_end") this.app.sessionsChanged();
+    if (event.type === "agent_end") this.loadStatus(); // a name the run stored, say
     if (REFRESH_ON.has(event.type)) this.refresh();
     if (event.type === "compaction_end") this.loadMarks();
+    // Guidance is stored with its turn, at the save point after the event that took it.
+    if (event.type.startsWith("runtime_guidance_")) this.guidanceToShow = true;
+    if (this.guidanceToShow && (event.type === "save_point" || event.type === "agent_end")) {
+      this.guidanceToShow = event.type !== "agent_end";
+      this.loadGuidance();
+    }
     if (STRUCTURE_ON.has(event.type)) this.loadTree();
   }
 
   setRun(run) {
     this.header.setRun(run);
     this.phase = this.header.phase.dataset.phase;
+    this.composer.setIdle(this.phase === "idle");
   }
 
   showBudget(state, { rebuild = false } = {}) {
@@ -230,11 +246,16 @@ export class SessionView {
       const status = await this.call("/status");
       this.header.setSession(status.session);
       this.header.setStatus(status);
+      if (status.worker_answering === false) this.composer.noWorker();
     }, { quiet: true });
   }
 
   async loadMarks() {
     await this.attempt(async () => this.conversation.setMarks(await this.call("/compactions")), { quiet: true });
+  }
+
+  async loadGuidance() {
+    await this.attempt(async () => this.conversation.setGuidance(await this.call("/guidance")), { quiet: true });
   }
 
   // The tree covers the whole session (thousands of entries in a long one): it is read
@@ -248,7 +269,13 @@ export class SessionView {
 
   async send(mode, text) {
     const taken = await this.attempt(async () => {
-      if (mode === "send") await this.call("/input", { method: "POST", body: { text } });
+      if (mode === "send") {
+        const sent = await this.call("/input", { method: "POST", body: { text } });
+        if (sent.action === "started") {
+          this.composer.starting(sent.run_id, text);
+          this.loadStatus();
+        }
+      }
       else if (mode === "guide") await this.call("/input", { method: "POST", body: { text, guidance: true } });
       else if (mode === "queue") await this.call("/input-queue", { method: "POST", body: { text } });
       else if (mode === "steer") await this.call("/steer", { method: "POST", body: { text } });
@@ -259,6 +286,26 @@ export class SessionView {
     return Boolean(taken);
   }
 
+  // The chips still queued on an idle session, sent now: the last one's text is the prompt
+  // of a new run, which takes the others before it (in their order), as any prompt does.
+  async sendQueued() {
+    await this.attempt(async () => {
+      const queued = (await this.call("/input-queue")).filter((item) => item.kind === "next_turn");
+      const last = queued[queued.length - 1];
+      if (!last) return;
+      const taken = await this.call(`/input-queue/${encodeURIComponent(last.id)}`, { method: "PATCH", body: { action: "edit" } });
+      this.composer.settle([last.id], "consumed", t("sent as the new run's prompt"));
+      try {
+        const sent = await this.call("/input", { method: "POST", body: { text: taken.text } });
+        if (sent.action === "started") this.composer.starting(sent.run_id, taken.text);
+      } catch (error) {
+        this.composer.setText(taken.text); // not lost: back in the box to send again
+        throw error;
+      }
+    });
+    await this.refresh();
+  }
+
   async chipAction(action, item) {
     await this.attempt(async () => {
       const where = `/input-queue/${encodeURIComponent(item.id)}`;
@@ -266,6 +313,7 @@ export class SessionView {
         const result = await this.call(where, { method: "PATCH", body: { action: "edit" } });
         const current = this.composer.text;
         this.composer.setText(current ? `${current}\n${result.text}` : result.text);
+        this.composer.movedBack(item.id);
       } else if (action === "guide") {
         await this.call(where, { method: "PATCH", body: { action: "guide" } });
       } else {
@@ -276,12 +324,12 @@ export class SessionView {
   }
 
   async stop() {
-    this.header.stopButton.textContent = "Stopping…";
+    this.header.stopButton.textContent = t("Stopping…");
     await this.attempt(async () => {
       const result = await this.call("/stop", { method: "POST" });
-      this.composer.settle(result.cancelled_inputs, "cancelled", "cancelled by Stop");
+      this.composer.settle(result.cancelled_inputs, "cancelled", t("cancelled by Stop"));
     });
-    this.header.stopButton.textContent = "Stop";
+    this.header.stopButton.textContent = t("Stop");
     await this.refresh();
   }
 
@@ -300,12 +348,12 @@ export class SessionView {
   }
 
   async compact() {
-    this.header.compactButton.textContent = "Compacting…";
+    this.header.compactButton.textContent = t("Compacting…");
     await this.attempt(async () => {
       const result = await this.call("/compact", { method: "POST", body: {} });
       if (!result.compacted) this.composer.showError(`Nothing compacted: ${result.reason}`);
     });
-    this.header.compactButton.textContent = "Compact";
+    this.header.compactButton.textContent = t("Compact");
     this.loadMarks();
     this.loadTree();
     await this.refresh();
