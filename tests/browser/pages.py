@@ -52,6 +52,22 @@ async def loaded(page: Any, session_id: str) -> None:
     await page.wait_for_selector(f'#session[data-session="{session_id}"][data-loaded="true"]')
 
 
+async def inner_texts(page: Any, selector: str) -> list[str]:
+    """The text shown by each element `selector` matches, read in one step.
+
+    `Locator.all_inner_texts` finds the elements in one call and reads them in a second:
+    an element the page replaced in between (a stored message replacing its live version)
+    is read detached, and a detached element's innerText is its textContent, without the
+    line breaks of its layout.
+    """
+    return list(
+        await page.evaluate(
+            "selector => [...document.querySelectorAll(selector)].map((e) => e.innerText)",
+            selector,
+        )
+    )
+
+
 async def send(page: Any, text: str) -> None:
     """Type into the composer and press Enter, as a person does."""
     box = page.locator("#composer .box")

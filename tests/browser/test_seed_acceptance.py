@@ -9,7 +9,16 @@ import pytest
 from playwright.async_api import expect
 from support import UNTIL_GO, ApiServer, Stack, bash_then_text, eventually, run_finished
 
-from browser.pages import base_url, loaded, new_session, open_session, screenshot, send, signed_in
+from browser.pages import (
+    base_url,
+    inner_texts,
+    loaded,
+    new_session,
+    open_session,
+    screenshot,
+    send,
+    signed_in,
+)
 from duragent.activities.tools import process_group_alive
 
 pytestmark = pytest.mark.browser
@@ -275,15 +284,17 @@ async def test_7_compaction_keeps_the_displayed_history(
         await send(page, "read all six parts")
         await expect(page.locator(".msg.assistant").last).to_contain_text("read them all")
         await expect(page.locator("#run-header .phase")).to_have_text("idle")
-        before = await page.locator("#conversation .msg").all_inner_texts()
+        # The run's messages as stored (they replace their live versions, same text).
+        await expect(page.locator("#conversation .msg[data-live]")).to_have_count(0)
+        before = await inner_texts(page, "#conversation .msg")
         await page.click("#run-header button.compact")
         await expect(page.locator(".compaction-mark")).to_be_visible()
         # Everything shown before is still shown, in the same order, above the marker.
-        assert await page.locator("#conversation .msg").all_inner_texts() == before
+        assert await inner_texts(page, "#conversation .msg") == before
         await page.reload()
         await loaded(page, a)
         await expect(page.locator(".compaction-mark")).to_be_visible()
-        assert await page.locator("#conversation .msg").all_inner_texts() == before
+        assert await inner_texts(page, "#conversation .msg") == before
         await send(page, "are you there?")
         await expect(page.locator(".msg.assistant").last).to_contain_text("still here")
         await screenshot(page, "7-after-compaction")
