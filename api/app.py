@@ -62,11 +62,12 @@ from duragent.client.errors import (
     SessionNotFound,
     WorkerNotAnswering,
     WorkspaceNotAllowed,
+    disk_refuses,
+    store_trouble,
 )
 from duragent.client.workspaces import WorkspacePolicy
 from duragent.domain.cost import message_turn_cost
 from duragent.domain.input import MAX_INPUT_BYTES
-from duragent.store.errors import disk_refuses, store_trouble
 from duragent.store.records import DisplayMessage, QueueItem, SessionRecord
 
 # Store calls are synchronous: a route that makes one is a plain `def` (FastAPI runs it on

@@ -6,6 +6,8 @@ from temporalio.exceptions import FailureError
 
 from duragent.domain.errors import DuragentError as DuragentError  # the base, shared
 from duragent.domain.fallbacks import root_message
+from duragent.store.errors import disk_refuses as disk_refuses  # what a 503 says, for api/
+from duragent.store.errors import store_trouble as store_trouble
 
 
 class SessionBusy(DuragentError):
