@@ -80,7 +80,9 @@ async def test_every_path_into_a_busy_session_refuses_oversize_text(
     stack: Stack, api: ApiServer
 ) -> None:
     async with stack.worker(), api.client() as http:
-        session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
+        # Named: an unnamed session's first prompt would name it (a pending write).
+        created = await http.post("/api/sessions", json={"name": "limits"})
+        session = created.json()["session"]["id"]
         url = f"/api/sessions/{session}"
         assert (await http.post(f"{url}/input", json={"text": "go"})).json()["action"] == "started"
         await eventually(lambda: len(stack.model.requests_for(session)) == 1)
