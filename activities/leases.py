@@ -9,7 +9,10 @@ leases in the same thread: one whose renewals stop changing for `lease_s`, as se
 the watcher's own clock (no two machines' clocks are compared), is lost. The first
 watcher to take its lease (a compare-and-delete: one wins) fails each of its calls
 through Temporal (a retryable `WorkerLost` error), so the retry policy starts the next
-attempt at once, wherever a worker polls.
+attempt at once, wherever a worker polls. A call the lost worker began but had not yet
+recorded (its last rounds did not commit: a store held up, a call begun just before the
+kill) is found in Temporal instead: the open runs' calls started by that worker's
+identity and still running are failed the same way.
 
 A worker taken for lost that comes back (stopped, then continued) cannot finish a call
 twice: Temporal rejects the completion of an attempt that already failed. It renews its
@@ -39,7 +42,8 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 from temporalio import activity
-from temporalio.client import Client
+from temporalio.api.enums.v1 import PendingActivityState
+from temporalio.client import AsyncActivityHandle, Client
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 from temporalio.worker import (
@@ -62,13 +66,17 @@ RENEW_S = 0.15
 class WorkerLease:
     """This worker process's lease, and the watch over the others' (see the module)."""
 
-    def __init__(self, db: Database, client: Client, lease_s: float) -> None:
+    def __init__(
+        self, db: Database, client: Client, lease_s: float, task_queue: str | None = None
+    ) -> None:
         # Connections of its own: a worker whose activities hold every pooled connection
         # must not miss its renewals waiting for one (and be taken for lost).
         self._db = own_connections(db)
         self._owns_db = self._db is not db
         self._client = client
         self.lease_s = lease_s
+        self._task_queue = task_queue
+        """Where the runs' workflows are: their unrecorded calls are looked up there."""
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._lock = threading.Lock()
         self._started: dict[str, tuple[bytes, str]] = {}
@@ -184,20 +192,51 @@ class WorkerLease:
         logger.warning(
             "worker %s lost (its lease lapsed): failing its %d call(s)", worker_id, len(calls)
         )
-        for _, token, activity_id in calls:
-            future = asyncio.run_coroutine_threadsafe(
-                self._fail_one(worker_id, token, activity_id), self._loop
-            )
-            future.add_done_callback(_log_failure)
+        future = asyncio.run_coroutine_threadsafe(self._move_on(worker_id, calls), self._loop)
+        future.add_done_callback(_log_failure)
 
-    async def _fail_one(self, worker_id: str, token: bytes, activity_id: str) -> None:
+    async def _move_on(self, worker_id: str, calls: Sequence[leases.Call]) -> None:
+        """Fail the recorded calls, then those Temporal says the worker still runs."""
+        for _, token, activity_id in calls:
+            handle = self._client.get_async_activity_handle(task_token=token)
+            await self._fail_one(worker_id, handle, activity_id)
+        if self._task_queue is not None:
+            # After the recorded ones: those are retrying by now, no longer "started".
+            await self._fail_unrecorded(worker_id, self._task_queue)
+
+    async def _fail_unrecorded(self, worker_id: str, task_queue: str) -> None:
+        identity = lease_owner(worker_id)
+        query = f"ExecutionStatus = 'Running' AND TaskQueue = '{task_queue}'"
+        async for run in self._client.list_workflows(query):
+            try:
+                described = await self._client.get_workflow_handle(
+                    run.id, run_id=run.run_id
+                ).describe()
+            except RPCError:
+                continue  # ended meanwhile
+            for pending in described.raw_description.pending_activities:
+                if pending.state in _RUNNING and pending.last_worker_identity == identity:
+                    handle = self._client.get_async_activity_handle(
+                        workflow_id=run.id, run_id=run.run_id, activity_id=pending.activity_id
+                    )
+                    await self._fail_one(worker_id, handle, pending.activity_id)
+
+    async def _fail_one(
+        self, worker_id: str, handle: AsyncActivityHandle, activity_id: str
+    ) -> None:
         # Retryable: the call's retry policy starts the next attempt at once. (Temporal
         # takes only application failures from a client, not a heartbeat timeout.)
         error = ApplicationError(f"worker lost: its lease lapsed ({worker_id})", type=WORKER_LOST)
         try:
-            await self._client.get_async_activity_handle(task_token=token).fail(error)
+            await handle.fail(error)
         except RPCError as err:  # it ended meanwhile (or its run did): nothing to move on
             logger.warning("worker lost: call %s not failed: %s", activity_id, err)
+
+
+_RUNNING = (
+    PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+    PendingActivityState.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED,  # an abort waits on it
+)
 
 
 def lease_owner(worker_id: str) -> str:

@@ -1,7 +1,7 @@
 """Worker leases (`activities.leases`): a lost worker's call moves on once its lease
 lapses, long before its heartbeat timeout (60 s here); a worker stopped past its lease
 and then continued does not complete its call twice; a run aborted while the worker of
-its call is dead ends aborted."""
+its call is dead ends aborted; a call the killed worker had not recorded moves on too."""
 
 from __future__ import annotations
 
@@ -15,14 +15,16 @@ from typing import Any
 
 import pytest
 from checks import events_of
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from support import Stack, bash_then_text, eventually, transcript_roles
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
+from duragent import RunHandle
 from duragent.activities.tools import process_group_alive
 from duragent.domain.entries import CustomMessageEntry
 from duragent.domain.runs import session_workflow_id
+from duragent.store.records import SessionRecord
 from duragent.store.tables import RunningCallRow, table_of
 
 BOUND_S = 10.0
@@ -39,14 +41,23 @@ def signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
     os.killpg(process.pid, sig)
 
 
-@pytest.mark.script(bash_then_text("echo $$ > pid.txt; sleep 60", "It was interrupted."))
-async def test_a_killed_workers_call_moves_on_once_its_lease_lapses(stack: Stack) -> None:
+async def tool_running_on_a_worker_process(
+    stack: Stack,
+) -> tuple[SessionRecord, subprocess.Popen[bytes], RunHandle, Path]:
+    """A run whose bash call runs (its shell wrote its pid to the returned file) on a
+    worker process of its own; heartbeat timeout 60 s."""
     long_heartbeat_timeout(stack)
     session = stack.client.sessions.create()
     first = stack.spawn_worker()
     run = await stack.client.runs.prompt(session.id, "work")
     pid_file = Path(session.workspace) / "pid.txt"
     await eventually(lambda: pid_file.exists() and bool(pid_file.read_text()), timeout=60)
+    return session, first, run, pid_file
+
+
+@pytest.mark.script(bash_then_text("echo $$ > pid.txt; sleep 60", "It was interrupted."))
+async def test_a_killed_workers_call_moves_on_once_its_lease_lapses(stack: Stack) -> None:
+    session, first, run, pid_file = await tool_running_on_a_worker_process(stack)
     async with stack.worker():
         killed = time.monotonic()
         stack.kill(first)
@@ -57,6 +68,23 @@ async def test_a_killed_workers_call_moves_on_once_its_lease_lapses(stack: Stack
     assert result.status == "completed", result.error
     assert moved_on < BOUND_S
     assert not process_group_alive(int(pid_file.read_text()))  # the orphan was stopped
+    (ended,) = events_of(stack, session.id, "tool_execution_end")
+    assert ended["attempt"] == 2 and ended["result"]["details"]["interrupted"]
+
+
+@pytest.mark.script(bash_then_text("echo $$ > pid.txt; sleep 60", "It was interrupted."))
+async def test_a_call_the_killed_worker_had_not_recorded_moves_on_too(stack: Stack) -> None:
+    """A worker killed before its lease rounds recorded its call (a store held up, a call
+    begun just before the kill): the call is found in Temporal, by the lost worker's
+    identity, and moves on as a recorded one does."""
+    session, first, run, _ = await tool_running_on_a_worker_process(stack)
+    stack.kill(first)
+    with stack.db.transaction() as db:  # as if its last rounds had never committed
+        db.execute(delete(table_of(RunningCallRow)))
+    async with stack.worker():
+        await eventually(lambda: len(stack.model.requests_for(session.id)) == 2, timeout=BOUND_S)
+        result = await asyncio.wait_for(run.result(), timeout=30)
+    assert result.status == "completed", result.error
     (ended,) = events_of(stack, session.id, "tool_execution_end")
     assert ended["attempt"] == 2 and ended["result"]["details"]["interrupted"]
 
