@@ -8,7 +8,9 @@ column runs duragent with tracing on (client, worker and model client tracing, s
 exported in batches over OTLP/HTTP to a receiver in another process) in the same rounds,
 on a task queue of its own (`tracing_column.py`). A fourth, `bare Temporal`, is the
 plain loop's work cut into the same two activities per turn with nothing else
-(`temporal_floor.py`): what Temporal's round trips alone cost per turn here.
+(`temporal_floor.py`): what Temporal's round trips alone cost per turn here. A fifth,
+`one-activity floor`, is that work with a turn as one activity (model call and tool
+calls together): the floor of a turn that is one activity.
 
     python bench/overhead.py [--rounds 5] [--turns 20] [--latency-ms 50]
 
@@ -113,24 +115,31 @@ async def main() -> None:
             await duragent_run(traced_bench, workspace)
             await plain_loop(bench, workspace, args.turns)
             await floor_run(floor, bench, workspace, args.turns)
+            await floor_run(floor, bench, workspace, args.turns, one_activity=True)
             ours: list[float] = []
             traced: list[float] = []
             plain: list[float] = []
             bare: list[float] = []
+            single: list[float] = []
             for round_no in range(args.rounds):
                 d = await duragent_run(bench, workspace)
                 t = await duragent_run(traced_bench, workspace)
                 p = await plain_loop(bench, workspace, args.turns)
                 b = await floor_run(floor, bench, workspace, args.turns)
+                o = await floor_run(floor, bench, workspace, args.turns, one_activity=True)
                 ours += d
                 traced += t
                 plain += p
                 bare += b
+                single += o
                 print(
                     f"round {round_no + 1}: duragent {median(d):.1f} ms/turn,"
                     f" plain {median(p):.1f} ms/turn, bare Temporal {median(b):.1f} ms/turn"
                 )
-                print(f"round {round_no + 1}: duragent with tracing {median(t):.1f} ms/turn")
+                print(
+                    f"round {round_no + 1}: duragent with tracing {median(t):.1f} ms/turn,"
+                    f" one-activity floor {median(o):.1f} ms/turn"
+                )
     ours_ms, plain_ms = median(ours), median(plain)
     print(f"model latency fixed at {args.latency_ms} ms; {args.turns} tool turns + 1 final turn")
     print(f"duragent: {ours_ms:.1f} ms/turn (median of {len(ours)} turns)")
@@ -141,6 +150,8 @@ async def main() -> None:
     bare_ms = median(bare)
     print(f"bare Temporal (two activities a turn, nothing else): {bare_ms:.1f} ms/turn")
     print(f"Temporal's floor: {bare_ms - plain_ms:.1f} ms/turn over the plain loop")
+    single_ms = median(single)
+    print(f"one-activity floor (a turn is one activity, nothing else): {single_ms:.1f} ms/turn")
     print(f"duragent over bare Temporal: {ours_ms - bare_ms:.1f} ms/turn")
     print(f"ratio: {ours_ms / plain_ms:.2f}x")
     print(f"overhead: {ours_ms - plain_ms:.1f} ms/turn")

@@ -8,6 +8,10 @@ tool calls are), keeping the conversation in the worker's memory. No store, no e
 no heartbeats, no sandbox. Its per-turn time minus the plain loop's is the floor that
 Temporal's round trips (two workflow tasks, two activities, one dispatch to another
 queue) put under any harness built this way, on this machine and dev server.
+
+`one_activity_run` is the same work with a turn as one activity (the model call and its
+tool calls together, on the tools' queue, as a host's worker would run them): one
+workflow task and one activity a turn, the floor of a harness whose turn is an activity.
 """
 
 from __future__ import annotations
@@ -60,6 +64,21 @@ class FloorTurns:
                 )
 
 
+@workflow.defn(name="FloorOneActivityTurns", sandboxed=False)
+class FloorOneActivityTurns:
+    @workflow.run
+    async def run(self, data: FloorRun) -> None:
+        tool_queue = f"{workflow.info().task_queue}-tools"
+        while await workflow.execute_activity(
+            "floor_turn",
+            data,
+            result_type=int,
+            task_queue=tool_queue,
+            start_to_close_timeout=timedelta(seconds=60),
+        ):
+            pass  # the model called tools: another turn
+
+
 class FloorActivities:
     """The plain loop's work, cut at the two activities' boundaries."""
 
@@ -100,9 +119,25 @@ class FloorActivities:
         messages = self._messages[data.run_id]
         reply = messages[-1]
         assert isinstance(reply, AssistantMessage)
-        call = reply.tool_calls[0]
-        result = await self._tools.run(call.name, call.arguments, ToolContext(Path(data.workspace)))
-        messages.append(result.to_message(call.id, call.name, 0))
+        await self._run_calls(data, reply, messages)
+
+    @activity.defn(name="floor_turn")
+    async def floor_turn(self, data: FloorRun) -> int:
+        """A whole turn: the model call, then the tool calls it asked for."""
+        calls = await self.floor_model(data)
+        messages = self._messages[data.run_id]
+        reply = messages[-1]
+        assert isinstance(reply, AssistantMessage)
+        await self._run_calls(data, reply, messages)
+        return calls
+
+    async def _run_calls(
+        self, data: FloorRun, reply: AssistantMessage, messages: list[AgentMessage]
+    ) -> None:
+        for call in reply.tool_calls:
+            context = ToolContext(Path(data.workspace))
+            result = await self._tools.run(call.name, call.arguments, context)
+            messages.append(result.to_message(call.id, call.name, 0))
 
     async def close(self) -> None:
         await self._client.close()
@@ -119,7 +154,7 @@ async def bare_temporal(bench: Bench) -> AsyncIterator[FloorActivities]:
     turns = Worker(
         client,
         task_queue=queue,
-        workflows=[FloorTurns],
+        workflows=[FloorTurns, FloorOneActivityTurns],
         activities=[work.floor_model],
         workflow_runner=UnsandboxedWorkflowRunner(),
         max_concurrent_activities=calls,
@@ -127,7 +162,7 @@ async def bare_temporal(bench: Bench) -> AsyncIterator[FloorActivities]:
     tools = Worker(
         client,
         task_queue=f"{queue}-tools",
-        activities=[work.floor_tool],
+        activities=[work.floor_tool, work.floor_turn],
         max_concurrent_activities=calls,
     )
     async with turns, tools:
@@ -136,12 +171,13 @@ async def bare_temporal(bench: Bench) -> AsyncIterator[FloorActivities]:
 
 
 async def floor_run(
-    work: FloorActivities, bench: Bench, workspace: Path, turns: int
+    work: FloorActivities, bench: Bench, workspace: Path, turns: int, *, one_activity: bool = False
 ) -> list[float]:
-    """One run's per-turn durations (ms), from one model activity's start to the next."""
+    """One run's per-turn durations (ms), from one model call's start to the next; with
+    `one_activity`, a turn is one activity (`FloorOneActivityTurns`)."""
     data = FloorRun(run_id=uuid.uuid4().hex, workspace=str(workspace), turns=turns)
     await bench.client.temporal.execute_workflow(
-        FloorTurns.run,
+        "FloorOneActivityTurns" if one_activity else "FloorTurns",
         data,
         id=f"floor-{data.run_id}",
         task_queue=work.queue,
