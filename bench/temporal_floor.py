@@ -9,9 +9,10 @@ no heartbeats, no sandbox. Its per-turn time minus the plain loop's is the floor
 Temporal's round trips (two workflow tasks, two activities, one dispatch to another
 queue) put under any harness built this way, on this machine and dev server.
 
-`one_activity_run` is the same work with a turn as one activity (the model call and its
-tool calls together, on the tools' queue, as a host's worker would run them): one
-workflow task and one activity a turn, the floor of a harness whose turn is an activity.
+`floor_run(..., one_activity=True)` is the same work with a turn as one activity (the
+model call and its tool calls together, on the tools' queue, as a host's worker would run
+them): one workflow task and one activity a turn, the floor of a harness whose turn is an
+activity.
 """
 
 from __future__ import annotations
@@ -116,24 +117,20 @@ class FloorActivities:
 
     @activity.defn(name="floor_tool")
     async def floor_tool(self, data: FloorRun) -> None:
-        messages = self._messages[data.run_id]
-        reply = messages[-1]
-        assert isinstance(reply, AssistantMessage)
-        await self._run_calls(data, reply, messages)
+        await self._run_calls(data)
 
     @activity.defn(name="floor_turn")
     async def floor_turn(self, data: FloorRun) -> int:
         """A whole turn: the model call, then the tool calls it asked for."""
         calls = await self.floor_model(data)
+        await self._run_calls(data)
+        return calls
+
+    async def _run_calls(self, data: FloorRun) -> None:
+        """The tool calls of the run's last reply, their results appended."""
         messages = self._messages[data.run_id]
         reply = messages[-1]
         assert isinstance(reply, AssistantMessage)
-        await self._run_calls(data, reply, messages)
-        return calls
-
-    async def _run_calls(
-        self, data: FloorRun, reply: AssistantMessage, messages: list[AgentMessage]
-    ) -> None:
         for call in reply.tool_calls:
             context = ToolContext(Path(data.workspace))
             result = await self._tools.run(call.name, call.arguments, context)
