@@ -7,16 +7,19 @@
         follow-ups or guidance?  (another round of run_turns if so)
     finish
 
-Each model turn and each tool call is an activity; the save point of a turn rides on the
-next model call (or on finish). Activities exchange references and small results with
-this code, so the workflow history grows with each turn's new content, not the context.
+Each turn is one activity where the session's tools run: the model call, then the tool
+calls it asks for (`activities.take_turn`); a turn whose calls wait for a decision here
+(an approval, a sub-agent) runs them as activities of their own. The save point of a turn
+rides on the next turn's activity (or on finish). Activities exchange references and
+small results with this code, so the workflow history grows with each turn's new
+content, not the context.
 Steering, follow-ups and config changes arrive as signals; abort is cancellation.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
 
@@ -29,9 +32,10 @@ with workflow.unsafe.imports_passed_through():
     from duragent.domain.changes import SessionChange
     from duragent.domain.compaction import CHARS_PER_TOKEN, context_window_of
     from duragent.domain.events import RetryScheduled, RunEventPayload
-    from duragent.domain.fallbacks import ToolRun, TurnInProgress, error_reply
+    from duragent.domain.fallbacks import Skipped, ToolRun, TurnInProgress, error_reply
     from duragent.domain.guidance import GuidanceItem, InjectionPoint
     from duragent.domain.hooks import ToolOutcomeSummary, TurnSummary
+    from duragent.domain.hosts import host_task_queue
     from duragent.domain.injection import inject, inject_replan, injection_point
     from duragent.domain.queues import QueuedMessage
     from duragent.domain.runs import Phase, RunInput, RunResult, RunView
@@ -43,9 +47,11 @@ with workflow.unsafe.imports_passed_through():
         ProviderFailure,
         RecordEventsInput,
         TakeGuidanceInput,
+        TakeTurnResult,
         ToolCallInput,
         ToolCallOutcome,
         TurnCommit,
+        result_entry_id,
     )
 
 from duragent.workflows import hosts, steps
@@ -68,6 +74,12 @@ class TurnEnd:
     """The assistant message, then one result per call."""
     stop: bool
     """A hook, a tool or the turn limit ends the run here, whatever is queued."""
+    guided: list[GuidanceItem] = field(default_factory=list)
+    """Guidance the turn's activity took while its calls ran, to inject after them."""
+
+
+ONE_ACTIVITY_PATCH = "turn-one-activity"
+"""Marks the runs whose turns are one activity (model call and tool calls together)."""
 
 
 @workflow.defn(name="SessionRun")
@@ -219,31 +231,45 @@ class SessionRun(RunBase):
         has planned calls turns them into a re-plan: the commit for the next call."""
         self._turn += 1
         self._current = TurnInProgress(assistant_id=self._new_id())
-        reply = await self._model_turn(pending)
+        taken = await self._model_turn(pending)
         assistant_id = self._current.assistant_id
-        if isinstance(reply, ProviderFailure):
-            fallback = error_reply(reply, self._snapshot.model, self._now_ms())
+        if isinstance(taken, ProviderFailure):
+            fallback = error_reply(taken, self._snapshot.model, self._now_ms())
             slot = CommitSlot(entry_id=assistant_id, fallback=fallback)
             commit = self._commit([slot], continues=False)
-            return await self._finish([commit], "error", reply.message, assistant_id)
+            return await self._finish([commit], "error", taken.message, assistant_id)
+        reply = taken.reply
         self._usage = self._usage.plus(reply.usage)
         self._budgets.add_turn(reply.cost)
         self._last_assistant = assistant_id
         self._snapshot = reply.snapshot or self._snapshot
         self._approvals.policy = reply.approval_policy or self._approvals.policy
         calls = reply.tool_calls
-        turn = self._current = TurnInProgress(
-            assistant_id, calls, [self._new_id() for _ in calls], replied=True
+        result_ids = (
+            [result_entry_id(assistant_id, call.id) for call in calls]
+            if workflow.patched(ONE_ACTIVITY_PATCH)
+            else [self._new_id() for _ in calls]
         )
-        if calls and self._inbox.guidance:
-            replanned = await self._replan(turn)
-            if replanned is not None:
-                return replanned
-        self._inbox.activity = "tools"
-        batch = await run_tool_calls(
-            calls, partial(self._run_tool, turn), self._inbox.guidance_intent
-        )
-        self._inbox.activity = "between"
+        turn = self._current = TurnInProgress(assistant_id, calls, result_ids, replied=True)
+        self._inbox.drop_taken([item.id for item in taken.guidance])
+        if taken.replanned:  # the activity took guidance before any call started
+            return self._replanned(turn, taken.guidance)
+        if taken.ran_tools:
+            batch = BatchResult(
+                outcomes=[o if o is not None else Skipped() for o in taken.outcomes],
+                interrupted=taken.interrupted,
+                skipped=taken.skipped,
+            )
+        else:
+            if calls and self._inbox.guidance:
+                replanned = await self._replan(turn)
+                if replanned is not None:
+                    return replanned
+            self._inbox.activity = "tools"
+            batch = await run_tool_calls(
+                calls, partial(self._run_tool, turn), self._inbox.guidance_intent
+            )
+            self._inbox.activity = "between"
         slots = turn.finished_slots(batch.outcomes, self._now_ms())
         if (host_gone := hosts.gone(batch.outcomes)) is not None:  # saved, then the end
             return await self._finish(
@@ -256,7 +282,9 @@ class SessionRun(RunBase):
         except HookError as err:
             commit = self._commit(slots, continues=False)
             return await self._finish([commit], "error", str(err), assistant_id)
-        return TurnEnd(turn, reply, batch, slots, stop=stop or self._turn_limit_reached())
+        stop = stop or self._turn_limit_reached()
+        guided = [] if taken.replanned else taken.guidance
+        return TurnEnd(turn, reply, batch, slots, stop=stop, guided=guided)
 
     async def _complete(self, end: TurnEnd, commit: TurnCommit) -> RunResult:
         self._current = None
@@ -288,9 +316,9 @@ class SessionRun(RunBase):
             commit = await self._guided(commit, "before_model") or commit
         return commit
 
-    async def _model_turn(self, commit: TurnCommit | None) -> ModelTurnResult | ProviderFailure:
-        """The model call (which saves `commit` first); a context the provider refuses as
-        too long is compacted and the call tried once more."""
+    async def _model_turn(self, commit: TurnCommit | None) -> TakeTurnResult | ProviderFailure:
+        """The turn's activity (which saves `commit` first); a context the provider refuses
+        as too long is compacted and the call tried once more."""
         self._unsaved = [commit] if commit else []
         self._inbox.activity = "model"
         reply = await self._call_model(commit)
@@ -319,14 +347,18 @@ class SessionRun(RunBase):
 
     async def _guidance_after(self, end: TurnEnd, commit: TurnCommit) -> TurnCommit | None:
         """`commit` with the guidance pending after a turn's tool calls, if any is taken."""
-        if not self._inbox.guidance:
+        if not (end.guided or self._inbox.guidance):
             return None
         batch = end.batch
-        arrived = self._inbox.arrivals.get(self._inbox.guidance[0].id, "between")
+        arrived = (
+            "tools"
+            if end.guided
+            else self._inbox.arrivals.get(self._inbox.guidance[0].id, "between")
+        )
         point = injection_point(
             arrived, bool(end.turn.calls), bool(batch.interrupted), bool(batch.skipped)
         )
-        return await self._guided(commit, point, batch.interrupted, batch.skipped)
+        return await self._guided(commit, point, batch.interrupted, batch.skipped, end.guided)
 
     async def _guided(
         self,
@@ -334,10 +366,11 @@ class SessionRun(RunBase):
         point: InjectionPoint,
         interrupted: list[str] | None = None,
         skipped: list[str] | None = None,
+        taken: list[GuidanceItem] | None = None,
     ) -> TurnCommit | None:
-        """`commit` with the pending guidance the store still lets this run take; None
-        if it lets the run take none."""
-        items = await self._take_guidance()
+        """`commit` with the guidance a turn's activity `taken` and the pending guidance
+        the store still lets this run take; None if there is none."""
+        items = [*(taken or []), *(await self._take_guidance() if self._inbox.guidance else [])]
         if not items:
             return None
         return inject(commit, items, point, self._now_ms(), interrupted, skipped)
@@ -347,6 +380,9 @@ class SessionRun(RunBase):
         items = await self._take_guidance()
         if not items:
             return None
+        return self._replanned(turn, items)
+
+    def _replanned(self, turn: TurnInProgress, items: list[GuidanceItem]) -> TurnCommit:
         slots = turn.replanned_slots(self._now_ms())
         commit = self._commit(slots, continues=True, queued=self._inbox.take_steering())
         return inject_replan(commit, items, [call.id for call in turn.calls], self._now_ms())
@@ -366,8 +402,9 @@ class SessionRun(RunBase):
 
     # The pieces of a turn.
 
-    async def _call_model(self, commit: TurnCommit | None) -> ModelTurnResult | ProviderFailure:
-        """One model turn; retryable provider failures back off here, in the `retry` phase."""
+    async def _call_model(self, commit: TurnCommit | None) -> TakeTurnResult | ProviderFailure:
+        """One turn's activity; retryable provider failures back off here, in the `retry`
+        phase."""
         run = self._run
         assert self._current is not None
         request = ModelTurnInput(
@@ -383,7 +420,7 @@ class SessionRun(RunBase):
         attempt = 1
         while True:
             try:
-                return await steps.model_turn(request, run.options, attempt)
+                return await self._ask(request, attempt)
             except ActivityError as err:
                 if steps.cancelled(err):  # the run is being aborted
                     raise asyncio.CancelledError from err
@@ -400,6 +437,27 @@ class SessionRun(RunBase):
             await workflow.sleep(timedelta(milliseconds=delay_ms))
             await self._set_phase("turn")
             attempt += 1
+
+    async def _ask(self, request: ModelTurnInput, attempt: int) -> TakeTurnResult:
+        """The turn as one activity where the session's tools run: its host's queue (a
+        host that does not take it in time: the model call alone, whose tool calls then
+        wait for the host), or this run's. Runs from before: the model call alone."""
+        options = self._run.options
+        if workflow.patched(ONE_ACTIVITY_PATCH):
+            host = self._host
+            queue = host_task_queue(workflow.info().task_queue, host) if host else None
+            try:
+                return await steps.take_turn(
+                    request,
+                    options,
+                    attempt,
+                    task_queue=queue,
+                    start_within_s=options.host_check_s if queue else None,
+                )
+            except ActivityError as err:
+                if queue is None or not steps.not_taken(err):
+                    raise
+        return TakeTurnResult(reply=await steps.model_turn(request, options, attempt))
 
     async def _run_tool(self, turn: TurnInProgress, call: ToolCallRef) -> ToolCallOutcome:
         if call.approval is not None and workflow.patched(PATCH):

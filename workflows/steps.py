@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
         RUN_TOOL,
         START_RUN,
         TAKE_GUIDANCE,
+        TAKE_TURN,
         ApplyChangesInput,
         FinishRunInput,
         FinishRunResult,
@@ -60,6 +61,7 @@ with workflow.unsafe.imports_passed_through():
         StartRunResult,
         TakeGuidanceInput,
         TakeGuidanceResult,
+        TakeTurnResult,
         ToolCallInput,
         ToolCallOutcome,
     )
@@ -176,6 +178,41 @@ async def model_turn(data: ModelTurnInput, options: RunOptions, attempt: int) ->
         + (f"save turn {data.commit.turn}, then " if data.commit else "")
         + f"call {data.snapshot.model}",
     )
+
+
+async def take_turn(
+    data: ModelTurnInput,
+    options: RunOptions,
+    attempt: int,
+    *,
+    task_queue: str | None = None,
+    start_within_s: float | None = None,
+) -> TakeTurnResult:
+    """The model call and its tool calls in one activity, where the session's tools run
+    (its host's `task_queue`, to be taken within `start_within_s`)."""
+    return await _long_step(
+        TAKE_TURN,
+        data,
+        TakeTurnResult,
+        activity_id=f"turn-{data.turn}-{attempt}",
+        # A turn may run several groups of calls one after the other.
+        timeout_s=options.model_timeout_s + TURN_TOOL_SPANS * options.tool_timeout_s,
+        heartbeat_s=max(options.model_heartbeat_timeout_s, options.tool_heartbeat_timeout_s),
+        # As a model call: provider failures come back to the workflow; crashes and
+        # timeouts are retried, a retry reusing the staged reply and finished results.
+        attempts=5,
+        max_interval_s=30,
+        non_retryable=[PROVIDER_ERROR],
+        summary=f"turn {data.turn}: "
+        + (f"save {data.commit.turn}, " if data.commit else "")
+        + f"call {data.snapshot.model}, run tools",
+        task_queue=task_queue,
+        start_within_s=start_within_s,
+    )
+
+
+TURN_TOOL_SPANS = 3
+"""A turn's activity may run this many tool timeouts' worth of calls (after the model's)."""
 
 
 async def run_tool(
