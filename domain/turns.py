@@ -274,7 +274,11 @@ class TakeTurnResult(_Contract):
 def result_entry_id(assistant_entry_id: str, call_id: str) -> str:
     """Where a tool call's result is staged: fixed by its turn's assistant entry and the
     call's id, so a retried turn, and an aborted one, finds what an attempt staged."""
-    return uuid.uuid5(uuid.UUID(assistant_entry_id), call_id).hex
+    return uuid.uuid5(_RESULT_IDS, f"{assistant_entry_id}/{call_id}").hex
+
+
+_RESULT_IDS = uuid.UUID("5f0c2a8e-4a51-4c56-9a57-2b7e1d0c9f31")
+"""The namespace of `result_entry_id`s."""
 
 
 class FinishRunInput(_Contract):
