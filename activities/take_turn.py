@@ -18,7 +18,9 @@ the reply and the calls' outcomes together and decides everything between turns.
   twice), skips calls whose result is staged, reports an interrupted call that is not
   retry-safe and runs a retry-safe one again, as a retried tool activity does.
 - Abort is the activity's cancellation: every running call is stopped and stages what
-  it printed; finished results stay staged for the abort's save point.
+  it printed; finished results stay staged for the abort's save point. Cancelled while
+  its calls run, the activity still returns their outcomes (for the history); the
+  workflow, which asked for the cancel, aborts the run when it gets them.
 """
 
 from __future__ import annotations
@@ -131,13 +133,16 @@ class TurnTaker:
         batch = _Batch()
         for group in batches(calls):
             if batch.taken:
-                batch.skipped += [call.id for call in group]
-                continue
+                break  # guidance ended the batch: the rest is skipped
             tasks = {call.id: asyncio.create_task(run_one(call)) for call in group}
             try:
                 stop = await self._until_done_or_interrupted(tasks, guidance, batch.taken)
-            except BaseException:
-                # Aborted (or a call failed): stop every call, each stages what it printed.
+            except asyncio.CancelledError:
+                # Aborted: every running call stops and stages what it printed, and the
+                # turn's outcomes still go back, for the history (the workflow aborts).
+                batch.aborted = True
+                stop = True
+            except BaseException:  # a call failed: stop the others, then fail the turn
                 for task in tasks.values():
                     task.cancel()
                 await asyncio.gather(*tasks.values(), return_exceptions=True)
@@ -147,8 +152,15 @@ class TurnTaker:
                     if not task.done():
                         task.cancel()
                         batch.interrupted.append(call_id)
-            done = await asyncio.gather(*tasks.values())
-            batch.outcomes.update(zip(tasks, done, strict=True))
+            done = await asyncio.gather(*tasks.values(), return_exceptions=batch.aborted)
+            batch.outcomes.update(
+                (call_id, outcome)
+                for call_id, outcome in zip(tasks, done, strict=True)
+                if isinstance(outcome, ToolCallOutcome)
+            )
+            if batch.aborted:
+                break
+        batch.skipped += [call.id for call in calls if call.id not in batch.outcomes]
         return batch
 
     async def _until_done_or_interrupted(
@@ -186,3 +198,4 @@ class _Batch:
     interrupted: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     taken: list[GuidanceItem] = field(default_factory=list)
+    aborted: bool = False

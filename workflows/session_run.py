@@ -439,23 +439,29 @@ class SessionRun(RunBase):
             attempt += 1
 
     async def _ask(self, request: ModelTurnInput, attempt: int) -> TakeTurnResult:
-        """The turn as one activity where the session's tools run: its host's queue (a
-        host that does not take it in time: the model call alone, whose tool calls then
-        wait for the host), or this run's. Runs from before: the model call alone."""
+        """The turn as one activity where the session's tools run: its host's queue, or
+        this run's. The model call alone (its tool calls then activities of their own) in
+        runs from before, when a gone host does not take the turn in time (its calls then
+        wait for the host), and when a worker of an older build took it (an upgrade)."""
         options = self._run.options
         if workflow.patched(ONE_ACTIVITY_PATCH):
             host = self._host
             queue = host_task_queue(workflow.info().task_queue, host) if host else None
             try:
-                return await steps.take_turn(
+                taken = await steps.take_turn(
                     request,
                     options,
                     attempt,
                     task_queue=queue,
                     start_within_s=options.host_check_s if queue else None,
                 )
+                if workflow.cancellation_reason() is not None:
+                    # Aborted while its tools ran: the activity stopped them and returned
+                    # what they did (their results are staged for the abort's save).
+                    raise asyncio.CancelledError
+                return taken
             except ActivityError as err:
-                if queue is None or not steps.not_taken(err):
+                if not (queue and steps.not_taken(err)) and not steps.not_registered(err):
                     raise
         return TakeTurnResult(reply=await steps.model_turn(request, options, attempt))
 

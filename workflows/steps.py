@@ -200,9 +200,11 @@ async def take_turn(
         heartbeat_s=max(options.model_heartbeat_timeout_s, options.tool_heartbeat_timeout_s),
         # As a model call: provider failures come back to the workflow; crashes and
         # timeouts are retried, a retry reusing the staged reply and finished results.
+        # A worker of an older build (an upgrade in progress) has no such activity: the
+        # workflow takes the turn the old way at once (`not_registered`).
         attempts=5,
         max_interval_s=30,
-        non_retryable=[PROVIDER_ERROR],
+        non_retryable=[PROVIDER_ERROR, NOT_REGISTERED],
         summary=f"turn {data.turn}: "
         + (f"save {data.commit.turn}, " if data.commit else "")
         + f"call {data.snapshot.model}, run tools",
@@ -256,6 +258,16 @@ async def host_ready(task_queue: str, activity_id: str, start_within_s: float) -
         summary="is the host up?",
     )
     return cast(str, result)
+
+
+NOT_REGISTERED = "NotFoundError"
+"""The error type of an activity its worker does not have (the SDK's)."""
+
+
+def not_registered(err: ActivityError) -> bool:
+    """The worker that took the activity does not have it (it is of an older build)."""
+    cause = err.cause
+    return isinstance(cause, ApplicationError) and cause.type == NOT_REGISTERED
 
 
 def not_taken(err: ActivityError) -> bool:

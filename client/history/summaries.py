@@ -167,6 +167,12 @@ def turn_calls(activity: ScheduledActivity) -> list[TimelineItem]:
         item = TimelineItem(
             at=activity.closed, kind="tool_call", turn=activity.item.turn, summary=""
         )
+        # Which activity ran it, and whether an abort reached it there.
+        item.details.update(
+            (key, activity.item.details[key])
+            for key in ("activity_id", "cancel_requested_at")
+            if key in activity.item.details
+        )
         if outcome is None:
             item.details.update(tool=call.get("name"), call_id=call.get("id"), skipped=True)
             item.summary = f"{call.get('name')} {preview(call.get('args_preview'), 60)}: skipped"
