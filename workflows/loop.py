@@ -190,8 +190,16 @@ async def _tool_calls(
     if taken.replanned:  # the activity took guidance before any call started
         return _replanned(run, turn, taken.guidance)
     if taken.ran_tools:
+        stopped = set(taken.interrupted)  # those without an outcome stopped before it
         return BatchResult(
-            outcomes=[o if o is not None else Skipped() for o in taken.outcomes],
+            outcomes=[
+                outcome
+                if outcome is not None
+                else asyncio.CancelledError()
+                if call.id in stopped
+                else Skipped()
+                for call, outcome in zip(turn.calls, taken.outcomes, strict=True)
+            ],
             interrupted=taken.interrupted,
             skipped=taken.skipped,
         )
