@@ -80,19 +80,25 @@ class ModelTurns:
         # look like a dead worker.
         async with heartbeating():
             await unstick_after_retry()
-            prepared = await with_store_retries(
-                lambda: self._prepare(data), what="saving the turn and reading the context"
-            )
-            snapshot, context, earlier, servers = prepared
-            if earlier is not None:  # an earlier attempt got the whole reply: keep it
-                self._replies.put(data.entry_id, earlier)
-                return self._result(data, snapshot, earlier, servers)
-            if data.override is not None:
-                snapshot = snapshot.model_copy(update=data.override.model_dump(exclude_none=True))
-            # Tools listed at run time (MCP servers') are listed anew once per turn.
-            await self._tools.refresh(servers)
-            message = await self._reply(data, snapshot, context, servers)
-        return self._result(data, snapshot, message, servers)
+            result, _ = await self.answer(data)
+        return result
+
+    async def answer(self, data: ModelTurnInput) -> tuple[ModelTurnResult, bool]:
+        """Save the previous turn, then the model's reply, staged; and whether an earlier
+        attempt of this turn had staged it already (then the model is not asked again)."""
+        prepared = await with_store_retries(
+            lambda: self._prepare(data), what="saving the turn and reading the context"
+        )
+        snapshot, context, earlier, servers = prepared
+        if earlier is not None:  # an earlier attempt got the whole reply: keep it
+            self._replies.put(data.entry_id, earlier)
+            return self._result(data, snapshot, earlier, servers), True
+        if data.override is not None:
+            snapshot = snapshot.model_copy(update=data.override.model_dump(exclude_none=True))
+        # Tools listed at run time (MCP servers') are listed anew once per turn.
+        await self._tools.refresh(servers)
+        message = await self._reply(data, snapshot, context, servers)
+        return self._result(data, snapshot, message, servers), False
 
     async def _reply(
         self,

@@ -12,7 +12,7 @@ without a result gets one saying so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
@@ -35,7 +35,7 @@ from duragent.domain.messages import (
     Usage,
 )
 from duragent.domain.transcript import MISSING_RESULT_TEXT
-from duragent.domain.turns import TurnCommit
+from duragent.domain.turns import TurnCommit, result_entry_id
 from duragent.store import entries, events, runs, sessions, staging
 from duragent.store.append import append_below
 from duragent.store.events import keyed
@@ -73,7 +73,9 @@ def save_point(
         turn_messages.append((slot.entry_id, message))
     turn_entries: list[SessionEntry] = [
         MessageEntry(id=entry_id, parent_id=None, timestamp=m.timestamp, message=m)
-        for entry_id, m in with_missing_results(turn_messages)
+        for entry_id, m in with_missing_results(
+            turn_messages, lambda ids: staging.staged_messages(db, ids)
+        )
     ]
     appended = append_below(
         db,
@@ -85,7 +87,7 @@ def save_point(
         known=found.is_stored(),
     )
     committed = appended.committed
-    staging.drop_staged(db, slot_ids)
+    staging.drop_staged(db, [entry.id for entry in turn_entries])  # the slots', and results found
     leaf_id = appended.leaf_id or parent_id
     if data.session_config is not None:
         sessions.set_session_wide_config(db, session_id, data.session_config)
@@ -156,28 +158,34 @@ def uncounted_usage(data: TurnCommit, found: staging.Found) -> Usage:
 
 def with_missing_results(
     messages: list[tuple[str, AgentMessage]],
+    staged: Callable[[list[str]], Mapping[str, AgentMessage]],
 ) -> list[tuple[str, AgentMessage]]:
-    """Add an error result for each tool call of the turn's assistant message that has
-    none among the turn's messages (a stored call must always have its result)."""
+    """Add a result for each tool call of the turn's assistant message that has none
+    among the turn's messages (a stored call must always have its result): the one staged
+    under the call's own id (`result_entry_id`: a turn aborted in its activity staged
+    what its calls did), else an error saying it is missing."""
     if not messages or not isinstance(messages[0][1], AssistantMessage):
         return messages
-    assistant = messages[0][1]
+    assistant_id, assistant = messages[0][0], messages[0][1]
     answered = {m.tool_call_id for _, m in messages[1:] if isinstance(m, ToolResultMessage)}
-    missing = [
-        (
-            f"{messages[0][0]}.{call.id}"[:64],
-            ToolResultMessage(
+    missing = [call for call in assistant.tool_calls if call.id not in answered]
+    if not missing:
+        return messages
+    ids = [result_entry_id(assistant_id, call.id) for call in missing]
+    found = staged(ids)
+    results: list[tuple[str, AgentMessage]] = []
+    for call, entry_id in zip(missing, ids, strict=True):
+        result = found.get(entry_id)
+        if not isinstance(result, ToolResultMessage) or result.tool_call_id != call.id:
+            result = ToolResultMessage(
                 tool_call_id=call.id,
                 tool_name=call.name,
                 content=[TextContent(text=MISSING_RESULT_TEXT)],
                 is_error=True,
                 timestamp=assistant.timestamp,
-            ),
-        )
-        for call in assistant.tool_calls
-        if call.id not in answered
-    ]
-    return [*messages, *missing]
+            )
+        results.append((entry_id, result))
+    return [*messages, *results]
 
 
 def _stop_reason(entry: SessionEntry | None) -> str | None:

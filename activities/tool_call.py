@@ -75,31 +75,36 @@ class ToolCalls:
     @activity.defn(name=RUN_TOOL)
     async def run_tool(self, data: ToolCallInput) -> ToolCallOutcome:
         info = activity.info()
-        progress: dict[str, Any] = {
-            "started_at": time.time(),
-            "output_tail": "",
-            "attempt": info.attempt,
-            "processes": [],
-        }
+        progress = new_progress(info.attempt)
         # Heartbeats (with what is known so far) cover the whole call, staging included.
         async with heartbeating(lambda: progress):
-            sink = EventSink(self._db, data.session_id, data.run_id, interval=0.1)
-            if info.attempt > 1 or data.rescheduled:
-                await unstick_after_retry()  # a no-op on a first attempt
-                earlier = await self._earlier_result(data, _progress(info))
-                if earlier is not None:  # finished before the last attempt was lost
-                    return await self._finish(data, sink, earlier, progress, interrupted=False)
-                if (
-                    not data.call.traits.retry_safe
-                    and data.call.refused is None
-                    and self._may_have_begun(data, info.attempt)
-                ):
-                    result = await self._interrupted_by_crash(data, info.attempt, _progress(info))
-                    return await self._finish(data, sink, result, progress, interrupted=True)
-            result, interrupted = await self._run(data, sink, progress)
-            # Known before it is stored: a later attempt can store it if this one dies.
-            progress["result"] = result.model_dump(mode="json")
-            return await self._finish(data, sink, result, progress, interrupted=interrupted)
+            if info.attempt > 1:
+                await unstick_after_retry()
+            return await self.call(data, _progress(info), progress)
+
+    async def call(
+        self, data: ToolCallInput, earlier: dict[str, Any], progress: dict[str, Any]
+    ) -> ToolCallOutcome:
+        """Run the call (or, on a later attempt, find or report what an earlier one did)
+        and stage its result. `earlier`: what the last attempt's heartbeats said of it;
+        `progress`: what this attempt's say (`new_progress`), filled in as it runs."""
+        attempt = int(progress["attempt"])
+        sink = EventSink(self._db, data.session_id, data.run_id, interval=0.1)
+        if attempt > 1 or data.rescheduled:
+            found = await self._earlier_result(data, earlier)
+            if found is not None:  # finished before the last attempt was lost
+                return await self._finish(data, sink, found, progress, interrupted=False)
+            if (
+                not data.call.traits.retry_safe
+                and data.call.refused is None
+                and self._may_have_begun(data, attempt)
+            ):
+                result = await self._interrupted_by_crash(data, attempt, earlier)
+                return await self._finish(data, sink, result, progress, interrupted=True)
+        result, interrupted = await self._run(data, sink, progress)
+        # Known before it is stored: a later attempt can store it if this one dies.
+        progress["result"] = result.model_dump(mode="json")
+        return await self._finish(data, sink, result, progress, interrupted=interrupted)
 
     async def _earlier_result(
         self, data: ToolCallInput, progress: dict[str, Any]
@@ -138,7 +143,7 @@ class ToolCalls:
                 tool_call_id=data.call.id,
                 tool_name=data.call.name,
                 args=args,
-                attempt=activity.info().attempt,
+                attempt=int(progress["attempt"]),
                 host=self._host,
             )
         )
@@ -228,7 +233,7 @@ class ToolCalls:
         call = data.call
         duration_ms = int((time.time() - float(progress["started_at"])) * 1000)
         message = result.to_message(call.id, call.name, int(time.time() * 1000))
-        attempt = activity.info().attempt
+        attempt = int(progress["attempt"])
         for event in tool_call_ended(data.result_entry_id, result, message, duration_ms, attempt):
             sink.add(event)
         await sink.close((data.result_entry_id, message))
@@ -270,6 +275,11 @@ class ToolCalls:
         with contextlib.suppress(FileExistsError):  # a symlink swapped in: refused in _run
             workspace.mkdir(parents=True, exist_ok=True)
         return workspace, assistant, call
+
+
+def new_progress(attempt: int) -> dict[str, Any]:
+    """What a call's heartbeats report (see `ToolCalls.call`), as it begins."""
+    return {"started_at": time.time(), "output_tail": "", "attempt": attempt, "processes": []}
 
 
 def _progress(info: activity.Info) -> dict[str, Any]:

@@ -132,9 +132,14 @@ class Inputs(ClientPart):
         run_id = await self._client.workflows.run_id(handle) if handle else None
         if handle is None or run_id is None:
             raise SessionIdle(session_id, "take guidance")
-        if not (item.kind == "guidance" and item.run_id == run_id and item.status == "pending"):
-            await asyncio.to_thread(self._mark_guidance, session_id, item_id, run_id)
         guidance = GuidanceItem(id=item.id, text=item.text, intent=intent or classify(item.text))
+        # Marked (with its intent) before the signal: a turn running its tools in one
+        # activity takes it from the store, possibly before the workflow has the signal.
+        # Guided again: marked already, maybe taken already; the run takes it once.
+        if not (item.kind == "guidance" and item.run_id == run_id and item.status != "cancelled"):
+            await asyncio.to_thread(
+                self._mark_guidance, session_id, item_id, run_id, guidance.intent
+            )
         try:
             await handle.signal(SessionRun.guidance, guidance)
         except RPCError as err:
@@ -145,10 +150,12 @@ class Inputs(ClientPart):
             raise SessionIdle(session_id, "take guidance") from err
         return await asyncio.to_thread(self.item, session_id, item_id)
 
-    def _mark_guidance(self, session_id: str, item_id: str, run_id: str) -> None:
+    def _mark_guidance(
+        self, session_id: str, item_id: str, run_id: str, intent: GuidanceIntent
+    ) -> None:
         """Mark a pending item as guidance for `run_id` (`QueueItemNotPending` if taken)."""
         with self._client.db.transaction() as db:
-            if not input_queue.guide(db, item_id, run_id):
+            if not input_queue.guide(db, item_id, run_id, intent):
                 raise QueueItemNotPending(item_id, self.item(session_id, item_id).status)
 
     def _release_guidance(self, run_id: str) -> None:

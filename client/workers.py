@@ -24,6 +24,7 @@ from duragent.activities.bookkeeping import Bookkeeping
 from duragent.activities.budgets import BudgetReads
 from duragent.activities.cancel_hints import CancelHints
 from duragent.activities.extensions import Extension, Extensions
+from duragent.activities.guidance_watch import GuidanceWatch
 from duragent.activities.heartbeat import PACE
 from duragent.activities.hosts import HostActivities, MoveBookkeeping
 from duragent.activities.leases import LeaseInterceptor, WorkerLease
@@ -34,6 +35,7 @@ from duragent.activities.orphans import ProcessRecords, sweep_records
 from duragent.activities.prices import price_table
 from duragent.activities.snapshots import SnapshotTaker
 from duragent.activities.subagents import Subagents
+from duragent.activities.take_turn import TurnTaker
 from duragent.activities.tool_call import ToolCalls
 from duragent.activities.tools import BashTool, ToolRegistry, default_tools
 from duragent.activities.tools.environment import tool_environment
@@ -164,6 +166,9 @@ def build_worker(
     moves = MoveBookkeeping(db)
     records = ProcessRecords(settings.tool_processes)
     tool_calls = ToolCalls(db, registry, hooks, records, host, replies)
+    # A turn is one activity where its session's tools run: a host's worker takes the
+    # whole turn, model call included, so it needs the model's settings too.
+    turns = TurnTaker(models, tool_calls, GuidanceWatch(db))
     # Calls heartbeat for liveness only, and fast while a cancel is hinted
     # (`activities.heartbeat`): every heartbeat they ask for is to be sent, so the SDK's
     # throttle is the floor of that fast pace. Cancellation reaches an activity in the
@@ -186,7 +191,7 @@ def build_worker(
         *([LeaseInterceptor(lease)] if lease is not None else []),
     ]
     host_options = (
-        host_tool_options(db, settings, tool_calls, throttle, interceptors)
+        host_tool_options(db, settings, tool_calls, turns, throttle, interceptors)
         if settings.host_queue is not None
         else None
     )
@@ -212,6 +217,7 @@ def build_worker(
             bookkeeping.record_events,
             bookkeeping.take_guidance,
             models.model_turn,
+            turns.take_turn,
             tree.plan_compaction,
             tree.summarize,
             tree.commit_compaction,
@@ -244,17 +250,19 @@ def host_tool_options(
     db: Database,
     settings: Settings,
     tool_calls: ToolCalls,
+    turns: TurnTaker,
     throttle: timedelta,
     interceptors: Sequence[Interceptor],
 ) -> dict[str, Any]:
     """The worker of this host's queue (`settings.host_queue`), as a `Worker`'s keyword
-    arguments: its sessions' tool calls, and the activities that ask whether the host is
-    up and move workspaces (`activities.hosts`)."""
+    arguments: its sessions' turns and tool calls, and the activities that ask whether
+    the host is up and move workspaces (`activities.hosts`)."""
     assert settings.host_queue is not None
     host = HostActivities(settings.host, db)
     return dict(
         task_queue=settings.host_queue,
         activities=[
+            turns.take_turn,
             tool_calls.run_tool,
             host.host_ready,
             host.pack_workspace,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -80,3 +81,16 @@ class ToolCallRef(BaseModel):
     approval: ApprovalAsk | None = None
     """Set when the session's approval policy asks for a decision before the call runs
     (a policy's deny sets `refused` instead); None: the call may run."""
+
+
+def batches(calls: Sequence[ToolCallRef]) -> list[list[ToolCallRef]]:
+    """Group a turn's consecutive parallel calls; a sequential tool runs alone, in call
+    order (executeToolCalls' batching, wherever the calls run)."""
+    groups: list[list[ToolCallRef]] = []
+    for call in calls:
+        parallel = call.traits.execution == "parallel"
+        if parallel and groups and groups[-1][0].traits.execution == "parallel":
+            groups[-1].append(call)
+        else:
+            groups.append([call])
+    return groups

@@ -7,9 +7,10 @@ through the store, so workflow history grows with new content alone.
 
 from __future__ import annotations
 
-from typing import Literal
+import uuid
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from duragent.domain.approvals import ApprovalPolicy
 from duragent.domain.changes import SessionChange
@@ -17,6 +18,7 @@ from duragent.domain.config import SessionConfig, SnapshotRef
 from duragent.domain.cost import TurnCost
 from duragent.domain.entries import SessionEntry
 from duragent.domain.events import RunEventPayload
+from duragent.domain.guidance import GuidanceItem
 from duragent.domain.hooks import NextTurn
 from duragent.domain.messages import AgentMessage, StopReason, ToolResultMessage, Usage, text_of
 from duragent.domain.queues import QueuedMessage
@@ -25,6 +27,7 @@ from duragent.domain.tools import ToolCallRef, ToolResult
 
 START_RUN = "start_run"
 MODEL_TURN = "model_turn"
+TAKE_TURN = "take_turn"
 RUN_TOOL = "run_tool"
 FINISH_RUN = "finish_run"
 RECORD_EVENTS = "record_events"
@@ -37,6 +40,23 @@ OUTCOME_PREVIEW_CHARS = 200
 
 class _Contract(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_serializer(mode="wrap")
+    def _without_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Only what differs from a field's default is written: every turn's input and
+        result are in the workflow history, and an empty list or a None said each time
+        would be a good part of it. Reading fills the defaults back in."""
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        for name, field in type(self).model_fields.items():
+            if (
+                name in data
+                and not field.is_required()
+                and getattr(self, name) == field.get_default(call_default_factory=True)
+            ):
+                del data[name]
+        return data
 
 
 class StartRunInput(_Contract):
@@ -224,6 +244,41 @@ class ToolCallOutcome(_Contract):
             content_chars=len(text),
             duration_ms=duration_ms,
         )
+
+
+class TakeTurnResult(_Contract):
+    """A turn taken in one activity (`TAKE_TURN`, whose input is a `ModelTurnInput`): the
+    reply, and the tool calls it ran. Calls the workflow must decide on (an approval, a
+    `delegate`) are left to it, all of them: `ran_tools` is False and it runs the batch."""
+
+    reply: ModelTurnResult
+    outcomes: list[ToolCallOutcome | None] = Field(default_factory=list)
+    """One per call of the reply, in call order, when the activity ran them (else empty);
+    None: a call guidance kept from starting."""
+    interrupted: list[str] = Field(default_factory=list)
+    """Ids of calls guidance stopped while they ran."""
+    skipped: list[str] = Field(default_factory=list)
+    """Ids of calls guidance kept from starting."""
+    guidance: list[GuidanceItem] = Field(default_factory=list)
+    """Guidance the activity took from the store (compare-and-set), for the workflow to
+    inject; `replanned` when it came before any call started."""
+    replanned: bool = False
+    model_ms: int = 0
+    """How long the model call took (its metrics; the workflow reads none)."""
+
+    @property
+    def ran_tools(self) -> bool:
+        return bool(self.outcomes)
+
+
+def result_entry_id(assistant_entry_id: str, call_id: str) -> str:
+    """Where a tool call's result is staged: fixed by its turn's assistant entry and the
+    call's id, so a retried turn, and an aborted one, finds what an attempt staged."""
+    return uuid.uuid5(_RESULT_IDS, f"{assistant_entry_id}/{call_id}").hex
+
+
+_RESULT_IDS = uuid.UUID("5f0c2a8e-4a51-4c56-9a57-2b7e1d0c9f31")
+"""The namespace of `result_entry_id`s."""
 
 
 class FinishRunInput(_Contract):

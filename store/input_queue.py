@@ -6,17 +6,20 @@ even when two runs (or a retried step) race for it.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Collection
+from typing import Literal, cast, get_args
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from duragent.domain.guidance import GuidanceIntent, GuidanceItem, classify
 from duragent.domain.messages import AgentMessage, text_of
 from duragent.store.clock import now_ms
 from duragent.store.records import QueueItem
 from duragent.store.tables import InputQueueRow
 
 QueueKind = Literal["next_turn", "guidance"]
+_INTENTS = get_args(GuidanceIntent)
 
 
 def add_item(
@@ -108,14 +111,42 @@ def get_item(db: Session, item_id: str) -> QueueItem | None:
     return QueueItem.model_validate(row) if row else None
 
 
-def guide(db: Session, item_id: str, run_id: str) -> bool:
+def guide(db: Session, item_id: str, run_id: str, intent: GuidanceIntent) -> bool:
     """A pending item becomes guidance bound to `run_id`; False if it is not pending."""
     result = db.execute(
         update(InputQueueRow)
         .where(InputQueueRow.id == item_id, InputQueueRow.status == "pending")
-        .values(kind="guidance", run_id=run_id, updated_at=now_ms())
+        .values(kind="guidance", run_id=run_id, intent=intent, updated_at=now_ms())
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def pending_guidance(
+    db: Session, session_ids: Collection[str]
+) -> list[tuple[str | None, GuidanceItem]]:
+    """The guidance pending for the runs of these sessions, each item with the id of the
+    run it is bound to, in the order it was sent."""
+    rows = db.execute(
+        select(InputQueueRow.id, InputQueueRow.run_id, InputQueueRow.text, InputQueueRow.intent)
+        .where(
+            InputQueueRow.session_id.in_(list(session_ids)),
+            InputQueueRow.status == "pending",
+            InputQueueRow.kind == "guidance",
+        )
+        .order_by(InputQueueRow.position)
+    )
+    return [
+        (
+            run_id,
+            GuidanceItem(
+                id=item_id,
+                text=text,
+                # Items guided before intents were kept: decided as the client would have.
+                intent=cast(GuidanceIntent, intent) if intent in _INTENTS else classify(text),
+            ),
+        )
+        for item_id, run_id, text, intent in rows
+    ]
 
 
 def cancel(db: Session, item_id: str) -> bool:

@@ -183,6 +183,8 @@ class InputQueueRow(Base):
     status: Mapped[str] = mapped_column(String(20))
     run_id: Mapped[str | None] = mapped_column(String(64))
     """The run it is bound to (guidance), or the run that consumed it."""
+    intent: Mapped[str | None] = mapped_column(String(20))
+    """Guidance's intent (`interrupt` or `supplement`), as the client decided it."""
     text: Mapped[str] = mapped_column(Text)
     message: Mapped[dict[str, Any]]
     position: Mapped[int] = mapped_column(BigInteger)

@@ -3,12 +3,13 @@ a span for each tool call.
 
 A model call's span is the Anthropic SDK's own (the OpenTelemetry GenAI conventions: model,
 tokens, cache reads and writes, stop reason, time to first chunk), made inside the
-`model_turn` activity's span; `CallContext` adds the session, run, turn and attempt to it.
-A tool call's span is made from the `run_tool` activity's input and result once its
-attempt has ended; a `delegate` call's (which never reaches `run_tool`) from the
-`finish_subagent` activity's, spanning the sub-agent's run from its start to its answer.
-Either way an attempt whose worker died never ends, so it leaves no span
-behind, and its retry leaves its own.
+`take_turn` (or `model_turn`) activity's span; `CallContext` adds the session, run, turn
+and attempt to it. A tool call's span is made from the `run_tool` activity's input and
+result once its attempt has ended, or as each call a `take_turn` activity runs ends
+(`activities.take_turn.ON_CALL_ENDED`); a `delegate` call's (which never reaches
+`run_tool`) from the `finish_subagent` activity's, spanning the sub-agent's run from its
+start to its answer. Either way an attempt whose worker died never ends, so it leaves no
+span behind, and its retry leaves its own.
 
 Loaded only when tracing is on (`telemetry.tracing`).
 """
@@ -30,9 +31,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
 from temporalio.worker import Interceptor as WorkerInterceptor
 
+from duragent.activities.take_turn import ON_CALL_ENDED
 from duragent.domain.subagents import FINISH_SUBAGENT, FinishSubagentInput
 from duragent.domain.tools import ToolCallRef
-from duragent.domain.turns import RUN_TOOL, ToolCallInput, ToolCallOutcome
+from duragent.domain.turns import RUN_TOOL, TAKE_TURN, ToolCallInput, ToolCallOutcome
 
 TRACER_NAME = "duragent"
 MODEL_SDK_SCOPE = "com.anthropic.sdk"
@@ -108,6 +110,16 @@ class _CallSpansInbound(ActivityInboundInterceptor):
                 times = (began, ended)
                 _tool_span(self._tracer, data.call, result, times, {**context, **child}, None)
                 return result
+            if info.activity_type == TAKE_TURN:  # a span for each call it runs, as it ends
+
+                def call_span(call: ToolCallRef, outcome: ToolCallOutcome, began: int) -> None:
+                    _tool_span(self._tracer, call, outcome, (began, None), context, None)
+
+                told = ON_CALL_ENDED.set(call_span)
+                try:
+                    return await super().execute_activity(input)
+                finally:
+                    ON_CALL_ENDED.reset(told)
             if info.activity_type != RUN_TOOL or not isinstance(data, ToolCallInput):
                 return await super().execute_activity(input)
             began = time.time_ns()

@@ -57,9 +57,11 @@ from duragent.domain.turns import (
     PROVIDER_ERROR,
     RUN_TOOL,
     START_RUN,
+    TAKE_TURN,
     FinishRunInput,
     ModelTurnResult,
     StartRunInput,
+    TakeTurnResult,
     ToolCallInput,
     ToolCallOutcome,
 )
@@ -154,6 +156,13 @@ class WorkerMetrics:
         if name == MODEL_TURN and isinstance(result, ModelTurnResult):
             self.turns.add(1, {"model": result.model or "unknown"})
             self._model_call(result.model, result.usage, seconds)
+        elif name == TAKE_TURN and isinstance(result, TakeTurnResult):
+            reply = result.reply
+            self.turns.add(1, {"model": reply.model or "unknown"})
+            self._model_call(reply.model, reply.usage, result.model_ms / 1000)
+            for call, outcome in zip(reply.tool_calls, result.outcomes, strict=False):
+                if outcome is not None:
+                    self._tool_call(call, outcome)
         elif name == SUMMARIZE and isinstance(result, SummarizeResult):
             self._model_call(result.cost.model if result.cost else None, result.usage, seconds)
         elif name in (RUN_TOOL, FINISH_SUBAGENT) and isinstance(result, ToolCallOutcome):
@@ -168,7 +177,7 @@ class WorkerMetrics:
 
     def activity_failed(self, name: str, error: BaseException) -> None:
         if (
-            name == MODEL_TURN
+            name in (MODEL_TURN, TAKE_TURN)
             and isinstance(error, ApplicationError)
             and error.type == PROVIDER_ERROR
         ):

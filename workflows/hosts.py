@@ -12,7 +12,6 @@ every call, and the run ends with an error naming the host and the wait.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -22,12 +21,10 @@ with workflow.unsafe.imports_passed_through():
     from duragent.domain.fallbacks import ToolRun
     from duragent.domain.hosts import host_gone_message, host_task_queue
     from duragent.domain.runs import RunOptions
-    from duragent.domain.turns import RecordEventsInput, ToolCallInput, ToolCallOutcome
+    from duragent.domain.turns import ToolCallInput, ToolCallOutcome
 
 from duragent.workflows import steps
-
-if TYPE_CHECKING:
-    from duragent.workflows.run_base import RunBase
+from duragent.workflows.run_state import RunSteps
 
 PATCH = "host-queues"
 
@@ -49,7 +46,7 @@ class HostWaits:
         self.waiting = 0
 
     async def run_tool(
-        self, run: RunBase, host: str, data: ToolCallInput, options: RunOptions
+        self, run: RunSteps, host: str, data: ToolCallInput, options: RunOptions
     ) -> ToolCallOutcome:
         queue = host_task_queue(workflow.info().task_queue, host)
         while True:
@@ -66,21 +63,14 @@ class HostWaits:
             data = data.model_copy(update={"rescheduled": data.rescheduled + 1})
 
     async def _changed(
-        self, run: RunBase, host: str, data: ToolCallInput, *, waiting: bool
+        self, run: RunSteps, host: str, data: ToolCallInput, *, waiting: bool
     ) -> None:
         self.waiting += 1 if waiting else -1
         event = HostWaiting(host=host, tool_call_id=data.call.id, waiting=waiting)
         if self.waiting == (1 if waiting else 0):
-            await run._set_phase("awaiting_host" if waiting else "turn", event)
+            await run.set_phase("awaiting_host" if waiting else "turn", event)
             return
-        await steps.record_events(
-            RecordEventsInput(
-                session_id=data.session_id,
-                run_id=data.run_id,
-                key=f"{data.run_id}/host/{workflow.uuid4().hex}",
-                events=[event],
-            )
-        )
+        await run.emit("host", event)
 
 
 async def _wait_for_host(queue: str, host: str, data: ToolCallInput, options: RunOptions) -> None:

@@ -59,6 +59,13 @@ class Inbox:
             return "interrupt"
         return "supplement" if self.guidance else None
 
+    def drop_taken(self, item_ids: list[str]) -> None:
+        """Guidance a turn's activity took from the store: never taken again here, even
+        if its signal comes later."""
+        for item_id in item_ids:
+            self._seen[item_id] = None
+        self.guidance = [item for item in self.guidance if item.id not in item_ids]
+
     def take_guidance(self) -> list[GuidanceItem]:
         items, self.guidance = self.guidance, []
         return items

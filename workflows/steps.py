@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
         RUN_TOOL,
         START_RUN,
         TAKE_GUIDANCE,
+        TAKE_TURN,
         ApplyChangesInput,
         FinishRunInput,
         FinishRunResult,
@@ -60,6 +61,7 @@ with workflow.unsafe.imports_passed_through():
         StartRunResult,
         TakeGuidanceInput,
         TakeGuidanceResult,
+        TakeTurnResult,
         ToolCallInput,
         ToolCallOutcome,
     )
@@ -178,6 +180,43 @@ async def model_turn(data: ModelTurnInput, options: RunOptions, attempt: int) ->
     )
 
 
+async def take_turn(
+    data: ModelTurnInput,
+    options: RunOptions,
+    attempt: int,
+    *,
+    task_queue: str | None = None,
+    start_within_s: float | None = None,
+) -> TakeTurnResult:
+    """The model call and its tool calls in one activity, where the session's tools run
+    (its host's `task_queue`, to be taken within `start_within_s`)."""
+    return await _long_step(
+        TAKE_TURN,
+        data,
+        TakeTurnResult,
+        activity_id=f"turn-{data.turn}-{attempt}",
+        # A turn may run several groups of calls one after the other.
+        timeout_s=options.model_timeout_s + TURN_TOOL_SPANS * options.tool_timeout_s,
+        heartbeat_s=max(options.model_heartbeat_timeout_s, options.tool_heartbeat_timeout_s),
+        # As a model call: provider failures come back to the workflow; crashes and
+        # timeouts are retried, a retry reusing the staged reply and finished results.
+        # A worker of an older build (an upgrade in progress) has no such activity: the
+        # workflow takes the turn the old way at once (`not_registered`).
+        attempts=5,
+        max_interval_s=30,
+        non_retryable=[PROVIDER_ERROR, NOT_REGISTERED],
+        summary=f"turn {data.turn}: "
+        + (f"save {data.commit.turn}, " if data.commit else "")
+        + f"call {data.snapshot.model}, run tools",
+        task_queue=task_queue,
+        start_within_s=start_within_s,
+    )
+
+
+TURN_TOOL_SPANS = 3
+"""A turn's activity may run this many tool timeouts' worth of calls (after the model's)."""
+
+
 async def run_tool(
     data: ToolCallInput,
     options: RunOptions,
@@ -219,6 +258,16 @@ async def host_ready(task_queue: str, activity_id: str, start_within_s: float) -
         summary="is the host up?",
     )
     return cast(str, result)
+
+
+NOT_REGISTERED = "NotFoundError"
+"""The error type of an activity its worker does not have (the SDK's)."""
+
+
+def not_registered(err: ActivityError) -> bool:
+    """The worker that took the activity does not have it (it is of an older build)."""
+    cause = err.cause
+    return isinstance(cause, ApplicationError) and cause.type == NOT_REGISTERED
 
 
 def not_taken(err: ActivityError) -> bool:

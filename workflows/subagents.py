@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from duragent.domain.turns import ToolCallOutcome
 
 from duragent.workflows import steps
-from duragent.workflows.run_base import RunBase
+from duragent.workflows.run_state import RunSteps
 
 # The keys a client starts runs with (client/session_workflows.py), so a child run is
 # found by session and run like any other.
@@ -40,17 +40,17 @@ _RUN_ID = SearchAttributeKey.for_keyword("DuragentRunId")
 _KIND = SearchAttributeKey.for_keyword("DuragentKind")
 
 
-async def run_subagent(run: RunBase, turn: TurnInProgress, call: ToolCallRef) -> ToolCallOutcome:
+async def run_subagent(run: RunSteps, turn: TurnInProgress, call: ToolCallRef) -> ToolCallOutcome:
     """Run the call's sub-agent to its end and stage its answer as the call's result."""
-    parent = run._run
-    started_at = run._now_ms()
-    child_id = run._new_id()
+    parent = run.state.run
+    started_at = run.now_ms()
+    child_id = run.new_id()
     start = await steps.start_subagent(
         StartSubagentInput(
             session_id=parent.session_id,
             run_id=parent.run_id,
-            turn=run._turn,
-            snapshot_id=run._snapshot.id,
+            turn=run.state.turn,
+            snapshot_id=run.state.snapshot.id,
             assistant_entry_id=turn.assistant_id,
             call=call,
             child_session_id=child_id,
@@ -68,14 +68,14 @@ async def run_subagent(run: RunBase, turn: TurnInProgress, call: ToolCallRef) ->
     if start.refused is not None:
         return await steps.finish_subagent(finish.model_copy(update={"error": start.refused}))
     finish.child_session_id = child_id
-    child_run_id = run._new_id()
+    child_run_id = run.new_id()
     child = RunInput(
         session_id=child_id,
         run_id=child_run_id,
         prompt=[user_text(start.prompt, started_at)],
         options=parent.options,
         max_turns=parent.max_turns,
-        budget=run._budgets.child_budget(run._budget_spent(), run._session_budget()),
+        budget=run.state.budgets.child_budget(run.spent(), run.session_budget()),
     )
     try:
         result: RunResult = await workflow.execute_child_workflow(
@@ -112,7 +112,7 @@ async def run_subagent(run: RunBase, turn: TurnInProgress, call: ToolCallRef) ->
         raise
     else:
         finish.child = result
-        run._usage = run._usage.plus(result.usage)
-        run._budgets.add_child(result)
-    finish.finished_at_ms = run._now_ms()
+        run.state.usage = run.state.usage.plus(result.usage)
+        run.state.budgets.add_child(result)
+    finish.finished_at_ms = run.now_ms()
     return await steps.finish_subagent(finish)

@@ -17,7 +17,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from duragent.domain.fallbacks import Skipped, ToolRun
     from duragent.domain.guidance import GuidanceIntent
-    from duragent.domain.tools import ToolCallRef
+    from duragent.domain.tools import ToolCallRef, batches
     from duragent.domain.turns import ToolCallOutcome
 
 __all__ = ["BatchResult", "Skipped", "ToolRun", "batches", "run_tool_calls"]
@@ -31,18 +31,6 @@ class BatchResult:
     """Ids of calls cancelled while running."""
     skipped: list[str] = field(default_factory=list)
     """Ids of calls that never started."""
-
-
-def batches(calls: Sequence[ToolCallRef]) -> list[list[ToolCallRef]]:
-    """Group consecutive parallel calls; a sequential tool runs alone, in call order."""
-    groups: list[list[ToolCallRef]] = []
-    for call in calls:
-        parallel = call.traits.execution == "parallel"
-        if parallel and groups and groups[-1][0].traits.execution == "parallel":
-            groups[-1].append(call)
-        else:
-            groups.append([call])
-    return groups
 
 
 async def run_tool_calls(

@@ -26,6 +26,7 @@ from duragent.client.history.summaries import (
     save_point,
     signal_content,
     summarize_activity,
+    turn_calls,
 )
 from duragent.client.history.timeline import RunTimeline, TimelineItem
 from duragent.client.history.values import (
@@ -112,6 +113,7 @@ class _Reader(ChildWorkflows):
                 self._on_other(event)
         for activity in self.activities.values():
             summarize_activity(activity)
+            self.items += turn_calls(activity)
         if self.run_id is not None:
             self._match_deliveries()
         items = sorted(self.items, key=lambda item: item.at)  # stable: same-time order kept
@@ -253,11 +255,13 @@ class _Reader(ChildWorkflows):
             match = _TURN_ID.match(activity_id)
             turn = int(match.group(1)) if match else self.turn
         self.turn = turn
-        if activity_type == "model_turn" and isinstance(data, dict) and data.get("commit"):
+        model = activity_type in ("model_turn", "take_turn")
+        if model and isinstance(data, dict) and data.get("commit"):
             summary, details = save_point(data["commit"], activity_id)
             self._add(event, "save_point", summary, **details)
         kind = {
             "model_turn": "model_call",
+            "take_turn": "model_call",  # and its tool calls (`turn_calls`)
             "run_tool": "tool_call",
             "summarize": "summary_call",
         }.get(activity_type, "activity")
@@ -266,7 +270,7 @@ class _Reader(ChildWorkflows):
             item.details["ui_summary"] = decode_one(event.user_metadata.summary)
         activity = ScheduledActivity(item, activity_type, activity_id, data, event_time(event))
         self.activities[event.event_id] = activity
-        if activity_type == "model_turn":
+        if model:
             self.last_model = activity
 
     def _on_activity_task_started(

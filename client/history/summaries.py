@@ -61,6 +61,8 @@ def summarize_activity(activity: ScheduledActivity) -> None:
     result = activity.result if isinstance(activity.result, dict) else {}
     if activity.activity_type == "model_turn":
         item.summary = _model_summary(activity, data, result)
+    elif activity.activity_type == "take_turn":  # the model call; its tool calls: turn_calls
+        item.summary = _model_summary(activity, data, result.get("reply") or {})
     elif activity.activity_type == "run_tool":
         item.summary = _tool_summary(activity, data, result)
     elif activity.activity_type == "summarize" and activity.outcome == "completed":
@@ -71,7 +73,7 @@ def summarize_activity(activity: ScheduledActivity) -> None:
         item.summary = f"{label}: {activity.outcome} {returned}".rstrip()
         if activity.result is not None:
             details["result"] = activity.result
-    if activity.failure and activity.activity_type != "model_turn":
+    if activity.failure and activity.activity_type not in ("model_turn", "take_turn"):
         item.summary += f": {preview(failure_text(activity.failure))}"
 
 
@@ -153,14 +155,50 @@ def _summary_call(activity: ScheduledActivity, data: dict[str, Any], result: dic
     return f"{line}: {token_counts(usage)}, {result.get('summary_chars', '?')} chars"
 
 
+def turn_calls(activity: ScheduledActivity) -> list[TimelineItem]:
+    """The tool calls a turn's activity (`take_turn`) ran, one item each, at its end."""
+    result = activity.result if isinstance(activity.result, dict) else {}
+    reply = result.get("reply") or {}
+    if activity.activity_type != "take_turn" or activity.closed is None:
+        return []
+    items = []
+    outcomes = result.get("outcomes") or []
+    for call, outcome in zip(reply.get("tool_calls") or [], outcomes, strict=False):
+        item = TimelineItem(
+            at=activity.closed, kind="tool_call", turn=activity.item.turn, summary=""
+        )
+        # Which activity ran it, and whether an abort reached it there.
+        item.details.update(
+            (key, activity.item.details[key])
+            for key in ("activity_id", "cancel_requested_at")
+            if key in activity.item.details
+        )
+        if outcome is None:
+            item.details.update(tool=call.get("name"), call_id=call.get("id"), skipped=True)
+            item.summary = f"{call.get('name')} {preview(call.get('args_preview'), 60)}: skipped"
+        else:
+            item.summary = _call_summary(item.details, call, "", "completed", outcome)
+            item.duration_ms = outcome.get("duration_ms")
+        items.append(item)
+    return items
+
+
 def _tool_summary(activity: ScheduledActivity, data: dict[str, Any], result: dict[str, Any]) -> str:
-    details = activity.item.details
     call = data.get("call") or {}
+    note = attempts_note(activity)
+    return _call_summary(activity.item.details, call, note, activity.outcome, result)
+
+
+def _call_summary(
+    details: dict[str, Any], call: dict[str, Any], note: str, outcome: str, result: dict[str, Any]
+) -> str:
+    """A tool call's line, its `details` filled in: the call, how it `outcome`d, and its
+    result (a `ToolCallOutcome`'s JSON) when it completed."""
     name, args = str(call.get("name") or "?"), preview(call.get("args_preview"), 60)
     details.update(tool=name, call_id=call.get("id"), args=preview(call.get("args_preview")))
-    line = f"{name} {args}{attempts_note(activity)}"
-    if activity.outcome != "completed":
-        return f"{line}: {activity.outcome}"
+    line = f"{name} {args}{note}"
+    if outcome != "completed":
+        return f"{line}: {outcome}"
     flags = ["error" if result.get("is_error") else "ok"]
     flags += [flag for flag in ("interrupted", "terminate") if result.get(flag)]
     details.update(
@@ -182,7 +220,7 @@ def activity_label(activity: ScheduledActivity) -> str:
     if activity.activity_type == "run_tool":
         call = data.get("call") or {}
         return f"tool {call.get('name')} {preview(call.get('args_preview'), 40)}"
-    if activity.activity_type == "model_turn":
+    if activity.activity_type in ("model_turn", "take_turn"):
         return f"the model call of turn {data.get('turn')}"
     return f"{activity.activity_type} ({activity.activity_id})"
 

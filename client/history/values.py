@@ -19,7 +19,8 @@ from duragent.domain.turns import PROVIDER_ERROR
 PREVIEW_CHARS = 100
 """Longest preview of a prompt, message, reply or tool output in a summary."""
 
-MODEL_CALL_ID = re.compile(r"^turn-(\d+)-model-(\d+)$")
+MODEL_CALL_ID = re.compile(r"^turn-(\d+)-(?:model-)?(\d+)$")
+"""A model call's activity id (`turn-T-model-A`), or a whole turn's (`turn-T-A`)."""
 
 
 def event_time(event: HistoryEvent) -> datetime:

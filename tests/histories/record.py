@@ -14,7 +14,7 @@ import asyncio
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -349,6 +349,16 @@ SCENARIOS = [
         },
         compaction_reaches_the_budget,
     ),
+]
+
+# Recorded again once a turn was one activity (the `turn-one-activity` patch): tool calls
+# run inside the turn's activity, guidance and abort reach them there, approvals still
+# cut the turn short, and a host that does not take a turn in time gets the old shape.
+ONE_ACTIVITY = ("tools", "guidance", "abort", "approval", "host_wait", "steer")
+SCENARIOS += [
+    replace(scenario, name=f"one_activity_{scenario.name}")
+    for scenario in SCENARIOS
+    if scenario.name in ONE_ACTIVITY
 ]
 
 

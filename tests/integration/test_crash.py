@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from support import (
     Stack,
     assert_valid_pairing,
     bash_then_text,
+    event_seen,
     eventually,
     transcript_roles,
 )
@@ -130,3 +132,91 @@ async def test_steer_signalled_before_a_crash_is_delivered_once(stack: Stack) ->
     assert [e.id for e in path].count(steer_id) == 1
     assert transcript_roles(path) == ["user", "assistant", "toolResult", "user", "assistant"]
     assert runs.read_text() == "go\n"  # the bash call was not run twice
+
+
+async def ended(stack: Stack, session_id: str, call_id: str) -> bool:
+    return await event_seen(stack, session_id, "tool_execution_end", tool_call_id=call_id)
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {
+                    "reply": [
+                        {"text": "Three at once."},
+                        {
+                            "tool_use": {
+                                "id": "call_fast",
+                                "name": "bash",
+                                "input": {"command": "echo one >> log.txt"},
+                            }
+                        },
+                        {
+                            "tool_use": {
+                                "id": "call_slow",
+                                "name": "bash",
+                                "input": {"command": SLOW_COMMAND},
+                            }
+                        },
+                        {
+                            "tool_use": {
+                                "id": "call_read",
+                                "name": "read",
+                                "input": {"path": "notes.txt"},
+                            }
+                        },
+                    ]
+                },
+                {"reply": [{"text": "The slow one was interrupted."}]},
+            ]
+        }
+    }
+)
+async def test_worker_killed_between_two_tools_of_one_turn(stack: Stack) -> None:
+    """A turn is one activity: the worker dies after some of its calls finished and while
+    another runs. The retry keeps the finished results (nothing runs twice, the model is
+    not asked again for the turn) and reports the interrupted call, which it does not
+    run again."""
+    session = stack.client.sessions.create()
+    workspace = Path(session.workspace)
+    (workspace / "notes.txt").write_text("the notes\n")
+    first = stack.spawn_worker()
+    handle = await stack.client.runs.prompt(session.id, "do three things")
+    log = workspace / "log.txt"
+    for call_id in ("call_fast", "call_read"):  # finished, their results staged
+        await eventually(partial(ended, stack, session.id, call_id), timeout=30)
+    await eventually(lambda: log.exists() and "started" in log.read_text(), timeout=30)
+    stack.kill(first)
+
+    second = stack.spawn_worker()
+    result = await asyncio.wait_for(handle.result(), timeout=60)
+    stack.kill(second)
+
+    assert result.status == "completed", result.error
+    path = stack.client.tree.path(session.id)
+    assert transcript_roles(path) == [
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "toolResult",
+        "assistant",
+    ]
+    assert_valid_pairing(path)
+    results = {
+        e.message.tool_call_id: e.message
+        for e in path
+        if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
+    }
+    assert not results["call_fast"].is_error
+    assert text_of(results["call_read"].content).strip().endswith("the notes")
+    slow = results["call_slow"]
+    assert slow.is_error and "interrupted by a worker failure" in text_of(slow.content)
+    assert "was stopped" in text_of(slow.content)
+    # Nothing twice: each command started once; the model answered the turn once.
+    assert log.read_text().splitlines().count("one") == 1
+    assert log.read_text().splitlines().count("started") == 1
+    assert len(stack.model.requests_for(session.id)) == 2
+    entries = stack.client.tree.entries(session.id)
+    assert len(entries) == len({e.id for e in entries}) == 6

@@ -107,7 +107,7 @@ async def test_parallel_tool_calls_two_runs_and_an_idle_change(stack: Stack) -> 
     )
     (save,) = of_kind(run, "save_point")
     assert (save.turn, save.details["saved_turn"], len(save.details["slots"])) == (2, 1, 3)
-    assert save.details["carried_by"] == "turn-2-model-1"
+    assert save.details["carried_by"] == "turn-2-1"  # the turn's activity
     ended = run.items[-1]
     assert ended.details["run_status"] == "completed" and ended.details["turns"] == 2
     assert ended.details["final_text"] == "Done."

@@ -38,6 +38,13 @@ def test_histories_are_recorded() -> None:
         "move-2",
         "budget",
         "summary_budget",
+        # A turn as one activity.
+        "one_activity_tools",
+        "one_activity_guidance",
+        "one_activity_abort",
+        "one_activity_approval",
+        "one_activity_host_wait",
+        "one_activity_steer",
     }
 
 

@@ -252,8 +252,8 @@ async def test_a_run_is_one_trace_with_a_span_per_model_and_tool_call(traced: An
     assert [s.name for s in chats] == ["anthropic.messages.create"] * 3
     for chat in chats:
         activity = parents[str(chat.parent_id)]
-        assert activity.name == "RunActivity:model_turn"
-        assert parents[str(activity.parent_id)].name == "StartActivity:model_turn"
+        assert activity.name == "RunActivity:take_turn"
+        assert parents[str(activity.parent_id)].name == "StartActivity:take_turn"
         assert chat.attributes["gen_ai.provider.name"] == "anthropic"
         assert chat.attributes["gen_ai.request.model"] == stack.settings.model
         assert chat.attributes["gen_ai.conversation.id"] == session.id
@@ -262,9 +262,9 @@ async def test_a_run_is_one_trace_with_a_span_per_model_and_tool_call(traced: An
     failed, answered, final = chats
     assert [c.attributes["duragent.turn"] for c in chats] == [1, 1, 2]
     assert [parents[str(c.parent_id)].attributes["temporalActivityID"] for c in chats] == [
-        "turn-1-model-1",  # the provider was overloaded: the run retried the call
-        "turn-1-model-2",
-        "turn-2-model-1",
+        "turn-1-1",  # the provider was overloaded: the run retried the call
+        "turn-1-2",
+        "turn-2-1",
     ]
     assert failed.error and failed.attributes["error.type"] == "overloaded_error"
     assert failed.attributes["http.response.status_code"] == 529
@@ -281,11 +281,11 @@ async def test_a_run_is_one_trace_with_a_span_per_model_and_tool_call(traced: An
     for chat in (answered, final):
         assert 0 < chat.attributes["gen_ai.response.time_to_first_chunk"] < 10
 
-    # Each tool call: a span inside its activity's span, with its outcome and attempt.
+    # Each tool call: a span inside its turn's activity span, with its outcome and attempt.
     tools = [s for s in run_spans if s.attributes.get("gen_ai.operation.name") == "execute_tool"]
     assert sorted(s.name for s in tools) == ["execute_tool bash", "execute_tool ls"]
     for tool in tools:
-        assert parents[str(tool.parent_id)].name == "RunActivity:run_tool"
+        assert parents[str(tool.parent_id)].name == "RunActivity:take_turn"
         assert tool.attributes["duragent.tool.outcome"] == "ok"
         assert tool.attributes["duragent.attempt"] == 1
         assert tool.attributes["duragent.tool.duration_ms"] >= 0
@@ -359,7 +359,7 @@ async def test_a_worker_killed_mid_run_leaves_one_span_per_model_call(traced: An
             # Turn 2 is streaming: wait until what the worker ended before is exported.
             await eventually(
                 lambda: (
-                    len(receiver.named("StartActivity:model_turn")) == 2
+                    len(receiver.named("StartActivity:take_turn")) == 2
                     and len(receiver.named("anthropic.messages.create")) == 1
                     and len(receiver.named("execute_tool ls")) == 1
                 )
@@ -382,8 +382,9 @@ async def test_a_worker_killed_mid_run_leaves_one_span_per_model_call(traced: An
     # The second worker replayed the run's history: it made no workflow span again.
     assert names.count("RunWorkflow:SessionRun") == 1
     assert names.count("CompleteWorkflow:SessionRun") == 1
-    assert names.count("StartActivity:model_turn") == scheduled.count("model_turn") == 3
-    assert names.count("StartActivity:run_tool") == scheduled.count("run_tool") == 2
+    # A turn is one activity, its tool calls spans inside it.
+    assert names.count("StartActivity:take_turn") == scheduled.count("take_turn") == 3
+    assert scheduled.count("model_turn") == scheduled.count("run_tool") == 0
     # One span per model call that ended: the killed attempt's never did.
     chats = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "chat"]
     calls = sorted((c.attributes["duragent.turn"], c.attributes["duragent.attempt"]) for c in chats)

@@ -125,3 +125,34 @@ def test_only_the_command_line_starts_local_stand_ins() -> None:
         if name.startswith(stand_ins) or name.startswith(dev_server)
     ]
     assert wrong == []
+
+
+def test_no_module_imports_itself_back() -> None:
+    """No import cycle between the modules of the worker's side, `TYPE_CHECKING` imports
+    included: a module can be read knowing only what it imports (the agent loop's gates
+    reach the run through `workflows.run_state.RunSteps`, not through the module that
+    imports them). The client's parts reach the client that holds them (`client.part`)."""
+    graph: dict[str, set[str]] = {}
+    for package in ("domain", "store", "activities", "workflows", "telemetry"):
+        for file, names in imported_modules(package).items():
+            module = "duragent." + file.removesuffix(".py").removesuffix("/__init__").replace(
+                "/", "."
+            )
+            graph[module] = {n for n in names if n.startswith("duragent.")}
+    # `from duragent.x import y` names y as a module only when y is one.
+    edges = {m: {n for n in names if n in graph and n != m} for m, names in graph.items()}
+    cycles: list[list[str]] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        for target in sorted(edges[module]):
+            if target in path:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in done:
+                visit(target, [*path, target])
+        done.add(module)
+
+    done: set[str] = set()
+    for module in sorted(edges):
+        if module not in done:
+            visit(module, [module])
+    assert cycles == []

@@ -94,6 +94,7 @@ class StandIns:
     def activities(self) -> list[Callable[..., Any]]:
         return [
             self.start_run,
+            self.take_turn,
             self.model_turn,
             self.run_tool,
             self.finish_run,
@@ -110,6 +111,12 @@ class StandIns:
     async def model_turn(self, data: turns.ModelTurnInput) -> turns.ModelTurnResult:
         self.model_inputs.append(data)
         return self.replies[data.turn - 1]
+
+    @activity.defn(name=turns.TAKE_TURN)
+    async def take_turn(self, data: turns.ModelTurnInput) -> turns.TakeTurnResult:
+        """The turn's activity leaving its calls to the workflow, as a turn whose calls
+        wait for an approval does: the workflow's own batching is what is checked here."""
+        return turns.TakeTurnResult(reply=await self.model_turn(data))
 
     @activity.defn(name=turns.RUN_TOOL)
     async def run_tool(self, data: turns.ToolCallInput) -> turns.ToolCallOutcome:

@@ -1,0 +1,102 @@
+"""Runtime guidance for the turns whose tools run in this process, read from the store.
+
+A turn taken in one activity (`activities.take_turn`) runs its tool calls where no
+workflow sees them, so guidance sent meanwhile must reach the activity itself. The
+client marks an item as guidance for the run (with its intent) in the store before it
+signals the workflow; this watch reads the pending items of every watched run in one
+query per `TICK_S` while any turn runs tools here, and wakes the turns that have some.
+A turn takes an item with the same compare-and-set the workflow uses
+(`input_queue.take_guidance`), so an item is acted on once, and never after it was
+edited or deleted. The store being unreachable only delays guidance to the turn's end,
+where the workflow takes what is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from duragent.domain.guidance import GuidanceItem
+from duragent.store import input_queue
+from duragent.store.db import Database
+
+logger = logging.getLogger(__name__)
+
+TICK_S = 0.05
+"""How often pending guidance is read while turns run tools: guidance's latency."""
+
+
+@dataclass
+class RunGuidance:
+    """The pending guidance of one run, as last read."""
+
+    session_id: str
+    run_id: str
+    pending: list[GuidanceItem] = field(default_factory=list)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set while `pending` holds items."""
+
+
+class GuidanceWatch:
+    """Reads pending guidance for the watched runs (see the module)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._runs: dict[int, RunGuidance] = {}
+        self._poller: asyncio.Task[None] | None = None
+
+    @contextlib.asynccontextmanager
+    async def watching(self, session_id: str, run_id: str) -> AsyncIterator[RunGuidance]:
+        """`run_id`'s pending guidance, kept current while the block runs."""
+        run = RunGuidance(session_id, run_id)
+        self._runs[id(run)] = run
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.create_task(self._poll(), name="guidance-watch")
+        try:
+            yield run
+        finally:
+            del self._runs[id(run)]
+
+    async def read(self, run: RunGuidance) -> list[GuidanceItem]:
+        """`run`'s pending guidance now (one query)."""
+        await self._read([run])
+        return run.pending
+
+    async def take(self, run: RunGuidance, items: list[GuidanceItem]) -> list[GuidanceItem]:
+        """The `items` the store lets `run` take (each at most once, across processes)."""
+
+        def take() -> list[str]:
+            with self._db.transaction() as db:
+                return input_queue.take_guidance(db, run.run_id, [i.id for i in items])
+
+        taken = set(await asyncio.to_thread(take))
+        run.pending = [i for i in run.pending if i.id not in {j.id for j in items}]
+        if not run.pending:
+            run.arrived.clear()
+        return [item for item in items if item.id in taken]
+
+    async def _poll(self) -> None:
+        while self._runs:
+            try:
+                await self._read(list(self._runs.values()))
+            except Exception as err:  # the store is down: the workflow takes it later
+                logger.warning("guidance watch: the store did not answer: %s", err)
+            await asyncio.sleep(TICK_S)
+
+    async def _read(self, runs: list[RunGuidance]) -> None:
+        sessions = {run.session_id for run in runs}
+
+        def read() -> list[tuple[str | None, GuidanceItem]]:
+            with self._db.transaction() as db:
+                return input_queue.pending_guidance(db, sessions)
+
+        found = await asyncio.to_thread(read)
+        for run in runs:
+            run.pending = [item for run_id, item in found if run_id == run.run_id]
+            if run.pending:
+                run.arrived.set()
+            else:
+                run.arrived.clear()

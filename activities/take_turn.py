@@ -1,0 +1,203 @@
+"""A turn as one activity: the model's reply, then the tool calls it asks for.
+
+Half the round trips of a model activity followed by one activity per call: the reply is
+streamed and staged as `activities.model_turn` does it, then its calls run here, in
+parallel where their tools allow, each as `activities.tool_call` runs one (its result
+staged under an id fixed by the turn and the call: `result_entry_id`). The workflow gets
+the reply and the calls' outcomes together and decides everything between turns.
+
+- A call the workflow must decide on (an approval, a `delegate`) ends the activity after
+  the reply, with no call run: the workflow runs the whole batch as before, so the
+  batch keeps its parallelism and approvals wait in the workflow.
+- Runtime guidance (`activities.guidance_watch`) is taken here, with the workflow's
+  compare-and-set: before any call starts, the calls are left unrun for a re-plan;
+  while they run, an interrupting item stops the running calls (each stages what it
+  printed) and skips the rest, a supplementing one lets them finish and skips the rest.
+  The items go back to the workflow, which injects them where the turn ended.
+- A retried attempt (its worker died) reuses the staged reply (the model is not asked
+  twice), skips calls whose result is staged, reports an interrupted call that is not
+  retry-safe and runs a retry-safe one again, as a retried tool activity does.
+- Abort is the activity's cancellation: every running call is stopped and stages what
+  it printed; finished results stay staged for the abort's save point. Cancelled while
+  its calls run, the activity still returns their outcomes (for the history); the
+  workflow, which asked for the cancel, aborts the run when it gets them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio import activity
+
+from duragent.activities.guidance_watch import GuidanceWatch, RunGuidance
+from duragent.activities.heartbeat import heartbeating
+from duragent.activities.model_turn import ModelTurns
+from duragent.activities.tool_call import ToolCalls, new_progress
+from duragent.activities.worker_loss import unstick_after_retry
+from duragent.domain.guidance import GuidanceItem
+from duragent.domain.tools import ToolCallRef, batches
+from duragent.domain.turns import (
+    TAKE_TURN,
+    ModelTurnInput,
+    TakeTurnResult,
+    ToolCallInput,
+    ToolCallOutcome,
+    result_entry_id,
+)
+
+ON_CALL_ENDED: ContextVar[Callable[[ToolCallRef, ToolCallOutcome, int], None] | None] = ContextVar(
+    "duragent_on_call_ended", default=None
+)
+"""Told of each call a turn's activity ran as it ends, with when it began (ns since the
+epoch): how tracing makes a span per tool call (`telemetry.call_spans`)."""
+
+
+def decided_in_workflow(call: ToolCallRef) -> bool:
+    """A call the workflow must decide on before it runs: an approval, a sub-agent."""
+    if call.refused is not None:
+        return False
+    return call.approval is not None or call.traits.child_session
+
+
+class TurnTaker:
+    def __init__(self, models: ModelTurns, tools: ToolCalls, guidance: GuidanceWatch) -> None:
+        self._models = models
+        self._tools = tools
+        self._guidance = guidance
+
+    @activity.defn(name=TAKE_TURN)
+    async def take_turn(self, data: ModelTurnInput) -> TakeTurnResult:
+        info = activity.info()
+        details = info.heartbeat_details
+        earlier: dict[str, Any] = (
+            details[0].get("calls", {}) if details and isinstance(details[0], dict) else {}
+        )
+        calls_progress: dict[str, dict[str, Any]] = {}
+        # Heartbeats cover the whole turn, with what each call has done so far.
+        async with heartbeating(lambda: {"calls": calls_progress}):
+            await unstick_after_retry()
+            began = time.monotonic()
+            reply, reused = await self._models.answer(data)
+            model_ms = int((time.monotonic() - began) * 1000)
+            calls = reply.tool_calls
+            if not calls or any(decided_in_workflow(call) for call in calls):
+                return TakeTurnResult(reply=reply, model_ms=model_ms)
+            # Calls may have begun only if an earlier attempt got as far as the reply.
+            attempt = info.attempt if reused else 1
+
+            async def run_one(call: ToolCallRef) -> ToolCallOutcome:
+                began = time.time_ns()
+                progress = calls_progress[call.id] = new_progress(attempt)
+                request = ToolCallInput(
+                    session_id=data.session_id,
+                    run_id=data.run_id,
+                    turn=data.turn,
+                    assistant_entry_id=data.entry_id,
+                    result_entry_id=result_entry_id(data.entry_id, call.id),
+                    call=call,
+                )
+                outcome = await self._tools.call(request, earlier.get(call.id, {}), progress)
+                if (told := ON_CALL_ENDED.get()) is not None:
+                    told(call, outcome, began)
+                return outcome
+
+            async with self._guidance.watching(data.session_id, data.run_id) as guidance:
+                before = await self._guidance.read(guidance)
+                replan = await self._guidance.take(guidance, before) if before else []
+                if replan:  # before any call started: the model re-plans with it
+                    return TakeTurnResult(
+                        reply=reply, guidance=replan, replanned=True, model_ms=model_ms
+                    )
+                batch = await self._run_calls(calls, run_one, guidance)
+        return TakeTurnResult(
+            reply=reply,
+            outcomes=[batch.outcomes.get(call.id) for call in calls],
+            interrupted=batch.interrupted,
+            skipped=batch.skipped,
+            guidance=batch.taken,
+            model_ms=model_ms,
+        )
+
+    async def _run_calls(
+        self,
+        calls: Sequence[ToolCallRef],
+        run_one: Callable[[ToolCallRef], Coroutine[Any, Any, ToolCallOutcome]],
+        guidance: RunGuidance,
+    ) -> _Batch:
+        """Every call's outcome, group by group; guidance cuts the batch short."""
+        batch = _Batch()
+        for group in batches(calls):
+            if batch.taken:
+                break  # guidance ended the batch: the rest is skipped
+            tasks = {call.id: asyncio.create_task(run_one(call)) for call in group}
+            try:
+                stop = await self._until_done_or_interrupted(tasks, guidance, batch.taken)
+            except asyncio.CancelledError:
+                # Aborted: every running call stops and stages what it printed, and the
+                # turn's outcomes still go back, for the history (the workflow aborts).
+                batch.aborted = True
+                stop = True
+            except BaseException:  # a call failed: stop the others, then fail the turn
+                for task in tasks.values():
+                    task.cancel()
+                await asyncio.gather(*tasks.values(), return_exceptions=True)
+                raise
+            if stop:
+                for call_id, task in tasks.items():
+                    if not task.done():
+                        task.cancel()
+                        batch.interrupted.append(call_id)
+            done = await asyncio.gather(*tasks.values(), return_exceptions=True)
+            for call_id, outcome in zip(tasks, done, strict=True):
+                if isinstance(outcome, ToolCallOutcome):
+                    batch.outcomes[call_id] = outcome
+                elif not isinstance(outcome, asyncio.CancelledError) and not batch.aborted:
+                    raise outcome  # the activity fails; its retry skips what finished
+                # Stopped before it could stage a result: the workflow says it was stopped.
+            if batch.aborted:
+                break
+        stopped = {*batch.outcomes, *batch.interrupted}
+        batch.skipped += [call.id for call in calls if call.id not in stopped]
+        return batch
+
+    async def _until_done_or_interrupted(
+        self,
+        tasks: dict[str, asyncio.Task[ToolCallOutcome]],
+        guidance: RunGuidance,
+        taken: list[GuidanceItem],
+    ) -> bool:
+        """Wait for the group's calls, taking guidance that arrives meanwhile (into
+        `taken`); True if an item interrupts them."""
+        running = set(tasks.values())
+        while True:
+            pending = {t for t in running if not t.done()}
+            if not pending:
+                return False
+            arrived = asyncio.create_task(guidance.arrived.wait())
+            try:
+                await asyncio.wait({*pending, arrived}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                arrived.cancel()
+            for task in running:
+                failed = task.exception() if task.done() and not task.cancelled() else None
+                if failed is not None:  # the activity fails; its retry skips what finished
+                    raise failed
+            if guidance.pending:
+                items = await self._guidance.take(guidance, list(guidance.pending))
+                taken += items
+                if any(item.intent == "interrupt" for item in items):
+                    return True
+
+
+@dataclass
+class _Batch:
+    outcomes: dict[str, ToolCallOutcome] = field(default_factory=dict)
+    interrupted: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    taken: list[GuidanceItem] = field(default_factory=list)
+    aborted: bool = False
