@@ -173,7 +173,7 @@ async def test_an_abort_while_the_calls_worker_is_dead_ends_the_run_aborted(
     run = await stack.client.runs.prompt(session.id, "talk")
     await eventually(lambda: len(stack.model.requests_for(session.id)) == 1, timeout=60)
     # Leases record calls in batches (each renewal): kill once this one is recorded.
-    await eventually(lambda: running_calls(stack) == ["turn-1-model-1"], timeout=30)
+    await eventually(lambda: running_calls(stack) == ["turn-1-1"], timeout=30)  # the turn
     stack.kill(first)
     async with stack.worker():
         result = await asyncio.wait_for(stack.client.runs.abort(session.id), timeout=BOUND_S)
