@@ -152,15 +152,17 @@ class TurnTaker:
                     if not task.done():
                         task.cancel()
                         batch.interrupted.append(call_id)
-            done = await asyncio.gather(*tasks.values(), return_exceptions=batch.aborted)
-            batch.outcomes.update(
-                (call_id, outcome)
-                for call_id, outcome in zip(tasks, done, strict=True)
-                if isinstance(outcome, ToolCallOutcome)
-            )
+            done = await asyncio.gather(*tasks.values(), return_exceptions=True)
+            for call_id, outcome in zip(tasks, done, strict=True):
+                if isinstance(outcome, ToolCallOutcome):
+                    batch.outcomes[call_id] = outcome
+                elif not isinstance(outcome, asyncio.CancelledError) and not batch.aborted:
+                    raise outcome  # the activity fails; its retry skips what finished
+                # Stopped before it could stage a result: the workflow says it was stopped.
             if batch.aborted:
                 break
-        batch.skipped += [call.id for call in calls if call.id not in batch.outcomes]
+        stopped = {*batch.outcomes, *batch.interrupted}
+        batch.skipped += [call.id for call in calls if call.id not in stopped]
         return batch
 
     async def _until_done_or_interrupted(
