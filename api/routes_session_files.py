@@ -46,10 +46,10 @@ class ImportResult(BaseModel):
 def session_file_routes(
     client: DuragentClient, current_user: Callable[..., str], policy: WorkspacePolicy
 ) -> APIRouter:
-    router = APIRouter(prefix="/api")
+    router = APIRouter()
     User = Annotated[str, Depends(current_user)]
 
-    @router.get("/sessions/{session_id}/export")
+    @router.get("/api/sessions/{session_id}/export")
     async def export(session_id: str, owner: User) -> Response:
         """The session's whole tree as a `duragent-session` file (JSON Lines)."""
         await owned_session_async(client, session_id, owner)
