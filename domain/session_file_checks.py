@@ -144,11 +144,13 @@ def check_id(value: object, what: str, number: int) -> str:
 
 
 def validation_reason(error: ValidationError) -> str:
-    """A pydantic error as a short reason: the first bad field and its rule."""
-    first = error.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in first["loc"]) or "value"
-    more = len(error.errors()) - 1
-    return f"{where}: {first['msg']}" + (f" (and {more} more)" if more else "")
+    """A pydantic error as a short reason: the bad field and its rule. Of a union's
+    errors the deepest is the telling one (the member that nearly matched)."""
+    errors = error.errors(include_url=False)
+    worst = max(errors, key=lambda e: len(e["loc"]))
+    # Union members show in the location as their types (`list[tagged-union[...]]`).
+    where = ".".join(str(part) for part in worst["loc"] if "[" not in str(part)) or "value"
+    return f"{where}: {worst['msg']}"
 
 
 @dataclass(frozen=True)
