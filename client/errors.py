@@ -183,7 +183,9 @@ class IdsInUse(DuragentError):
     """`keep_ids` asked for ids this deployment already has: nothing was imported."""
 
     def __init__(self, taken: list[str], session_id: str) -> None:
-        if taken[0] == session_id:
+        if not taken:
+            what = "some of them were stored here by another import meanwhile"
+        elif taken[0] == session_id:
             what = f"session {session_id} exists here already"
         else:
             what = f"{len(taken)} of its entry ids are taken here (the first {taken[0]!r})"

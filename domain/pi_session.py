@@ -18,7 +18,8 @@ What does not map, or not exactly:
 
 - Version 1 files (no entry ids) are refused: opening one in pi upgrades it.
 - A compaction's `retainedTail` (messages kept inside the compaction entry) has no place
-  here: a file with one is refused. `fromHook` is dropped.
+  here: a file with one is refused. `fromHook` is dropped, and so are a branch summary's
+  `details` (ours keep none).
 - The compaction and branch summaries reach the model with our wording around them,
   not pi's (`<summary>` tags); the summary texts are pi's.
 - pi takes a path's model from its last assistant message too; here only `model_change`
@@ -29,8 +30,8 @@ What does not map, or not exactly:
 - Thinking keeps its signature only from Anthropic's API (another provider's would be
   refused by it); tool call ids get any character Anthropic's API refuses replaced by `_`
   (in the call and its result alike). `textSignature`, `thoughtSignature` and
-  `fullOutputPath` are dropped, and so is non-object `details`/`data` unless wrapped as
-  `{"value": ...}` (they are kept that way).
+  `fullOutputPath` are dropped; `details` and `data` that are not objects are kept
+  wrapped, as `{"value": ...}`.
 - A `session_info` without a name, and a `leaf` entry whose target is null (back before
   the first entry), become custom entries (`pi_session_info`, `pi_leaf`).
 """
@@ -165,7 +166,7 @@ class PiToolResult(_Pi):
     role: Literal["toolResult"]
     tool_call_id: str = Field(min_length=1, max_length=200)
     tool_name: str
-    content: list[PiUserBlock]
+    content: str | list[PiUserBlock]
     details: Any = None
     is_error: bool = False
     timestamp: int

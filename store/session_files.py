@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from itertools import groupby
 
 from sqlalchemy import and_, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from duragent.domain.config import SessionConfig
@@ -19,10 +20,11 @@ from duragent.store.tables import DisplayMessageRow, EntryRow
 
 
 class IdsTaken(LookupError):
-    """Ids an import would keep that this store already has."""
+    """Ids an import would keep that this store already has (none named: some were
+    stored by another transaction while this one wrote)."""
 
     def __init__(self, taken: Sequence[str]) -> None:
-        super().__init__(f"{len(taken)} taken, the first {taken[0]!r}")
+        super().__init__(f"{len(taken)} taken" + (f", the first {taken[0]!r}" if taken else ""))
         self.taken = list(taken)
 
 
@@ -82,18 +84,23 @@ def store_imported(
         taken = taken_ids(db, session_id, [s.entry.id for s in stored])
         if taken:
             raise IdsTaken(taken)
-    sessions.create_session(
-        db,
-        session_id=session_id,
-        workspace=workspace,
-        config=config,
-        name=name,
-        owner=owner,
-        host=host,
-    )
-    for run_id, group in groupby(stored, key=lambda s: s.run_id):
-        chunk = [s.entry for s in group]
-        entries.insert_entries(db, session_id, chunk, run_id=run_id)
-        display.append_display(db, session_id, run_id, displayed(chunk))
+    try:
+        sessions.create_session(
+            db,
+            session_id=session_id,
+            workspace=workspace,
+            config=config,
+            name=name,
+            owner=owner,
+            host=host,
+        )
+        for run_id, group in groupby(stored, key=lambda s: s.run_id):
+            chunk = [s.entry for s in group]
+            # Never skipped when stored (as a run's retried step would): an id taken
+            # meanwhile fails the whole import rather than leaving a hole in it.
+            entries.insert_new_entries(db, session_id, chunk, run_id=run_id)
+            display.append_display(db, session_id, run_id, displayed(chunk))
+    except IntegrityError as err:
+        raise IdsTaken([]) from err
     sessions.set_leaf(db, session_id, leaf_id)
     return sessions.require_session(db, session_id)

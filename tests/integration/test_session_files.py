@@ -16,9 +16,12 @@ from support import BOTH_STORES, ApiServer, Stack, eventually, run_finished
 from duragent.api.app import MAX_BODY_BYTES
 from duragent.client.errors import IdsInUse
 from duragent.domain.compaction import CompactionSettings
+from duragent.domain.config import SessionConfig
 from duragent.domain.entries import MessageEntry
 from duragent.domain.messages import ToolResultMessage, UserMessage, text_of
+from duragent.domain.session_file import read_session_file, stored_entries
 from duragent.domain.session_file_checks import MAX_FILE_BYTES, SessionFileRefused
+from duragent.store.session_files import IdsTaken, store_imported
 from duragent.store.tables import DisplayMessageRow, EntryRow, SessionRow
 
 BIG = "0123456789 " * 400  # about 4.4 KB, some 1100 tokens
@@ -524,3 +527,26 @@ async def test_export_and_import_over_http_are_the_owners_only(
     assert texts == ["hi", "hello"]
     with pytest.raises(IdsInUse):
         stack.client.session_files.import_file(file, keep_ids=True)
+
+
+async def test_an_id_taken_while_importing_fails_the_whole_import(stack: Stack) -> None:
+    """Kept ids are looked up first; one stored by another import between that look and
+    the write (here: asked not to look) fails the transaction, never leaves a hole."""
+    file = ours(message("e1", None), leaf="e1").encode()
+    stack.client.session_files.import_file(file, keep_ids=True)
+    taken = read_session_file(ours(message("e0", None), message("e1", "e0")).encode())
+    counts = store_counts(stack)
+    with pytest.raises(IdsTaken), stack.db.transaction() as db:
+        store_imported(
+            db,
+            session_id="s-new",
+            workspace=str(stack.settings.home),
+            config=SessionConfig(model="claude-sonnet-5-5"),
+            name=None,
+            owner=None,
+            host=None,
+            leaf_id="e1",
+            stored=stored_entries(taken),
+            check_ids=False,
+        )
+    assert store_counts(stack) == counts
