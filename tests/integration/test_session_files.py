@@ -529,6 +529,7 @@ async def test_export_and_import_over_http_are_the_owners_only(
         stack.client.session_files.import_file(file, keep_ids=True)
 
 
+@BOTH_STORES
 async def test_an_id_taken_while_importing_fails_the_whole_import(stack: Stack) -> None:
     """Kept ids are looked up first; one stored by another import between that look and
     the write (here: asked not to look) fails the transaction, never leaves a hole."""
