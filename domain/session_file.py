@@ -132,6 +132,7 @@ def read_session_file(data: bytes) -> SessionFile:
     if "format" in first.data:
         return _read_duragent(first, lines)
     if first.data.get("type") == "session":
+        # Imported here: pi's reader builds on this module's `SessionFile`.
         from duragent.domain.pi_session import read_pi_session
 
         return read_pi_session(first, lines)
