@@ -42,6 +42,12 @@ from duragent.api.routes_approvals import approval_routes
 from duragent.api.routes_budgets import budget_routes
 from duragent.api.routes_metrics import mount_metrics
 from duragent.api.routes_page import page_routes
+from duragent.api.routes_session_files import (
+    IMPORT_PATH,
+    IMPORT_TOO_LARGE,
+    MAX_IMPORT_BYTES,
+    session_file_routes,
+)
 from duragent.api.subagent_links import session_links
 from duragent.api.web import mount_web
 from duragent.client.api import DuragentClient, RunHandle
@@ -49,10 +55,12 @@ from duragent.client.errors import (
     ApprovalNotRecorded,
     ApprovalRefused,
     DuragentError,
+    IdsInUse,
     InputQueueFull,
     InputTooLarge,
     InvalidChange,
     InvalidPrompt,
+    InvalidSessionName,
     InvalidWorkspace,
     QueueItemNotFound,
     QueueItemNotPending,
@@ -68,6 +76,7 @@ from duragent.client.errors import (
 from duragent.client.workspaces import WorkspacePolicy
 from duragent.domain.cost import message_turn_cost
 from duragent.domain.input import MAX_INPUT_BYTES
+from duragent.domain.session_file_checks import SessionFileRefused
 from duragent.store.records import DisplayMessage, QueueItem, SessionRecord
 
 # Store calls are synchronous: a route that makes one is a plain `def` (FastAPI runs it on
@@ -100,6 +109,9 @@ _STORE_DISK_FULL = (
 # First match wins: subclasses before their bases.
 _STATUS = {
     SessionNotFound: 404,
+    SessionFileRefused: 422,
+    InvalidSessionName: 422,
+    IdsInUse: 409,
     QueueItemNotFound: 404,
     SessionBusy: 409,
     SessionIdle: 409,
@@ -156,7 +168,12 @@ def create_app(
     """`tokens` maps bearer tokens to user names; `workspaces` says where users' sessions
     may work (default: from the client's settings)."""
     app = FastAPI(title="duragent", summary="A durable, steerable agent harness on Temporal")
-    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, detail=_BODY_TOO_LARGE)
+    app.add_middleware(
+        BodyLimit,
+        limit=MAX_BODY_BYTES,
+        detail=_BODY_TOO_LARGE,
+        paths={IMPORT_PATH: (MAX_IMPORT_BYTES, IMPORT_TOO_LARGE)},
+    )
     app.state.tokens = dict(tokens)
     policy = workspaces or WorkspacePolicy.from_settings(client.settings)
 
@@ -352,6 +369,7 @@ def create_app(
     app.include_router(page_routes(client, current_user))
     app.include_router(approval_routes(client, current_user))
     app.include_router(budget_routes(client, current_user))
+    app.include_router(session_file_routes(client, current_user, policy))
     mount_metrics(app, client)  # GET /metrics when DURAGENT_API_METRICS is on
     mount_web(app)  # the web page, at /
     return app

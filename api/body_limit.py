@@ -6,6 +6,8 @@ Large" whatever the app's handlers say; this one answers with JSON naming the li
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
@@ -15,20 +17,29 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 class BodyLimit:
     """Refuse (413) a request whose body is over `limit` bytes: at once when its
     Content-Length says so, else as soon as the bytes received pass it (raised as an
-    `HTTPException` from the body read, which the app's handlers turn into the answer)."""
+    `HTTPException` from the body read, which the app's handlers turn into the answer).
+    `paths` gives a path a limit and answer of its own (a whole file's, not one text's)."""
 
-    def __init__(self, app: ASGIApp, limit: int, detail: str) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        limit: int,
+        detail: str,
+        paths: Mapping[str, tuple[int, str]] | None = None,
+    ) -> None:
         self.app = app
         self.limit = limit
         self.detail = detail
+        self.paths = dict(paths or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit, detail = self.paths.get(scope["path"], (self.limit, self.detail))
         declared = Headers(scope=scope).get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            response = JSONResponse({"detail": self.detail}, status_code=413)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            response = JSONResponse({"detail": detail}, status_code=413)
             await response(scope, receive, send)
             return
         received = 0
@@ -38,8 +49,8 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.limit:
-                    raise HTTPException(413, self.detail)
+                if received > limit:
+                    raise HTTPException(413, detail)
             return message
 
         await self.app(scope, bounded_receive, send)

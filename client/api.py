@@ -14,6 +14,7 @@ own:
     client.approvals  approval policy, waiting calls, decisions (`client.approvals`)
     client.budgets    budgets, spending, raises                 (`client.budgets`)
     client.hosts      moving a session to another host          (`client.hosts`)
+    client.session_files  export a session as a file, import one  (`client.session_files`)
 
 Two parts serve the others: `client.workflows` starts and asks a session's workflow
 (`client.session_workflows`), and `client.writes` carries config changes and entries to
@@ -44,6 +45,7 @@ from duragent.client.inputs import Inputs
 from duragent.client.plugins import Plugin, Plugins, load_plugins
 from duragent.client.run_control import RunHandle, Runs
 from duragent.client.session_config import SessionConfigs
+from duragent.client.session_files import SessionFiles
 from duragent.client.session_tree import SessionTree
 from duragent.client.session_workflows import SessionWorkflows
 from duragent.client.session_writes import SessionWrites
@@ -89,6 +91,7 @@ class DuragentClient:
         self.approvals = Approvals(self)
         self.budgets = Budgets(self)
         self.hosts = Hosts(self)
+        self.session_files = SessionFiles(self)
         self.workflows = SessionWorkflows(self)
         self.writes = SessionWrites(self)
 

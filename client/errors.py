@@ -6,6 +6,7 @@ from temporalio.exceptions import FailureError
 
 from duragent.domain.errors import DuragentError as DuragentError  # the base, shared
 from duragent.domain.fallbacks import root_message
+from duragent.domain.session_file_checks import MAX_NAME_CHARS as MAX_SESSION_NAME_CHARS
 from duragent.store.errors import disk_refuses as disk_refuses  # what a 503 says, for api/
 from duragent.store.errors import store_trouble as store_trouble
 
@@ -176,3 +177,28 @@ def failure_text(err: BaseException) -> str:
     while cause.__cause__ is not None:
         cause = cause.__cause__
     return cause.message if isinstance(cause, FailureError) and cause.message else root_message(err)
+
+
+class IdsInUse(DuragentError):
+    """`keep_ids` asked for ids this deployment already has: nothing was imported."""
+
+    def __init__(self, taken: list[str], session_id: str) -> None:
+        if not taken:
+            what = "some of them were stored here by another import meanwhile"
+        elif taken[0] == session_id:
+            what = f"session {session_id} exists here already"
+        else:
+            what = f"{len(taken)} of its entry ids are taken here (the first {taken[0]!r})"
+        super().__init__(
+            f"cannot keep the file's ids: {what}; import it without keeping ids to give "
+            "it new ones. Nothing was imported"
+        )
+        self.taken = taken
+
+
+class InvalidSessionName(DuragentError, ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"a session name is 1 to {MAX_SESSION_NAME_CHARS} characters, not {len(name)}; nothing "
+            "was imported"
+        )

@@ -99,7 +99,31 @@ class Sessions(ClientPart):
             if text is not None:
                 bounded(what, str(text))
         session_id = uuid.uuid4().hex
-        config = self._new_config(model, system_prompt)
+        config = self.new_config(model, system_prompt)
+        folder = self.new_workspace(session_id, workspace, owner=owner, policy=policy, host=host)
+        with self._client.db.transaction() as db:
+            return sessions.create_session(
+                db,
+                session_id=session_id,
+                workspace=str(folder),
+                config=config,
+                name=name,
+                owner=owner,
+                host=None if settings.shared_workspaces else host,
+            )
+
+    def new_workspace(
+        self,
+        session_id: str,
+        workspace: Path | str | None,
+        *,
+        owner: str | None,
+        policy: WorkspacePolicy | None,
+        host: str | None = None,
+    ) -> Path:
+        """The workspace folder of a new session (see `create`), made when `host` is this
+        machine's (or None); `InvalidWorkspace` (`WorkspaceNotAllowed`) when it cannot be."""
+        settings = self._client.settings
         if policy is not None:
             if owner is None:
                 raise ValueError("a workspace policy needs the session's owner")
@@ -118,18 +142,11 @@ class Sessions(ClientPart):
                     raise InvalidWorkspace(str(workspace or folder), "changed while it was made")
         except OSError as err:
             raise InvalidWorkspace(str(workspace or folder), f"cannot be created ({err})") from err
-        with self._client.db.transaction() as db:
-            return sessions.create_session(
-                db,
-                session_id=session_id,
-                workspace=str(folder),
-                config=config,
-                name=name,
-                owner=owner,
-                host=None if settings.shared_workspaces else host,
-            )
+        return folder
 
-    def _new_config(self, model: str | None, system_prompt: str | None) -> SessionConfig:
+    def new_config(
+        self, model: str | None = None, system_prompt: str | None = None
+    ) -> SessionConfig:
         """A new session's config: what the caller gives, else the plugins' defaults
         (`client.plugins`), else the settings' model (a model set in the settings, not
         left at its default, wins over the plugins')."""

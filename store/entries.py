@@ -68,6 +68,17 @@ def insert_entries(
     )
 
 
+def insert_new_entries(
+    db: Session, session_id: str, entries: Sequence[SessionEntry], *, run_id: str | None = None
+) -> None:
+    """Add entries that must all be new: an id already stored is an `IntegrityError`
+    (which ends the transaction), never skipped."""
+    if entries:
+        db.execute(
+            table_of(EntryRow).insert(), [_row_values(session_id, e, run_id) for e in entries]
+        )
+
+
 def existing_ids(db: Session, ids: Sequence[str]) -> set[str]:
     if not ids:
         return set()

@@ -6,6 +6,8 @@ registered here in the order `duragent --help` lists them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from duragent.client import lifecycle
 from duragent.client.cli import (
     approvals,
@@ -15,6 +17,7 @@ from duragent.client.cli import (
     inputs,
     runs,
     servers,
+    session_files,
     sessions,
     setup,
     tree,
@@ -53,12 +56,16 @@ COMMANDS = (
     tree.label,
     tree.compact,
     tree.goto,
+    session_files.export,
+    session_files.import_session,
     hosts.move,
 )
-"""Each is named after its function, underscores as dashes (`follow_up`: `follow-up`)."""
+"""Each is named after its function, underscores as dashes (`follow_up`: `follow-up`),
+unless `NAMES` names it (`import` is no name a Python function can have)."""
+NAMES: dict[Callable[..., None], str] = {session_files.import_session: "import"}
 
 for _command in COMMANDS:
-    app.command()(_command)
+    app.command(NAMES.get(_command))(_command)
 
 
 def main() -> None:
