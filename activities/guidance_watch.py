@@ -36,8 +36,16 @@ class RunGuidance:
     session_id: str
     run_id: str
     pending: list[GuidanceItem] = field(default_factory=list)
-    arrived: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set while `pending` holds items."""
+    interrupting: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set while `pending` holds an item that interrupts."""
+
+    def update(self, pending: list[GuidanceItem]) -> None:
+        """`pending` as last read (or what is left of it once some were taken)."""
+        self.pending = pending
+        if any(item.intent == "interrupt" for item in pending):
+            self.interrupting.set()
+        else:
+            self.interrupting.clear()
 
 
 class GuidanceWatch:
@@ -73,9 +81,8 @@ class GuidanceWatch:
                 return input_queue.take_guidance(db, run.run_id, [i.id for i in items])
 
         taken = set(await asyncio.to_thread(take))
-        run.pending = [i for i in run.pending if i.id not in {j.id for j in items}]
-        if not run.pending:
-            run.arrived.clear()
+        asked = {item.id for item in items}
+        run.update([item for item in run.pending if item.id not in asked])
         return [item for item in items if item.id in taken]
 
     async def _poll(self) -> None:
@@ -95,8 +102,4 @@ class GuidanceWatch:
 
         found = await asyncio.to_thread(read)
         for run in runs:
-            run.pending = [item for run_id, item in found if run_id == run.run_id]
-            if run.pending:
-                run.arrived.set()
-            else:
-                run.arrived.clear()
+            run.update([item for run_id, item in found if run_id == run.run_id])

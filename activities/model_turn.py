@@ -84,8 +84,9 @@ class ModelTurns:
         return result
 
     async def answer(self, data: ModelTurnInput) -> tuple[ModelTurnResult, bool]:
-        """Save the previous turn, then the model's reply, staged; and whether an earlier
-        attempt of this turn had staged it already (then the model is not asked again)."""
+        """Save the previous turn, then the model's reply, staged; and whether another
+        attempt of this turn staged it (an earlier one: the model is not asked again; or
+        one that raced this one, taken for lost meanwhile): its calls may have begun."""
         prepared = await with_store_retries(
             lambda: self._prepare(data), what="saving the turn and reading the context"
         )
@@ -97,8 +98,8 @@ class ModelTurns:
             snapshot = snapshot.model_copy(update=data.override.model_dump(exclude_none=True))
         # Tools listed at run time (MCP servers') are listed anew once per turn.
         await self._tools.refresh(servers)
-        message = await self._reply(data, snapshot, context, servers)
-        return self._result(data, snapshot, message, servers), False
+        message, raced = await self._reply(data, snapshot, context, servers)
+        return self._result(data, snapshot, message, servers), raced
 
     async def _reply(
         self,
@@ -106,8 +107,9 @@ class ModelTurns:
         snapshot: TurnSnapshot,
         context: list[AgentMessage],
         servers: list[str] | None,
-    ) -> AssistantMessage:
-        """Ask the model, streaming deltas to run events; the reply is staged."""
+    ) -> tuple[AssistantMessage, bool]:
+        """Ask the model, streaming deltas to run events; the reply is staged. True with
+        it when another attempt staged its reply first (that one is kept)."""
         turn = TurnContext(
             data.session_id,
             data.run_id,
@@ -163,13 +165,14 @@ class ModelTurns:
         message = assistant_message(reply, model=snapshot.model, timestamp=started)
         sink.add(MessageEnd(entry_id=data.entry_id, message=message))
         kept = await sink.close((data.entry_id, message))
-        if isinstance(kept, AssistantMessage) and kept != message:
+        raced = isinstance(kept, AssistantMessage) and kept != message
+        if isinstance(kept, AssistantMessage) and raced:
             # Another attempt finished first (this worker was taken for lost meanwhile):
             # the workflow may have acted on that reply, so this attempt returns it too.
             message = kept
         # Staged and committed: this turn's tool calls read it here, if they run here.
         self._replies.put(data.entry_id, message)
-        return message
+        return message, raced
 
     def _result(
         self,

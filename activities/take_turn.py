@@ -11,8 +11,10 @@ the reply and the calls' outcomes together and decides everything between turns.
   batch keeps its parallelism and approvals wait in the workflow.
 - Runtime guidance (`activities.guidance_watch`) is taken here, with the workflow's
   compare-and-set: before any call starts, the calls are left unrun for a re-plan;
-  while they run, an interrupting item stops the running calls (each stages what it
-  printed) and skips the rest, a supplementing one lets them finish and skips the rest.
+  while they run, an interrupting item is taken at once and stops the running calls
+  (each stages what it printed) and skips the rest; a supplementing one is taken when
+  the running calls have finished (its sender may edit or delete it until then) and
+  skips the rest.
   The items go back to the workflow, which injects them where the turn ended.
 - A retried attempt (its worker died) reuses the staged reply (the model is not asked
   twice), skips calls whose result is staged, reports an interrupted call that is not
@@ -82,13 +84,15 @@ class TurnTaker:
         async with heartbeating(lambda: {"calls": calls_progress}):
             await unstick_after_retry()
             began = time.monotonic()
-            reply, reused = await self._models.answer(data)
+            reply, another = await self._models.answer(data)
             model_ms = int((time.monotonic() - began) * 1000)
             calls = reply.tool_calls
             if not calls or any(decided_in_workflow(call) for call in calls):
                 return TakeTurnResult(reply=reply, model_ms=model_ms)
-            # Calls may have begun only if an earlier attempt got as far as the reply.
-            attempt = info.attempt if reused else 1
+            # Calls may have begun only if another attempt got as far as the reply (an
+            # earlier one, or one racing this one: a worker taken for lost and still at
+            # work): then what is not staged and not retry-safe is reported, not run.
+            attempt = max(info.attempt, 2) if another else 1
 
             async def run_one(call: ToolCallRef) -> ToolCallOutcome:
                 began = time.time_ns()
@@ -171,14 +175,18 @@ class TurnTaker:
         guidance: RunGuidance,
         taken: list[GuidanceItem],
     ) -> bool:
-        """Wait for the group's calls, taking guidance that arrives meanwhile (into
-        `taken`); True if an item interrupts them."""
+        """Wait for the group's calls; True if guidance that interrupts arrives meanwhile
+        (taken at once, into `taken`). Guidance that supplements is taken once the calls
+        have finished (until then its sender may still edit or delete it), and ends the
+        batch there."""
         running = set(tasks.values())
         while True:
             pending = {t for t in running if not t.done()}
             if not pending:
+                if guidance.pending:
+                    taken += await self._guidance.take(guidance, list(guidance.pending))
                 return False
-            arrived = asyncio.create_task(guidance.arrived.wait())
+            arrived = asyncio.create_task(guidance.interrupting.wait())
             try:
                 await asyncio.wait({*pending, arrived}, return_when=asyncio.FIRST_COMPLETED)
             finally:
@@ -187,7 +195,7 @@ class TurnTaker:
                 failed = task.exception() if task.done() and not task.cancelled() else None
                 if failed is not None:  # the activity fails; its retry skips what finished
                     raise failed
-            if guidance.pending:
+            if any(item.intent == "interrupt" for item in guidance.pending):
                 items = await self._guidance.take(guidance, list(guidance.pending))
                 taken += items
                 if any(item.intent == "interrupt" for item in items):
