@@ -73,10 +73,10 @@ from duragent.domain.messages import (
     Usage,
     UserMessage,
 )
-from duragent.domain.session_file import SessionFile
 from duragent.domain.session_file_checks import (
     Line,
     NumberedEntry,
+    SessionFile,
     SessionFileRefused,
     check_tree,
     validation_reason,

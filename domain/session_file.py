@@ -35,11 +35,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from duragent.domain.config import SessionConfig
 from duragent.domain.entries import SessionEntry, entry_adapter
+from duragent.domain.pi_session import read_pi_session
 from duragent.domain.session_file_checks import (
     MAX_ENTRIES,
     MAX_NAME_CHARS,
     Line,
     NumberedEntry,
+    SessionFile,
     SessionFileRefused,
     check_id,
     check_tree,
@@ -93,20 +95,6 @@ class StoredEntry:
     run_id: str | None
 
 
-@dataclass(frozen=True)
-class SessionFile:
-    """A file read and checked: what an import stores."""
-
-    kind: Literal["duragent", "pi"]
-    source_id: str
-    """The session's id where it came from: what `--keep-ids` keeps."""
-    name: str | None
-    config: SessionConfig | None
-    """None: the file has none (pi's); the importing deployment's defaults apply."""
-    leaf_id: str | None
-    entries: list[NumberedEntry]
-
-
 def export_lines(header: ExportHeader, entries: Sequence[StoredEntry]) -> Iterator[str]:
     """The file's lines, each one JSON object and a newline."""
     yield _line(header.model_dump(mode="json"))
@@ -132,9 +120,6 @@ def read_session_file(data: bytes) -> SessionFile:
     if "format" in first.data:
         return _read_duragent(first, lines)
     if first.data.get("type") == "session":
-        # Imported here: pi's reader builds on this module's `SessionFile`.
-        from duragent.domain.pi_session import read_pi_session
-
         return read_pi_session(first, lines)
     raise SessionFileRefused(
         first.number,

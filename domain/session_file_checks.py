@@ -16,10 +16,11 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from duragent.domain.config import SessionConfig
 from duragent.domain.entries import (
     BranchSummaryEntry,
     CompactionEntry,
@@ -205,3 +206,17 @@ def _kind(value: object) -> str:
 
 def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class SessionFile:
+    """A file read and checked: what an import stores."""
+
+    kind: Literal["duragent", "pi"]
+    source_id: str
+    """The session's id where it came from: what `--keep-ids` keeps."""
+    name: str | None
+    config: SessionConfig | None
+    """None: the file has none (pi's); the importing deployment's defaults apply."""
+    leaf_id: str | None
+    entries: list[NumberedEntry]
