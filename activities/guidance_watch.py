@@ -86,6 +86,9 @@ class GuidanceWatch:
         return [item for item in items if item.id in taken]
 
     async def _poll(self) -> None:
+        # A turn reads once itself as its calls start (`read`): the first poll is a tick
+        # later, so calls that end sooner cost no query of the watch's.
+        await asyncio.sleep(TICK_S)
         while self._runs:
             try:
                 await self._read(list(self._runs.values()))

@@ -63,6 +63,8 @@ def summarize_activity(activity: ScheduledActivity) -> None:
         item.summary = _model_summary(activity, data, result)
     elif activity.activity_type == "take_turn":  # the model call; its tool calls: turn_calls
         item.summary = _model_summary(activity, data, result.get("reply") or {})
+        if isinstance(result.get("model_ms"), int):  # the model's part of the turn
+            details["turn_ms"], item.duration_ms = item.duration_ms, result["model_ms"]
     elif activity.activity_type == "run_tool":
         item.summary = _tool_summary(activity, data, result)
     elif activity.activity_type == "summarize" and activity.outcome == "completed":

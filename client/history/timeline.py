@@ -28,7 +28,8 @@ class TimelineItem(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
     """What the summary is made of, JSON-safe (times as ISO 8601 strings)."""
     duration_ms: int | None = None
-    """How long the run waited for it: scheduled to closed for activities, the wait for
+    """How long the run waited for it: scheduled to closed for activities (for a turn's
+    activity, its model call; `turn_ms` in its details is the whole turn), the wait for
     retries and timers. None when unknown or not finished."""
 
 
