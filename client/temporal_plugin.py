@@ -34,13 +34,10 @@ from duragent.activities.extensions import Extension
 from duragent.client.connection import open_store
 from duragent.client.plugins import Plugin, load_plugins
 from duragent.client.workers import build_worker
+from duragent.client.workflow_runner import PASSED_THROUGH
 from duragent.settings import Settings
 from duragent.store.db import Database
 from duragent.telemetry import tracing
-
-PASSED_THROUGH = ("duragent", "opentelemetry")
-"""What the sandbox of a user's worker passes through: duragent itself (a workflow of yours
-that imports it gets the one loaded copy) and OpenTelemetry, as Temporal's own plugin does."""
 
 
 class TemporalPlugin(SimplePlugin):

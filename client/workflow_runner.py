@@ -30,16 +30,27 @@ from temporalio.workflow import Info, _Definition
 from duragent.activities.cancel_hints import CancelHints
 from duragent.activities.heartbeat import PACE, CallKey, HeartbeatPace
 
+PASSED_THROUGH = ("duragent", "opentelemetry")
+"""What a worker's sandbox loads once and shares between runs: duragent itself and
+OpenTelemetry (as Temporal's own OpenTelemetry plugin does, for traced workflows). The
+sandbox would otherwise import every workflow module again for each new run (a run is a
+prompt to idle), and that import was a tenth of a worker's CPU at a hundred sessions."""
 
-def workflow_runner(hints: CancelHints | None = None) -> CancelHintingRunner:
-    """The sandbox, with our pure domain package passed through (loaded once, shared), and
-    OpenTelemetry, as Temporal's own OpenTelemetry plugin does (traced workflows use it);
+STRICT_PASSED_THROUGH = ("duragent.domain", "opentelemetry")
+"""What the strict sandbox passes through: only the pure domain package, so the
+workflows' own code runs under the sandbox's restrictions, where a call to the clock, a
+random source or I/O fails at once (the replay tests and the fast workflow tests)."""
+
+
+def workflow_runner(
+    hints: CancelHints | None = None, *, strict: bool = False
+) -> CancelHintingRunner:
+    """The sandbox, passing `PASSED_THROUGH` through (`STRICT_PASSED_THROUGH` if `strict`);
     cancellations hinted in this process, and to the others through `hints` if given."""
+    passed = STRICT_PASSED_THROUGH if strict else PASSED_THROUGH
     return CancelHintingRunner(
         SandboxedWorkflowRunner(
-            restrictions=SandboxRestrictions.default.with_passthrough_modules(
-                "duragent.domain", "opentelemetry"
-            )
+            restrictions=SandboxRestrictions.default.with_passthrough_modules(*passed)
         ),
         hints=hints,
     )

@@ -38,6 +38,24 @@ OUTCOME_PREVIEW_CHARS = 200
 """How much of a tool result the workflow sees."""
 
 
+_DEFAULTS: dict[type[BaseModel], dict[str, Any]] = {}
+
+
+def _defaults_of(model: type[BaseModel]) -> dict[str, Any]:
+    """The defaults of a model's optional fields, worked out once per class: pydantic's
+    `get_default` inspects a default factory's signature on every call, which cost more
+    than the rest of serializing a turn."""
+    defaults = _DEFAULTS.get(model)
+    if defaults is None:
+        defaults = {
+            name: field.get_default(call_default_factory=True)
+            for name, field in model.model_fields.items()
+            if not field.is_required()
+        }
+        _DEFAULTS[model] = defaults
+    return defaults
+
+
 class _Contract(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -49,12 +67,8 @@ class _Contract(BaseModel):
         data = handler(self)
         if not isinstance(data, dict):
             return data
-        for name, field in type(self).model_fields.items():
-            if (
-                name in data
-                and not field.is_required()
-                and getattr(self, name) == field.get_default(call_default_factory=True)
-            ):
+        for name, default in _defaults_of(type(self)).items():
+            if name in data and getattr(self, name) == default:
                 del data[name]
         return data
 

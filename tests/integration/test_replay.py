@@ -54,7 +54,7 @@ async def test_history_replays(path: Path) -> None:
     replayer = Replayer(
         workflows=[SessionRun, SessionChanges, SessionCompaction, SessionNavigation, SessionMove],
         data_converter=pydantic_data_converter,
-        workflow_runner=workflow_runner(),
+        workflow_runner=workflow_runner(strict=True),
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None

@@ -181,7 +181,7 @@ async def running(
         task_queue=queue,
         workflows=[SessionRun],
         activities=stand_ins.activities(),
-        workflow_runner=workflow_runner(),
+        workflow_runner=workflow_runner(strict=True),
         max_heartbeat_throttle_interval=throttle,
         default_heartbeat_throttle_interval=throttle,
     ):
