@@ -1,0 +1,118 @@
+"""The durable waits of a run as AG-UI interrupts, and the answers that resume them.
+
+A run that waits for a person (phase `awaiting_approval`) ends its AG-UI run with the
+interrupt outcome, one `Interrupt` per thing it waits for; the workflow itself keeps
+waiting, durably. The client answers with `RunAgentInput.resume`, and each entry is taken
+by the wait its interrupt id names (`<kind>:<id>`).
+
+A new kind of wait is one `Wait` in `WAITS`: the phase it shows as, the prefix of its
+interrupt ids, how to list what waits and how to take an answer.
+"""
+
+# No `from __future__ import annotations`: pydantic reads the annotations below.
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ag_ui.core import Interrupt, ResumeEntry
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from duragent.client.api import DuragentClient
+from duragent.client.bounds import one_line
+from duragent.client.errors import ApprovalRefused, InvalidChange
+from duragent.domain.approvals import MAX_REASON_CHARS, PendingApproval
+
+APPROVAL_REASON = "tool_approval"
+"""The `reason` of an approval's interrupt."""
+
+
+class ApprovalAnswer(BaseModel):
+    """The `payload` of a resume entry that answers an approval."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    approved: bool
+    always: bool = False
+    """With `approved`: also allow this tool (bash: this exact command) from then on."""
+    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
+    """Without `approved`: what the model reads as the call's error result."""
+
+
+APPROVAL_SCHEMA: dict[str, Any] = ApprovalAnswer.model_json_schema()
+
+
+def approval_interrupt(pending: PendingApproval) -> Interrupt:
+    return Interrupt(
+        id=f"approval:{pending.call_id}",
+        reason=APPROVAL_REASON,
+        message=f"Allow {pending.tool_name}: {pending.args_preview}?",
+        tool_call_id=pending.call_id,
+        response_schema=APPROVAL_SCHEMA,
+        metadata={
+            "tool_name": pending.tool_name,
+            "arguments": pending.arguments,
+            "rule": pending.rule,
+            "timeout_s": pending.timeout_s,
+        },
+    )
+
+
+async def approval_interrupts(client: DuragentClient, session_id: str) -> list[Interrupt]:
+    return [approval_interrupt(p) for p in await client.approvals.pending(session_id)]
+
+
+async def answer_approval(
+    client: DuragentClient, session_id: str, call_id: str, entry: ResumeEntry, by: str
+) -> None:
+    if entry.status == "cancelled":
+        await client.approvals.deny(session_id, call_id, "the person cancelled it", by=by)
+        return
+    try:
+        answer = ApprovalAnswer.model_validate(entry.payload)
+    except ValidationError as err:
+        raise ApprovalRefused(f"resume {entry.interrupt_id!r}: {one_line(err)}") from err
+    if answer.approved:
+        await client.approvals.approve(session_id, call_id, always=answer.always, by=by)
+    else:
+        await client.approvals.deny(session_id, call_id, answer.reason, by=by)
+
+
+@dataclass(frozen=True)
+class Wait:
+    """One kind of durable wait of a run."""
+
+    phase: str
+    """The run's phase while it waits."""
+    prefix: str
+    """Its interrupts' ids are `<prefix>:<id of what waits>`."""
+    interrupts: Callable[[DuragentClient, str], Awaitable[list[Interrupt]]]
+    """What waits now, as interrupts (asks the run)."""
+    answer: Callable[[DuragentClient, str, str, ResumeEntry, str], Awaitable[None]]
+    """Take a resume entry for the thing of this id (the user is the last argument)."""
+
+
+WAITS = (Wait("awaiting_approval", "approval", approval_interrupts, answer_approval),)
+WAIT_PHASES = {wait.phase: wait for wait in WAITS}
+
+
+async def waiting_interrupts(
+    client: DuragentClient, session_id: str, phase: str
+) -> list[Interrupt]:
+    """What the run waits for in `phase` (none when it is no wait)."""
+    wait = WAIT_PHASES.get(phase)
+    return await wait.interrupts(client, session_id) if wait else []
+
+
+async def resume(
+    client: DuragentClient, session_id: str, entries: list[ResumeEntry], by: str
+) -> None:
+    """Take the answers, in order; an interrupt id no wait knows is refused."""
+    for entry in entries:
+        prefix, _, key = entry.interrupt_id.partition(":")
+        wait = next((w for w in WAITS if w.prefix == prefix), None)
+        if wait is None or not key:
+            known = ", ".join(f"{w.prefix}:<id>" for w in WAITS)
+            raise InvalidChange(
+                f"resume: interrupt id {entry.interrupt_id!r} is not one of this API's ({known})"
+            )
+        await wait.answer(client, session_id, key, entry, by)
