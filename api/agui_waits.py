@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from duragent.client.api import DuragentClient
 from duragent.client.bounds import one_line
-from duragent.client.errors import ApprovalRefused, InvalidChange
+from duragent.client.errors import InvalidChange
 from duragent.domain.approvals import MAX_REASON_CHARS, PendingApproval
 
 APPROVAL_REASON = "tool_approval"
@@ -70,7 +70,7 @@ async def answer_approval(
     try:
         answer = ApprovalAnswer.model_validate(entry.payload)
     except ValidationError as err:
-        raise ApprovalRefused(f"resume {entry.interrupt_id!r}: {one_line(err)}") from err
+        raise InvalidChange(f"resume {entry.interrupt_id!r}: {one_line(err)}") from err
     if answer.approved:
         await client.approvals.approve(session_id, call_id, always=answer.always, by=by)
     else:

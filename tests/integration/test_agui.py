@@ -186,3 +186,37 @@ def without_state(frames: Frames) -> list[dict[str, Any]]:
         for _, event in frames
         if not isinstance(event, StateDeltaEvent | StateSnapshotEvent)
     ]
+
+
+@pytest.mark.script(SCRIPT)
+async def test_a_resume_that_denies_and_resumes_that_are_refused(
+    stack: Stack, api: ApiServer
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
+        await stack.client.approvals.set_policy(session, ASK_BASH)
+        first = await read_run(http, "POST", "/api/agui", json=run_input(session, "agui-1"))
+        finished = first[-1][1]
+        assert isinstance(finished, RunFinishedEvent)
+        assert isinstance(finished.outcome, RunFinishedInterruptOutcome)
+
+        def answer(interrupt_id: str, payload: Any) -> dict[str, Any]:
+            entry = ResumeEntry(interrupt_id=interrupt_id, status="resolved", payload=payload)
+            return run_input(session, "agui-2", resume=[entry.model_dump(by_alias=True)])
+
+        unknown = await http.post("/api/agui", json=answer("question:1", {"approved": True}))
+        assert unknown.status_code == 422 and "approval:<id>" in unknown.json()["detail"]
+        bad = await http.post("/api/agui", json=answer("approval:call_write", {"ok": True}))
+        assert bad.status_code == 422 and "approved" in bad.json()["detail"]
+        nothing = await http.post("/api/agui", json=answer("approval:nope", {"approved": True}))
+        assert nothing.status_code == 409  # no such call waits: nothing decided
+        assert [p.call_id for p in await stack.client.approvals.pending(session)] == ["call_write"]
+
+        deny = answer("approval:call_write", {"approved": False, "reason": "not on a Friday"})
+        second = await read_run(http, "POST", "/api/agui", json=deny)
+        [result] = of(second, ToolCallResultEvent)
+        assert result.tool_call_id == "call_write" and "not on a Friday" in result.content
+        last = second[-1][1]
+        assert isinstance(last, RunFinishedEvent)
+        assert isinstance(last.outcome, RunFinishedSuccessOutcome)
+        assert not (Path(stack.client.sessions.get(session).workspace) / "out.txt").exists()
