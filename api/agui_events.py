@@ -50,7 +50,7 @@ from ag_ui.core import (
 from ag_ui.core.version import PROTOCOL_VERSION
 from pydantic import BaseModel, Field
 
-from duragent.api.agui_waits import WAIT_PHASES
+from duragent.api.agui_waits import WAIT_PHASES, at_position
 from duragent.domain.messages import (
     AssistantMessage,
     ToolResultMessage,
@@ -115,15 +115,18 @@ class AguiRun:
             StateSnapshotEvent(snapshot=self.state.model_dump(mode="json")),
         ]
 
-    def interrupt(self, interrupts: list[Interrupt]) -> list[BaseEvent]:
+    def interrupt(self, interrupts: list[Interrupt], position: int) -> list[BaseEvent]:
         """Finish the AG-UI run: the duragent run waits for these (nothing, when none is
-        left to wait for)."""
+        left to wait for). Each interrupt's id ends with `@position`, the seq of the last
+        stored event told: the run that answers it goes on from there, so what happened
+        between the two AG-UI runs (calls that needed no approval) is told too."""
         self.waiting = None
         if not interrupts:
             return []
+        placed = [i.model_copy(update={"id": at_position(i.id, position)}) for i in interrupts]
         return [
             *self._close_text(),
-            self._finish(RunFinishedInterruptOutcome(interrupts=interrupts)),
+            self._finish(RunFinishedInterruptOutcome(interrupts=placed)),
         ]
 
     def translate(self, event: StoredEvent) -> list[BaseEvent]:

@@ -3,7 +3,9 @@
 A run that waits for a person (phase `awaiting_approval`) ends its AG-UI run with the
 interrupt outcome, one `Interrupt` per thing it waits for; the workflow itself keeps
 waiting, durably. The client answers with `RunAgentInput.resume`, and each entry is taken
-by the wait its interrupt id names (`<kind>:<id>`).
+by the wait its interrupt id names (`<kind>:<id>@<position>`, the position being the seq
+of the last stored event the interrupted AG-UI run told: the answering run goes on from
+there, so nothing that happened in between is missed).
 
 A new kind of wait is one `Wait` in `WAITS`: the phase it shows as, the prefix of its
 interrupt ids, how to list what waits and how to take an answer.
@@ -77,6 +79,20 @@ async def answer_approval(
         await client.approvals.deny(session_id, call_id, answer.reason, by=by)
 
 
+def at_position(interrupt_id: str, position: int) -> str:
+    """The id an interrupt has in an AG-UI run that stopped after the stored event
+    `position`: a resume answering it goes on from there."""
+    return f"{interrupt_id}@{position}"
+
+
+def position_of(interrupt_id: str) -> tuple[str, int | None]:
+    """An interrupt id without its `@position`, and the position (None without one)."""
+    head, at, seq = interrupt_id.rpartition("@")
+    if at and seq.isascii() and seq.isdigit() and len(seq) <= 16:
+        return head, int(seq)
+    return interrupt_id, None
+
+
 @dataclass(frozen=True)
 class Wait:
     """One kind of durable wait of a run."""
@@ -105,10 +121,15 @@ async def waiting_interrupts(
 
 async def resume(
     client: DuragentClient, session_id: str, entries: list[ResumeEntry], by: str
-) -> None:
-    """Take the answers, in order; an interrupt id no wait knows is refused."""
+) -> list[int]:
+    """Take the answers, in order; an interrupt id no wait knows is refused. The positions
+    the answered interrupts were raised at (`at_position`)."""
+    positions = []
     for entry in entries:
-        prefix, _, key = entry.interrupt_id.partition(":")
+        interrupt_id, position = position_of(entry.interrupt_id)
+        if position is not None:
+            positions.append(position)
+        prefix, _, key = interrupt_id.partition(":")
         wait = next((w for w in WAITS if w.prefix == prefix), None)
         if wait is None or not key:
             known = ", ".join(f"{w.prefix}:<id>" for w in WAITS)
@@ -116,3 +137,4 @@ async def resume(
                 f"resume: interrupt id {entry.interrupt_id!r} is not one of this API's ({known})"
             )
         await wait.answer(client, session_id, key, entry, by)
+    return positions

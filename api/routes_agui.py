@@ -49,11 +49,12 @@ def agui_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
         session_id = body.thread_id
         await owned_session_async(client, session_id, owner)
         state = await header_state(client, session_id)
-        # The cursor is read first, so the stream misses nothing the input causes.
+        # The cursor is read first, so the stream misses nothing the input causes; a
+        # resume goes on from where the interrupted AG-UI run stopped.
         cursor = await asyncio.to_thread(client.events.cursor, session_id)
         sent = None
         if body.resume:
-            await resume(client, session_id, body.resume, owner)
+            cursor = min([cursor, *await resume(client, session_id, body.resume, owner)])
         else:
             sent = last_user_text(body)
             await client.inputs.send(session_id, sent)
@@ -131,13 +132,16 @@ async def agui_stream(
     if opened:
         yield frame(opened)
     caught_up = False
+    position = cursor
     quiet = 0.0
     try:
         async for batch in client.events.batches(session_id, after=cursor, poll_s=SSE_POLL_S):
             for event in batch:
                 out = run.translate(event)
+                position = event.seq
                 if run.waiting:
-                    out += run.interrupt(await waiting_interrupts(client, session_id, run.waiting))
+                    waits = await waiting_interrupts(client, session_id, run.waiting)
+                    out += run.interrupt(waits, position)
                 yield frame(out, event.seq)
                 if run.finished:
                     return
@@ -146,7 +150,7 @@ async def agui_stream(
                 continue
             if not caught_up:
                 caught_up = True
-                out = await join(client, session_id, run)
+                out = await join(client, session_id, run, position)
                 if out:
                     yield frame(out)
                 if run.finished:
@@ -160,7 +164,9 @@ async def agui_stream(
         yield frame([RunErrorEvent(message=str(err), code=type(err).__name__)])
 
 
-async def join(client: DuragentClient, session_id: str, run: AguiRun) -> list[BaseEvent]:
+async def join(
+    client: DuragentClient, session_id: str, run: AguiRun, position: int
+) -> list[BaseEvent]:
     """Open the session's run in progress (when none of its events came yet) and, when it
     waits for a person, finish the AG-UI run with what it waits for."""
     state = await header_state(client, session_id)
@@ -169,7 +175,7 @@ async def join(client: DuragentClient, session_id: str, run: AguiRun) -> list[Ba
         run.state = state
         out += run.start(state.run_id)
     if run.started and state.phase in WAIT_PHASES:
-        out += run.interrupt(await waiting_interrupts(client, session_id, state.phase))
+        out += run.interrupt(await waiting_interrupts(client, session_id, state.phase), position)
     return out
 
 

@@ -34,6 +34,8 @@ from approval_support import ASK_BASH, bash_call
 from pydantic import TypeAdapter
 from support import ApiServer, Stack
 
+from duragent.api.agui_waits import position_of
+
 EVENT: TypeAdapter[Any] = TypeAdapter(Event)
 SCRIPT = {
     "conversations": {
@@ -122,7 +124,9 @@ async def test_the_agui_stream_of_a_run_with_a_tool_call_and_an_approval(
         assert isinstance(finished, RunFinishedEvent) and finished.run_id == "agui-1"
         assert isinstance(finished.outcome, RunFinishedInterruptOutcome)
         [interrupt] = finished.outcome.interrupts
-        assert interrupt.id == "approval:call_write" and interrupt.reason == "tool_approval"
+        told = max(seq for seq, _ in first if seq is not None)
+        assert position_of(interrupt.id) == ("approval:call_write", told)
+        assert interrupt.reason == "tool_approval"
         assert interrupt.tool_call_id == "call_write"
         assert interrupt.metadata and interrupt.metadata["arguments"] == {
             "command": "echo ran > out.txt"
@@ -143,7 +147,11 @@ async def test_the_agui_stream_of_a_run_with_a_tool_call_and_an_approval(
         assert isinstance(joined, RunStartedEvent) and joined.run_id == run_id
         assert isinstance(snapshot, StateSnapshotEvent)
         assert snapshot.snapshot["phase"] == "awaiting_approval"
-        assert isinstance(waits, RunFinishedEvent) and waits.outcome == finished.outcome
+        assert isinstance(waits, RunFinishedEvent)
+        assert isinstance(waits.outcome, RunFinishedInterruptOutcome)
+        [same] = waits.outcome.interrupts
+        assert same.model_dump(exclude={"id"}) == interrupt.model_dump(exclude={"id"})
+        assert position_of(same.id)[0] == "approval:call_write"
         assert (await bob.get(f"/api/sessions/{session}/agui")).status_code == 404
 
         # The answer: the call runs, the model answers, the run ends.
