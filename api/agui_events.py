@@ -131,9 +131,9 @@ class AguiRun:
 
     def translate(self, event: StoredEvent) -> list[BaseEvent]:
         """The AG-UI events of one stored event (none for what was already told)."""
-        if self.finished:
-            return []
-        out = self.start(event.run_id) if event.run_id else []
+        if self.finished or not (self.started or event.run_id):
+            return []  # what no run did (a compaction of an idle session) opens no run
+        out = self.start(event.run_id)
         p = event.payload
         kind = event.type
         if kind == "agent_start":

@@ -24,6 +24,8 @@ from duragent.client.bounds import one_line
 from duragent.client.errors import InvalidChange
 from duragent.domain.approvals import MAX_REASON_CHARS, PendingApproval
 
+MAX_RESUME_ENTRIES = 100
+"""Each answer is an update the run takes in turn: one input answers at most this many."""
 APPROVAL_REASON = "tool_approval"
 """The `reason` of an approval's interrupt."""
 
@@ -124,6 +126,8 @@ async def resume(
 ) -> list[int]:
     """Take the answers, in order; an interrupt id no wait knows is refused. The positions
     the answered interrupts were raised at (`at_position`)."""
+    if len(entries) > MAX_RESUME_ENTRIES:
+        raise InvalidChange(f"resume: at most {MAX_RESUME_ENTRIES} entries, not {len(entries)}")
     positions = []
     for entry in entries:
         interrupt_id, position = position_of(entry.interrupt_id)

@@ -16,6 +16,7 @@ from ag_ui.core import (
     Event,
     ResumeEntry,
     RunAgentInput,
+    RunFinishedCancelledOutcome,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
@@ -228,3 +229,22 @@ async def test_a_resume_that_denies_and_resumes_that_are_refused(
         assert isinstance(last, RunFinishedEvent)
         assert isinstance(last.outcome, RunFinishedSuccessOutcome)
         assert not (Path(stack.client.sessions.get(session).workspace) / "out.txt").exists()
+
+
+@pytest.mark.script(SCRIPT)
+async def test_a_run_stopped_while_it_waits_finishes_cancelled(
+    stack: Stack, api: ApiServer
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
+        await stack.client.approvals.set_policy(session, ASK_BASH)
+        first = await read_run(http, "POST", "/api/agui", json=run_input(session, "agui-1"))
+        told = max(seq for seq, _ in first if seq is not None)
+        assert (await http.post(f"/api/sessions/{session}/stop")).status_code == 200
+        after = await read_run(http, "GET", f"/api/sessions/{session}/agui?after={told}")
+        withdrawn = [e for e in of(after, CustomEvent) if e.name == "duragent.approval_decided"]
+        assert [e.value["decision"] for e in withdrawn] == ["withdrawn"]
+        last = after[-1][1]
+        assert isinstance(last, RunFinishedEvent)
+        assert isinstance(last.outcome, RunFinishedCancelledOutcome)
+        assert state_after(after)["phase"] == "idle"
