@@ -14,6 +14,7 @@ interrupt ids, how to list what waits and how to take an answer.
 # No `from __future__ import annotations`: pydantic reads the annotations below.
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from ag_ui.core import Interrupt, ResumeEntry
@@ -46,7 +47,12 @@ APPROVAL_SCHEMA: dict[str, Any] = ApprovalAnswer.model_json_schema()
 
 
 def approval_interrupt(pending: PendingApproval) -> Interrupt:
+    expires = None
+    if pending.timeout_s is not None:  # then the call is denied unanswered
+        ends = pending.requested_at / 1000 + pending.timeout_s
+        expires = datetime.fromtimestamp(ends, UTC).isoformat(timespec="seconds")
     return Interrupt(
+        expires_at=expires,
         id=f"approval:{pending.call_id}",
         reason=APPROVAL_REASON,
         message=f"Allow {pending.tool_name}: {pending.args_preview}?",
