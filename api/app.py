@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from duragent.api.agui_mount import AGUI_PATH, AGUI_TOO_LARGE, MAX_AGUI_BYTES, mount_agui
 from duragent.api.body_limit import BodyLimit
 from duragent.api.models import (
     BudgetState,
@@ -48,6 +49,7 @@ from duragent.api.routes_session_files import (
     MAX_IMPORT_BYTES,
     session_file_routes,
 )
+from duragent.api.sse import KEEPALIVE, SSE_KEEPALIVE_S, SSE_POLL_S
 from duragent.api.subagent_links import session_links
 from duragent.api.web import mount_web
 from duragent.client.api import DuragentClient, RunHandle
@@ -83,10 +85,6 @@ from duragent.store.records import DisplayMessage, QueueItem, SessionRecord
 # a worker thread), and an `async` route hands each one to a thread (`asyncio.to_thread`),
 # so a slow query holds up its own request only.
 
-# Events reach the API through the store (workers are other processes); an indexed read
-# every 20 ms keeps a streamed delta under ~35 ms from the model to the browser.
-SSE_POLL_S = 0.02
-SSE_KEEPALIVE_S = 15.0
 MESSAGES_LIMIT_MAX = 500
 EVENTS_LIMIT_MAX = 2000
 MAX_BODY_BYTES = 2 * MAX_INPUT_BYTES + 64 * 1024
@@ -172,7 +170,10 @@ def create_app(
         BodyLimit,
         limit=MAX_BODY_BYTES,
         detail=_BODY_TOO_LARGE,
-        paths={IMPORT_PATH: (MAX_IMPORT_BYTES, IMPORT_TOO_LARGE)},
+        paths={
+            IMPORT_PATH: (MAX_IMPORT_BYTES, IMPORT_TOO_LARGE),
+            AGUI_PATH: (MAX_AGUI_BYTES, AGUI_TOO_LARGE),
+        },
     )
     app.state.tokens = dict(tokens)
     policy = workspaces or WorkspacePolicy.from_settings(client.settings)
@@ -370,6 +371,7 @@ def create_app(
     app.include_router(approval_routes(client, current_user))
     app.include_router(budget_routes(client, current_user))
     app.include_router(session_file_routes(client, current_user, policy))
+    mount_agui(app, client, current_user)  # POST /api/agui with the `agui` extra
     mount_metrics(app, client)  # GET /metrics when DURAGENT_API_METRICS is on
     mount_web(app)  # the web page, at /
     return app
@@ -387,4 +389,4 @@ async def _sse(client: DuragentClient, session_id: str, cursor: int) -> AsyncIte
         idle += SSE_POLL_S
         if idle >= SSE_KEEPALIVE_S:
             idle = 0.0
-            yield ": keep-alive\n\n"
+            yield KEEPALIVE
