@@ -8,6 +8,7 @@ up when `DURAGENT_API_TOKENS` names none). Other users see only their own sessio
 from __future__ import annotations
 
 import asyncio
+from typing import Protocol
 
 from fastapi import HTTPException
 
@@ -18,8 +19,15 @@ from duragent.store.records import SessionRecord
 LOCAL_USER = "default"
 
 
-def owns(user: str, session: SessionRecord) -> bool:
-    return session.owner == user or (session.owner is None and user == LOCAL_USER)
+class Owned(Protocol):
+    """A session, a trigger: anything with an owner (None: the operator's)."""
+
+    @property
+    def owner(self) -> str | None: ...
+
+
+def owns(user: str, thing: Owned) -> bool:
+    return thing.owner == user or (thing.owner is None and user == LOCAL_USER)
 
 
 def owned_session(client: DuragentClient, session_id: str, owner: str) -> SessionRecord:
