@@ -71,10 +71,10 @@ class TriggerSecret(BaseModel):
 
 class DeliveryResult(BaseModel):
     delivery_id: str
-    session_id: str
-    action: Literal["started", "queued"]
+    session_id: str | None
+    action: Literal["started", "queued", "pong"]
     """started: a run of the session began with the prompt; queued: the session was busy,
-    the prompt waits for its next run."""
+    the prompt waits for its next run; pong: GitHub's `ping`, signed right (nothing done)."""
     run_id: str | None = None
     item_id: str | None = None
 

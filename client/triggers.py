@@ -30,6 +30,7 @@ from duragent.client.workspaces import WorkspacePolicy
 from duragent.domain.session_file_checks import MAX_NAME_CHARS
 from duragent.domain.trigger_signatures import (
     DELIVERY_MEMORY_S,
+    GITHUB_EVENT,
     DeliveryReplayed,
     SignedDelivery,
     check_delivery,
@@ -60,8 +61,10 @@ class Delivered:
     """What a delivery did."""
 
     delivery_id: str
-    session_id: str
-    action: Literal["started", "queued"]
+    session_id: str | None
+    action: Literal["started", "queued", "pong"]
+    """pong: GitHub's `ping` event (sent when a webhook is made), answered once its
+    signature holds; nothing else is done with it."""
     run_id: str | None = None
     item_id: str | None = None
 
@@ -141,6 +144,8 @@ class Triggers(ClientPart):
         then delivered. A new session for it works where `policy` gives the trigger's
         owner a fresh folder (none: the state directory's, as the command line's)."""
         trigger, prompt, signed = await asyncio.to_thread(self._checked, trigger_id, headers, body)
+        if prompt is None:
+            return Delivered(signed.delivery_id, None, "pong")
         try:
             return await self._deliver(trigger, signed.delivery_id, prompt, policy)
         except BaseException:
@@ -150,15 +155,18 @@ class Triggers(ClientPart):
 
     def _checked(
         self, trigger_id: str, headers: Mapping[str, str], body: bytes
-    ) -> tuple[TriggerRecord, str, SignedDelivery]:
+    ) -> tuple[TriggerRecord, str | None, SignedDelivery]:
         """The trigger, the delivery's prompt and its signature, once every check passed
-        and the delivery is remembered (in one transaction with its last check)."""
+        and the delivery is remembered (in one transaction with its last check); no
+        prompt for GitHub's ping."""
         with self._client.db.transaction() as db:
             secret = triggers.secret_of(db, trigger_id)
             trigger = triggers.get_trigger(db, trigger_id)
         if secret is None or trigger is None:
             raise TriggerNotFound(trigger_id)
         signed = check_delivery(secret, headers, body, time.time())
+        if signed.form == "github" and headers.get(GITHUB_EVENT) == "ping":
+            return trigger, None, signed
         with self._client.db.transaction() as db:
             _refuse_replay(db, trigger.id, signed)
         prompt = trigger_prompt(

@@ -41,6 +41,7 @@ DURAGENT_TIMESTAMP = "x-duragent-timestamp"
 DURAGENT_DELIVERY = "x-duragent-delivery"
 GITHUB_SIGNATURE = "x-hub-signature-256"
 GITHUB_DELIVERY = "x-github-delivery"
+GITHUB_EVENT = "x-github-event"
 
 SignatureForm = Literal["duragent", "github"]
 

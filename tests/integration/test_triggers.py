@@ -27,6 +27,7 @@ PR_EVENT: Json = {
     "pull_request": {"title": "Fix the parser", "html_url": "https://example.test/pr/42"},
     "repository": {"full_name": "acme/widgets"},
 }
+PING = {"X-GitHub-Event": "ping"}
 TEMPLATE = "Review pull request #{number} of {repository.full_name}: {pull_request.title}"
 
 
@@ -209,6 +210,14 @@ async def test_a_new_session_per_delivery_and_triggers_are_their_owners_only(
         refused(bad_template, 422, "template", "{a:>9}")
         assert (await alice.get("/api/triggers")).json()[0]["id"] == trigger
         assert len((await alice.get("/api/triggers")).json()) == 1
+
+        # GitHub's ping, when the webhook is made: answered once signed right, nothing done.
+        ping = encoded({"zen": "Keep it logically awesome.", "hook_id": 1})
+        pong = await deliver(api, trigger, ping, github(secret, ping, "p-1") | PING)
+        assert pong.status_code == 202, pong.text
+        assert pong.json()["action"] == "pong"
+        refused(await deliver(api, trigger, ping, github("wrong", ping, "p-2") | PING), 401)
+        assert [s.id for s in stack.client.sessions.list(owner="alice")] == [alices_session]
 
         body = encoded(PR_EVENT)
         accepted = await deliver(api, trigger, body, duragent_form(secret, body, "e-1"))
