@@ -1,9 +1,10 @@
-"""A route names only sessions its user owns; any other is "not found" (never "forbidden",
-which would tell that it exists).
+"""A route names only sessions (and triggers) its user owns; any other is "not found"
+(never "forbidden", which would tell that it exists).
 
 Sessions started from the command line (`duragent run`) have no owner: they are the
 machine's operator's, the user `LOCAL_USER` (the one of the token `duragent serve` makes
-up when `DURAGENT_API_TOKENS` names none). Other users see only their own sessions."""
+up when `DURAGENT_API_TOKENS` names none). Other users see only their own sessions.
+Triggers made with `duragent trigger` likewise have no owner."""
 
 from __future__ import annotations
 
