@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from support import ApiServer, Stack, eventually, run_finished, user_texts
+from support import BOTH_STORES, ApiServer, Stack, eventually, run_finished, user_texts
 
 Json = dict[str, Any]
 
@@ -91,6 +91,7 @@ def refused(response: httpx.Response, status: int, *words: str) -> None:
         assert word in detail, detail
 
 
+@BOTH_STORES
 async def test_a_signed_trigger_is_accepted_and_each_bad_form_refused(
     stack: Stack, api: ApiServer
 ) -> None:
