@@ -148,8 +148,10 @@ class Triggers(ClientPart):
             return Delivered(signed.delivery_id, None, "pong")
         try:
             return await self._deliver(trigger, signed.delivery_id, prompt, policy)
-        except BaseException:
-            # Not delivered: forget it, so the sender's retry is no replay.
+        except Exception:
+            # Not delivered: forget it, so the sender's retry is no replay. (A request
+            # cancelled midway keeps it: the run may have started, and a retry would
+            # start a second.)
             await asyncio.to_thread(self._forget, trigger.id, signed.delivery_id)
             raise
 
