@@ -49,6 +49,12 @@ from duragent.api.routes_session_files import (
     MAX_IMPORT_BYTES,
     session_file_routes,
 )
+from duragent.api.routes_triggers import (
+    MAX_TRIGGER_BODY_BYTES,
+    TRIGGER_BODY_TOO_LARGE,
+    TRIGGERS_PREFIX,
+    trigger_routes,
+)
 from duragent.api.sse import KEEPALIVE, SSE_KEEPALIVE_S, SSE_POLL_S
 from duragent.api.subagent_links import session_links
 from duragent.api.web import mount_web
@@ -70,6 +76,7 @@ from duragent.client.errors import (
     SessionBusy,
     SessionIdle,
     SessionNotFound,
+    TriggerNotFound,
     WorkerNotAnswering,
     WorkspaceNotAllowed,
     disk_refuses,
@@ -79,6 +86,13 @@ from duragent.client.workspaces import WorkspacePolicy
 from duragent.domain.cost import message_turn_cost
 from duragent.domain.input import MAX_INPUT_BYTES
 from duragent.domain.session_file_checks import SessionFileRefused
+from duragent.domain.trigger_signatures import (
+    DeliveryIdRefused,
+    DeliveryReplayed,
+    SignatureRefused,
+    TimestampRefused,
+)
+from duragent.domain.triggers import TriggerRefused
 from duragent.store.records import DisplayMessage, QueueItem, SessionRecord
 
 # Store calls are synchronous: a route that makes one is a plain `def` (FastAPI runs it on
@@ -107,6 +121,12 @@ _STORE_DISK_FULL = (
 # First match wins: subclasses before their bases.
 _STATUS = {
     SessionNotFound: 404,
+    TriggerNotFound: 404,
+    SignatureRefused: 401,
+    TimestampRefused: 401,
+    DeliveryIdRefused: 400,
+    DeliveryReplayed: 409,
+    TriggerRefused: 422,  # the body, the template, the trigger's name
     SessionFileRefused: 422,
     InvalidSessionName: 422,
     IdsInUse: 409,
@@ -174,6 +194,7 @@ def create_app(
             IMPORT_PATH: (MAX_IMPORT_BYTES, IMPORT_TOO_LARGE),
             AGUI_PATH: (MAX_AGUI_BYTES, AGUI_TOO_LARGE),
         },
+        prefixes={TRIGGERS_PREFIX: (MAX_TRIGGER_BODY_BYTES, TRIGGER_BODY_TOO_LARGE)},
     )
     app.state.tokens = dict(tokens)
     policy = workspaces or WorkspacePolicy.from_settings(client.settings)
@@ -371,6 +392,7 @@ def create_app(
     app.include_router(approval_routes(client, current_user))
     app.include_router(budget_routes(client, current_user))
     app.include_router(session_file_routes(client, current_user, policy))
+    app.include_router(trigger_routes(client, current_user, policy))
     mount_agui(app, client, current_user)  # POST /api/agui with the `agui` extra
     mount_metrics(app, client)  # GET /metrics when DURAGENT_API_METRICS is on
     mount_web(app)  # the web page, at /

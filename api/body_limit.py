@@ -18,7 +18,8 @@ class BodyLimit:
     """Refuse (413) a request whose body is over `limit` bytes: at once when its
     Content-Length says so, else as soon as the bytes received pass it (raised as an
     `HTTPException` from the body read, which the app's handlers turn into the answer).
-    `paths` gives a path a limit and answer of its own (a whole file's, not one text's)."""
+    `paths` gives a path a limit and answer of its own (a whole file's, not one text's),
+    `prefixes` every path below a prefix (a webhook's body, not one text)."""
 
     def __init__(
         self,
@@ -26,17 +27,25 @@ class BodyLimit:
         limit: int,
         detail: str,
         paths: Mapping[str, tuple[int, str]] | None = None,
+        prefixes: Mapping[str, tuple[int, str]] | None = None,
     ) -> None:
         self.app = app
         self.limit = limit
         self.detail = detail
         self.paths = dict(paths or {})
+        self.prefixes = dict(prefixes or {})
+
+    def _bound(self, path: str) -> tuple[int, str]:
+        if path in self.paths:
+            return self.paths[path]
+        below = (bound for prefix, bound in self.prefixes.items() if path.startswith(prefix))
+        return next(below, (self.limit, self.detail))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit, detail = self.paths.get(scope["path"], (self.limit, self.detail))
+        limit, detail = self._bound(scope["path"])
         declared = Headers(scope=scope).get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             response = JSONResponse({"detail": detail}, status_code=413)

@@ -1,13 +1,15 @@
-"""A route names only sessions its user owns; any other is "not found" (never "forbidden",
-which would tell that it exists).
+"""A route names only sessions (and triggers) its user owns; any other is "not found"
+(never "forbidden", which would tell that it exists).
 
 Sessions started from the command line (`duragent run`) have no owner: they are the
 machine's operator's, the user `LOCAL_USER` (the one of the token `duragent serve` makes
-up when `DURAGENT_API_TOKENS` names none). Other users see only their own sessions."""
+up when `DURAGENT_API_TOKENS` names none). Other users see only their own sessions.
+Triggers made with `duragent trigger` likewise have no owner."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Protocol
 
 from fastapi import HTTPException
 
@@ -18,8 +20,15 @@ from duragent.store.records import SessionRecord
 LOCAL_USER = "default"
 
 
-def owns(user: str, session: SessionRecord) -> bool:
-    return session.owner == user or (session.owner is None and user == LOCAL_USER)
+class Owned(Protocol):
+    """A session, a trigger: anything with an owner (None: the operator's)."""
+
+    @property
+    def owner(self) -> str | None: ...
+
+
+def owns(user: str, thing: Owned) -> bool:
+    return thing.owner == user or (thing.owner is None and user == LOCAL_USER)
 
 
 def owned_session(client: DuragentClient, session_id: str, owner: str) -> SessionRecord:

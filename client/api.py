@@ -15,6 +15,7 @@ own:
     client.budgets    budgets, spending, raises                 (`client.budgets`)
     client.hosts      moving a session to another host          (`client.hosts`)
     client.session_files  export a session as a file, import one  (`client.session_files`)
+    client.triggers   webhooks made into prompts, their secrets (`client.triggers`)
 
 Two parts serve the others: `client.workflows` starts and asks a session's workflow
 (`client.session_workflows`), and `client.writes` carries config changes and entries to
@@ -50,6 +51,7 @@ from duragent.client.session_tree import SessionTree
 from duragent.client.session_workflows import SessionWorkflows
 from duragent.client.session_writes import SessionWrites
 from duragent.client.sessions import Sessions, SessionStatus
+from duragent.client.triggers import Triggers
 from duragent.client.usage_tally import UsageTally
 from duragent.domain.prices import PriceTable
 from duragent.settings import Settings
@@ -92,6 +94,7 @@ class DuragentClient:
         self.budgets = Budgets(self)
         self.hosts = Hosts(self)
         self.session_files = SessionFiles(self)
+        self.triggers = Triggers(self)
         self.workflows = SessionWorkflows(self)
         self.writes = SessionWrites(self)
 

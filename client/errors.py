@@ -202,3 +202,9 @@ class InvalidSessionName(DuragentError, ValueError):
             f"a session name is 1 to {MAX_SESSION_NAME_CHARS} characters, not {len(name)}; nothing "
             "was imported"
         )
+
+
+class TriggerNotFound(DuragentError, LookupError):
+    def __init__(self, trigger_id: str) -> None:
+        super().__init__(f"trigger {trigger_id[:100]!r} does not exist")
+        self.trigger_id = trigger_id

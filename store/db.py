@@ -38,16 +38,29 @@ def sqlite_url(path: Path) -> str:
 
 def create_store_engine(url: str, pool_size: int = DEFAULT_POOL_SIZE) -> Engine:
     """An engine for `url` keeping `pool_size` connections, and as many more under a
-    burst (a worker's store steps run in threads, one connection each)."""
+    burst (a worker's store steps run in threads, one connection each). Statements'
+    parameters never appear in errors or logs (`hide_parameters`): they hold prompts,
+    tool output and triggers' secrets, and a failed statement's error is logged."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True, pool_size=pool_size, max_overflow=pool_size)
+        return create_engine(
+            url,
+            pool_pre_ping=True,
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            hide_parameters=True,
+        )
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         pooling: dict[str, Any] = {"pool_size": pool_size, "max_overflow": pool_size}
     else:
         pooling = {}  # in memory: one connection, shared (SQLAlchemy's own choice)
-    engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, **pooling)
+    engine = create_engine(
+        url,
+        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        hide_parameters=True,
+        **pooling,
+    )
     event.listen(engine, "connect", _sqlite_pragmas)
     return engine
 

@@ -92,3 +92,16 @@ class QueueItem(_Record):
     created_at: int
     updated_at: int
     consumed_at: int | None
+
+
+class TriggerRecord(_Record):
+    """A trigger (`store.triggers`), without its secret: what lists and answers show."""
+
+    id: str
+    owner: str | None
+    name: str
+    session_id: str | None
+    """The session its deliveries go to; None: a new session per delivery."""
+    template: str
+    created_at: int
+    secret_set_at: int

@@ -250,3 +250,37 @@ class RunningCallRow(Base):
     task_token: Mapped[bytes] = mapped_column(LargeBinary)
     activity_id: Mapped[str] = mapped_column(String(200))
     started_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class TriggerRow(Base):
+    """A trigger (`duragent trigger`): a webhook's body made into a prompt for a session,
+    or for a new session per delivery. The secret is kept as it is: verifying a signature
+    needs it (it never leaves the store but in the answer that made it)."""
+
+    __tablename__ = "triggers"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner: Mapped[str | None] = mapped_column(String(200), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    secret: Mapped[str] = mapped_column(String(200))
+    session_id: Mapped[str | None] = mapped_column(String(64))
+    """The session each delivery goes to; None: a new session per delivery."""
+    template: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    secret_set_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class TriggerDeliveryRow(Base):
+    """A delivery a trigger took: its id and its signature, remembered for a while so a
+    replay of either is refused; pruned as deliveries arrive."""
+
+    __tablename__ = "trigger_deliveries"
+    __table_args__ = (
+        PrimaryKeyConstraint("trigger_id", "delivery_id", name="pk_trigger_deliveries"),
+        UniqueConstraint("trigger_id", "signature", name="uq_trigger_deliveries_signature"),
+    )
+
+    trigger_id: Mapped[str] = mapped_column(ForeignKey("triggers.id", ondelete="CASCADE"))
+    delivery_id: Mapped[str] = mapped_column(String(200))
+    signature: Mapped[str] = mapped_column(String(80))
+    received_at: Mapped[int] = mapped_column(BigInteger, index=True)

@@ -21,6 +21,7 @@ from duragent.client.cli import (
     sessions,
     setup,
     tree,
+    triggers,
 )
 from duragent.client.cli.app import app
 
@@ -66,6 +67,7 @@ NAMES: dict[Callable[..., None], str] = {session_files.import_session: "import"}
 
 for _command in COMMANDS:
     app.command(NAMES.get(_command))(_command)
+app.add_typer(triggers.app, name="trigger")
 
 
 def main() -> None:

@@ -1,0 +1,230 @@
+"""Triggers (`client.triggers`): webhooks from outside made into prompts.
+
+A trigger has a secret, made here (`secrets`, 256 bits) and shown once: in what `add`
+and `rotate_secret` return, never in a record, a list or a log. A delivery
+(`receive`) is checked in this order, and a refusal names which check failed with
+nothing stored: its signature (`domain.trigger_signatures`), its timestamp, its delivery
+id, a replay of a remembered delivery, its body (a JSON object) and the template's fields
+in it, the prompt's size. Then the delivery is remembered and the prompt goes to the
+trigger's session the way a chat box's input does (`client.inputs.send`: an idle session
+starts a run, a busy one queues it for its next), or to a new session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from sqlalchemy.orm import Session
+
+from duragent.client.bounds import bounded
+from duragent.client.errors import TriggerNotFound
+from duragent.client.part import ClientPart
+from duragent.client.run_control import RunHandle
+from duragent.client.workspaces import WorkspacePolicy
+from duragent.domain.session_file_checks import MAX_NAME_CHARS
+from duragent.domain.trigger_signatures import (
+    DELIVERY_MEMORY_S,
+    GITHUB_EVENT,
+    DeliveryReplayed,
+    SignedDelivery,
+    check_delivery,
+)
+from duragent.domain.triggers import (
+    check_trigger_name,
+    parse_body,
+    template_fields,
+    trigger_prompt,
+)
+from duragent.store import triggers
+from duragent.store.clock import now_ms
+from duragent.store.records import TriggerRecord
+
+SECRET_BYTES = 32
+
+
+@dataclass(frozen=True)
+class TriggerWithSecret:
+    """A trigger and its new secret: the one time the secret is shown."""
+
+    trigger: TriggerRecord
+    secret: str
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """What a delivery did."""
+
+    delivery_id: str
+    session_id: str | None
+    action: Literal["started", "queued", "pong"]
+    """pong: GitHub's `ping` event (sent when a webhook is made), answered once its
+    signature holds; nothing else is done with it."""
+    run_id: str | None = None
+    item_id: str | None = None
+
+
+class Triggers(ClientPart):
+    """Add, list, delete triggers and rotate their secrets; take their deliveries."""
+
+    def add(
+        self,
+        name: str,
+        template: str,
+        *,
+        session_id: str | None = None,
+        owner: str | None = None,
+    ) -> TriggerWithSecret:
+        """A new trigger whose deliveries go to `session_id` (None: a new session for
+        each); the template is checked first (`InvalidTemplate` naming what is wrong).
+        The caller checks that `owner` may name the session."""
+        check_trigger_name(name)
+        template_fields(template)
+        if session_id is not None:
+            self._client.sessions.get(session_id)
+        secret = new_secret()
+        with self._client.db.transaction() as db:
+            record = triggers.add_trigger(
+                db,
+                trigger_id=uuid.uuid4().hex,
+                owner=owner,
+                name=name,
+                secret=secret,
+                session_id=session_id,
+                template=template,
+                at_ms=now_ms(),
+            )
+        return TriggerWithSecret(record, secret)
+
+    def get(self, trigger_id: str) -> TriggerRecord:
+        """The trigger (without its secret); `TriggerNotFound` for an unknown id."""
+        with self._client.db.transaction() as db:
+            record = triggers.get_trigger(db, trigger_id)
+        if record is None:
+            raise TriggerNotFound(trigger_id)
+        return record
+
+    def list(
+        self, *, owner: str | None = None, unowned: bool = False, every: bool = False
+    ) -> list[TriggerRecord]:
+        """The triggers of `owner` (with `unowned`, also those of no owner; `every`: all)."""
+        with self._client.db.transaction() as db:
+            return triggers.list_triggers(db, owner=owner, unowned=unowned, every=every)
+
+    def delete(self, trigger_id: str) -> None:
+        """Delete the trigger: deliveries to it are refused (404) from now on."""
+        with self._client.db.transaction() as db:
+            if not triggers.delete_trigger(db, trigger_id):
+                raise TriggerNotFound(trigger_id)
+
+    def rotate_secret(self, trigger_id: str) -> TriggerWithSecret:
+        """A new secret for the trigger; the old one stops working at once."""
+        secret = new_secret()
+        with self._client.db.transaction() as db:
+            if not triggers.set_secret(db, trigger_id, secret, now_ms()):
+                raise TriggerNotFound(trigger_id)
+            record = triggers.get_trigger(db, trigger_id)
+        assert record is not None
+        return TriggerWithSecret(record, secret)
+
+    async def receive(
+        self,
+        trigger_id: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        *,
+        policy: WorkspacePolicy | None = None,
+    ) -> Delivered:
+        """Take a delivery (`headers` by lower-case name): checked as the module says,
+        then delivered. A new session for it works where `policy` gives the trigger's
+        owner a fresh folder (none: the state directory's, as the command line's)."""
+        trigger, prompt, signed = await asyncio.to_thread(self._checked, trigger_id, headers, body)
+        if prompt is None:
+            return Delivered(signed.delivery_id, None, "pong")
+        try:
+            return await self._deliver(trigger, signed.delivery_id, prompt, policy)
+        except Exception:
+            # Not delivered: forget it, so the sender's retry is no replay. (A request
+            # cancelled midway keeps it: the run may have started, and a retry would
+            # start a second.)
+            await asyncio.to_thread(self._forget, trigger.id, signed.delivery_id)
+            raise
+
+    def _checked(
+        self, trigger_id: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[TriggerRecord, str | None, SignedDelivery]:
+        """The trigger, the delivery's prompt and its signature, once every check passed
+        and the delivery is remembered (in one transaction with its last check); no
+        prompt for GitHub's ping."""
+        with self._client.db.transaction() as db:
+            secret = triggers.secret_of(db, trigger_id)
+            trigger = triggers.get_trigger(db, trigger_id)
+        if secret is None or trigger is None:
+            raise TriggerNotFound(trigger_id)
+        signed = check_delivery(secret, headers, body, time.time())
+        if signed.form == "github" and headers.get(GITHUB_EVENT) == "ping":
+            return trigger, None, signed
+        with self._client.db.transaction() as db:
+            _refuse_replay(db, trigger.id, signed)
+        prompt = trigger_prompt(
+            trigger.name,
+            signed.delivery_id,
+            trigger.template,
+            parse_body(body),
+            lambda: secrets.token_hex(6),
+        )
+        bounded("the trigger's prompt", prompt)
+        at = now_ms()
+        with self._client.db.transaction() as db:
+            if not triggers.remember_delivery(
+                db, trigger.id, signed.delivery_id, signed.signature, at
+            ):
+                _refuse_replay(db, trigger.id, signed, raced=True)
+            triggers.prune_deliveries(db, at - DELIVERY_MEMORY_S * 1000)
+        return trigger, prompt, signed
+
+    def _forget(self, trigger_id: str, delivery_id: str) -> None:
+        with self._client.db.transaction() as db:
+            triggers.forget_delivery(db, trigger_id, delivery_id)
+
+    async def _deliver(
+        self, trigger: TriggerRecord, delivery_id: str, prompt: str, policy: WorkspacePolicy | None
+    ) -> Delivered:
+        if trigger.session_id is not None:
+            sent = await self._client.inputs.send(trigger.session_id, prompt)
+            if isinstance(sent, RunHandle):
+                return Delivered(delivery_id, trigger.session_id, "started", run_id=sent.run_id)
+            return Delivered(delivery_id, trigger.session_id, "queued", item_id=sent.id)
+        session = await asyncio.to_thread(
+            self._client.sessions.create,
+            name=f"{trigger.name}: {delivery_id}"[:MAX_NAME_CHARS],
+            owner=trigger.owner,
+            policy=policy if trigger.owner is not None else None,
+        )
+        handle = await self._client.runs.prompt(session.id, prompt)
+        return Delivered(delivery_id, session.id, "started", run_id=handle.run_id)
+
+
+def new_secret() -> str:
+    """A trigger's secret: 256 random bits from the OS (`secrets`), URL-safe text."""
+    return secrets.token_urlsafe(SECRET_BYTES)
+
+
+def _refuse_replay(
+    db: Session, trigger_id: str, signed: SignedDelivery, *, raced: bool = False
+) -> None:
+    """`DeliveryReplayed` if the delivery repeats one remembered (`raced`: one is, a
+    request with it won the race to remember it)."""
+    seen = triggers.seen_delivery(db, trigger_id, signed.delivery_id, signed.signature)
+    if seen == "id" or (raced and seen is None):
+        raise DeliveryReplayed(f"delivery {signed.delivery_id} was received already")
+    if seen == "signature":
+        raise DeliveryReplayed(
+            "this signed body was received already, under another delivery id than "
+            f"{signed.delivery_id}"
+        )
