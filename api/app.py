@@ -42,6 +42,7 @@ from duragent.api.routes_approvals import approval_routes
 from duragent.api.routes_budgets import budget_routes
 from duragent.api.routes_metrics import mount_metrics
 from duragent.api.routes_page import page_routes
+from duragent.api.routes_schedules import schedule_routes
 from duragent.api.routes_session_files import (
     IMPORT_PATH,
     IMPORT_TOO_LARGE,
@@ -60,14 +61,17 @@ from duragent.client.errors import (
     InputTooLarge,
     InvalidChange,
     InvalidPrompt,
+    InvalidSchedule,
     InvalidSessionName,
     InvalidWorkspace,
     QueueItemNotFound,
     QueueItemNotPending,
+    ScheduleNotFound,
     SearchAttributesMissing,
     SessionBusy,
     SessionIdle,
     SessionNotFound,
+    TooManySchedules,
     WorkerNotAnswering,
     WorkspaceNotAllowed,
     disk_refuses,
@@ -109,6 +113,9 @@ _STORE_DISK_FULL = (
 # First match wins: subclasses before their bases.
 _STATUS = {
     SessionNotFound: 404,
+    ScheduleNotFound: 404,
+    InvalidSchedule: 422,
+    TooManySchedules: 409,
     SessionFileRefused: 422,
     InvalidSessionName: 422,
     IdsInUse: 409,
@@ -370,6 +377,7 @@ def create_app(
     app.include_router(approval_routes(client, current_user))
     app.include_router(budget_routes(client, current_user))
     app.include_router(session_file_routes(client, current_user, policy))
+    app.include_router(schedule_routes(client, current_user))
     mount_metrics(app, client)  # GET /metrics when DURAGENT_API_METRICS is on
     mount_web(app)  # the web page, at /
     return app

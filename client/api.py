@@ -15,6 +15,8 @@ own:
     client.budgets    budgets, spending, raises                 (`client.budgets`)
     client.hosts      moving a session to another host          (`client.hosts`)
     client.session_files  export a session as a file, import one  (`client.session_files`)
+    client.schedules  prompts on a timetable: add, list, pause, resume, trigger, delete
+                                                                (`client.schedules`)
 
 Two parts serve the others: `client.workflows` starts and asks a session's workflow
 (`client.session_workflows`), and `client.writes` carries config changes and entries to
@@ -44,6 +46,7 @@ from duragent.client.hosts import Hosts
 from duragent.client.inputs import Inputs
 from duragent.client.plugins import Plugin, Plugins, load_plugins
 from duragent.client.run_control import RunHandle, Runs
+from duragent.client.schedules import Schedules
 from duragent.client.session_config import SessionConfigs
 from duragent.client.session_files import SessionFiles
 from duragent.client.session_tree import SessionTree
@@ -92,6 +95,7 @@ class DuragentClient:
         self.budgets = Budgets(self)
         self.hosts = Hosts(self)
         self.session_files = SessionFiles(self)
+        self.schedules = Schedules(self)
         self.workflows = SessionWorkflows(self)
         self.writes = SessionWrites(self)
 

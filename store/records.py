@@ -92,3 +92,12 @@ class QueueItem(_Record):
     created_at: int
     updated_at: int
     consumed_at: int | None
+
+
+class ScheduleRecord(_Record):
+    """A schedule's row: whose it is and which session it prompts (`store.schedules`)."""
+
+    id: str
+    session_id: str
+    owner: str | None
+    created_at: int

@@ -250,3 +250,18 @@ class RunningCallRow(Base):
     task_token: Mapped[bytes] = mapped_column(LargeBinary)
     activity_id: Mapped[str] = mapped_column(String(200))
     started_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class ScheduleRow(Base):
+    """A schedule's owner and session (`client.schedules`): the index listing and
+    ownership read at once. What the schedule does and when is the Temporal schedule's,
+    under the same id."""
+
+    __tablename__ = "schedules"
+
+    id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), index=True
+    )
+    owner: Mapped[str | None] = mapped_column(String(200), index=True)
+    created_at: Mapped[int] = mapped_column(BigInteger)
