@@ -129,7 +129,17 @@ def list_schedules(
     settings: Settings = ctx.obj
     if session is not None:
         require_session(store_client(settings), session)
-    views: list[ScheduleView] = _run(settings, lambda c: c.schedules.list(session_id=session))
+
+    async def act(client: DuragentClient) -> list[ScheduleView]:
+        views = await client.schedules.list(session_id=session)
+        for view in views:  # what the last firing did
+            if view.recent:
+                view.recent[-1].outcome = await client.schedules.outcome(
+                    view.recent[-1].workflow_id
+                )
+        return views
+
+    views: list[ScheduleView] = _run(settings, act)
     if as_json:
         console.out(json.dumps([v.model_dump(mode="json") for v in views], indent=2))
         return
@@ -180,4 +190,8 @@ def _print(view: ScheduleView) -> None:
         say(Text(f"  next: {view.next_runs[0]:%Y-%m-%d %H:%M:%S} UTC"))
     if view.recent:
         last, count = view.recent[-1], len(view.recent)
-        say(Text(f"  last fired: {last.scheduled_at:%Y-%m-%d %H:%M:%S} UTC ({count} recent)"))
+        did = ""
+        if last.outcome is not None:
+            did = f": {last.outcome.outcome} in session {last.outcome.session_id}"
+            did += f" ({last.outcome.detail})" if last.outcome.detail else ""
+        say(Text(f"  last fired: {last.scheduled_at:%Y-%m-%d %H:%M:%S} UTC{did} ({count} recent)"))
