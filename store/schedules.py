@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from duragent.store.clock import now_ms
@@ -40,7 +40,10 @@ def list_schedules(
 
 
 def count_schedules(db: Session, owner: str | None) -> int:
-    return len(list_schedules(db, owner=owner, limit=10_000))
+    """How many schedules `owner` has (None: those of no owner)."""
+    mine = ScheduleRow.owner.is_(None) if owner is None else ScheduleRow.owner == owner
+    counted = db.scalar(select(func.count()).select_from(ScheduleRow).where(mine))
+    return int(counted or 0)
 
 
 def delete_schedule(db: Session, schedule_id: str) -> bool:

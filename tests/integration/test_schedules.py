@@ -75,6 +75,8 @@ async def test_a_schedule_fires_into_an_idle_then_a_busy_session_paused_and_resu
         schedule = made.json()
         sid = schedule["id"]
         assert (schedule["every"], schedule["busy"], schedule["paused"]) == ("2s", "queue", False)
+        # Missed firings run late within the catch-up window the settings give.
+        assert schedule["catchup_window_s"] == stack.settings.schedule_catchup_window_s == 3600
         try:
             # Idle: the firing starts a run of its own.
             await eventually(lambda: run_finished(stack, session), timeout=30)
