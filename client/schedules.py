@@ -369,7 +369,10 @@ class Schedules(ClientPart):
             timestamp=now_ms(),
             scheduled=ScheduledMark(schedule_id=firing.schedule_id, scheduled_at=data.scheduled_at),
         )
+        # Ids of the firing's run and of its follow-up (which becomes an entry's id): the
+        # same for every attempt, and short as the store's ids are.
         run_id = uuid.uuid5(uuid.NAMESPACE_URL, data.firing_id).hex
+        follow_up_id = uuid.uuid5(uuid.NAMESPACE_URL, data.firing_id + "/follow-up").hex
         started = await asyncio.to_thread(self._client.runs.get, run_id)
         if started is not None:
             return FiringOutcome(outcome="started", session_id=started.session_id, run_id=run_id)
@@ -395,7 +398,7 @@ class Schedules(ClientPart):
                     raise busy  # a compaction, a move: tried again by the activity's retry
                 continue
             try:
-                await self._client.inputs.follow_up(session_id, message, item_id=data.firing_id)
+                await self._client.inputs.follow_up(session_id, message, item_id=follow_up_id)
             except SessionIdle:
                 continue  # it ended meanwhile: start a run
             open_run = await self._client.workflows.run_id(handle)

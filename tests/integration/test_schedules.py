@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from support import ApiServer, Stack, eventually, run_finished, user_texts
+from support import BOTH_STORES, ApiServer, Stack, eventually, run_finished, user_texts
 
 Json = dict[str, Any]
 
@@ -61,6 +61,7 @@ async def fired(http: Any, schedule_id: str, count: int) -> list[Json]:
     return list(view["recent"])
 
 
+@BOTH_STORES
 @pytest.mark.script(SCRIPT)
 async def test_a_schedule_fires_into_an_idle_then_a_busy_session_paused_and_resumed(
     stack: Stack, api: ApiServer
