@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 from support import eventually, run_finished
@@ -14,7 +15,9 @@ from test_temporal_restart import private_stack
 from duragent.client.api import DuragentClient
 from duragent.domain.schedules import ScheduleView
 
-SCRIPT = {"conversations": {"*": [{"match": "^tick", "repeat": True, "reply": [{"text": "tock"}]}]}}
+SCRIPT: dict[str, object] = {
+    "conversations": {"*": [{"match": "^tick", "repeat": True, "reply": [{"text": "tock"}]}]}
+}
 OUTAGE_S = 16.0
 SHORT_WINDOW_S = 10.0  # Temporal's least
 
@@ -38,7 +41,7 @@ async def test_missed_firings_run_after_an_outage_within_the_catch_up_window(
         assert [m.catchup_window_s for m in made] == [3600, SHORT_WINDOW_S]
         try:
             for session in (long_session, short_session):
-                await eventually(lambda s=session: run_finished(stack, s), timeout=30)
+                await eventually(partial(run_finished, stack, session), timeout=30)
             await outage.begin("stop")
             await asyncio.sleep(OUTAGE_S)  # the outage itself: firings are missed meanwhile
             await outage.end()
@@ -66,7 +69,7 @@ async def test_missed_firings_run_after_an_outage_within_the_catch_up_window(
             assert long_first < short_first
             # And they were delivered: each session has a run of the missed prompt.
             for session in (long_session, short_session):
-                await eventually(lambda s=session: run_finished(stack, s), timeout=30)
+                await eventually(partial(run_finished, stack, session), timeout=30)
         finally:
             for schedule in made:
                 await stack.client.schedules.delete(schedule.id)
