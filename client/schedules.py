@@ -413,17 +413,27 @@ class Schedules(ClientPart):
         """Run the prompt in a new session made from the firing's session: its whole
         config, its workspace and host, the schedule's owner."""
         template = await asyncio.to_thread(self._client.sessions.get, data.firing.session_id)
-        when = datetime.fromtimestamp(data.scheduled_at / 1000, UTC)
-        base = template.name or f"session {template.id[:8]}"
-        session = await asyncio.to_thread(
-            self._client.sessions.create,
-            workspace=template.workspace,
-            name=f"{base[:150]} (scheduled {when:%Y-%m-%d %H:%M} UTC)",
-            owner=data.firing.owner,
-            host=template.host,
-            config=template.config,
-        )
-        await self._client.runs.prompt(session.id, message, run_id=run_id)
+        # The firing's session, the same for every attempt: a retry finds the one made.
+        session_id = uuid.uuid5(uuid.NAMESPACE_URL, data.firing_id + "/session").hex
+        try:
+            session = await asyncio.to_thread(self._client.sessions.get, session_id)
+        except SessionNotFound:
+            when = datetime.fromtimestamp(data.scheduled_at / 1000, UTC)
+            base = template.name or f"session {template.id[:8]}"
+            session = await asyncio.to_thread(
+                self._client.sessions.create,
+                workspace=template.workspace,
+                name=f"{base[:150]} (scheduled {when:%Y-%m-%d %H:%M} UTC)",
+                owner=data.firing.owner,
+                host=template.host,
+                config=template.config,
+                session_id=session_id,
+            )
+        try:
+            await self._client.runs.prompt(session.id, message, run_id=run_id)
+        except SessionBusy as busy:
+            if busy.run_id != run_id:  # not this firing's own run, an attempt before
+                raise
         return FiringOutcome(
             outcome="started",
             session_id=session.id,
