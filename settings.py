@@ -30,6 +30,7 @@
 | `DURAGENT_SHARED_WORKSPACES` | `false`; `true`: all workers see all workspaces (no host queues) |
 | `DURAGENT_HOST_ONLY` | `false`; `true`: this worker runs only its host's tool calls, no runs |
 | `DURAGENT_HOST_WAIT` | `600` seconds a run waits for its session's host to come back |
+| `DURAGENT_SCHEDULE_CATCHUP_WINDOW` | `3600` seconds a firing missed in an outage may run late |
 | `TEMPORAL_TLS` | off, unless a TLS file, server name or API key below is set |
 | `TEMPORAL_TLS_CLIENT_CERT_PATH` | none: a client certificate (PEM), for mTLS |
 | `TEMPORAL_TLS_CLIENT_KEY_PATH` | none: that certificate's private key (PEM) |
@@ -136,6 +137,14 @@ class Settings(BaseSettings):
     prices_file: Path | None = None
     """A price table of the bundled one's shape (`domain/prices.toml`) whose models
     replace or join the bundled ones; read and checked when the settings are."""
+    # Schedules (client/schedules.py)
+    schedule_catchup_window_s: float = Field(
+        3600.0, ge=10, validation_alias="DURAGENT_SCHEDULE_CATCHUP_WINDOW"
+    )
+    """A schedule's firing missed while Temporal (or the schedule) could not act, an
+    outage, still runs when it comes back within this many seconds of its time
+    (Temporal's catch-up window; at least 10 s); later ones are dropped. Set on each
+    schedule when it is made."""
     # Hosts (domain/hosts.py)
     host: str = ""
     """The host this worker runs tools on (its workspaces); empty: the machine's name."""

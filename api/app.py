@@ -43,6 +43,7 @@ from duragent.api.routes_approvals import approval_routes
 from duragent.api.routes_budgets import budget_routes
 from duragent.api.routes_metrics import mount_metrics
 from duragent.api.routes_page import page_routes
+from duragent.api.routes_schedules import schedule_routes
 from duragent.api.routes_session_files import (
     IMPORT_PATH,
     IMPORT_TOO_LARGE,
@@ -68,14 +69,17 @@ from duragent.client.errors import (
     InputTooLarge,
     InvalidChange,
     InvalidPrompt,
+    InvalidSchedule,
     InvalidSessionName,
     InvalidWorkspace,
     QueueItemNotFound,
     QueueItemNotPending,
+    ScheduleNotFound,
     SearchAttributesMissing,
     SessionBusy,
     SessionIdle,
     SessionNotFound,
+    TooManySchedules,
     TriggerNotFound,
     WorkerNotAnswering,
     WorkspaceNotAllowed,
@@ -127,6 +131,9 @@ _STATUS = {
     DeliveryIdRefused: 400,
     DeliveryReplayed: 409,
     TriggerRefused: 422,  # the body, the template, the trigger's name
+    ScheduleNotFound: 404,
+    InvalidSchedule: 422,
+    TooManySchedules: 409,
     SessionFileRefused: 422,
     InvalidSessionName: 422,
     IdsInUse: 409,
@@ -394,6 +401,7 @@ def create_app(
     app.include_router(session_file_routes(client, current_user, policy))
     app.include_router(trigger_routes(client, current_user, policy))
     mount_agui(app, client, current_user)  # POST /api/agui with the `agui` extra
+    app.include_router(schedule_routes(client, current_user))
     mount_metrics(app, client)  # GET /metrics when DURAGENT_API_METRICS is on
     mount_web(app)  # the web page, at /
     return app

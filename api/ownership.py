@@ -14,8 +14,8 @@ from typing import Protocol
 from fastapi import HTTPException
 
 from duragent.client.api import DuragentClient
-from duragent.client.errors import SessionNotFound
-from duragent.store.records import SessionRecord
+from duragent.client.errors import ScheduleNotFound, SessionNotFound
+from duragent.store.records import ScheduleRecord, SessionRecord
 
 LOCAL_USER = "default"
 
@@ -46,3 +46,21 @@ async def owned_session_async(client: DuragentClient, session_id: str, owner: st
     """`owned_session` for an `async` route: the store is read on a worker thread, so a
     slow read never holds up the event loop (and every other request with it)."""
     return await asyncio.to_thread(owned_session, client, session_id, owner)
+
+
+def owned_schedule(client: DuragentClient, schedule_id: str, owner: str) -> ScheduleRecord:
+    """The schedule, if `owner` owns its session; a 404 otherwise (as for a session)."""
+    try:
+        record: ScheduleRecord | None = client.schedules.record(schedule_id)
+        session = client.sessions.get(record.session_id) if record else None
+    except (ScheduleNotFound, SessionNotFound):
+        record = session = None
+    if record is None or session is None or not owns(owner, session):
+        raise HTTPException(404, f"schedule {schedule_id!r} does not exist")
+    return record
+
+
+async def owned_schedule_async(
+    client: DuragentClient, schedule_id: str, owner: str
+) -> ScheduleRecord:
+    return await asyncio.to_thread(owned_schedule, client, schedule_id, owner)

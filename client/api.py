@@ -16,6 +16,8 @@ own:
     client.hosts      moving a session to another host          (`client.hosts`)
     client.session_files  export a session as a file, import one  (`client.session_files`)
     client.triggers   webhooks made into prompts, their secrets (`client.triggers`)
+    client.schedules  prompts on a timetable: add, list, pause, resume, trigger, delete
+                                                                (`client.schedules`)
 
 Two parts serve the others: `client.workflows` starts and asks a session's workflow
 (`client.session_workflows`), and `client.writes` carries config changes and entries to
@@ -45,6 +47,7 @@ from duragent.client.hosts import Hosts
 from duragent.client.inputs import Inputs
 from duragent.client.plugins import Plugin, Plugins, load_plugins
 from duragent.client.run_control import RunHandle, Runs
+from duragent.client.schedules import Schedules
 from duragent.client.session_config import SessionConfigs
 from duragent.client.session_files import SessionFiles
 from duragent.client.session_tree import SessionTree
@@ -95,6 +98,7 @@ class DuragentClient:
         self.hosts = Hosts(self)
         self.session_files = SessionFiles(self)
         self.triggers = Triggers(self)
+        self.schedules = Schedules(self)
         self.workflows = SessionWorkflows(self)
         self.writes = SessionWrites(self)
 

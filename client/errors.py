@@ -98,6 +98,21 @@ class QueueItemNotFound(DuragentError, LookupError):
         super().__init__(f"input {item_id!r} does not exist in session {session_id}")
 
 
+class ScheduleNotFound(DuragentError, LookupError):
+    def __init__(self, schedule_id: str) -> None:
+        super().__init__(f"schedule {schedule_id!r} does not exist")
+        self.schedule_id = schedule_id
+
+
+class InvalidSchedule(DuragentError, ValueError):
+    """A schedule's timetable, time zone, busy policy or prompt is not one it can have."""
+
+
+class TooManySchedules(DuragentError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"you have {limit} schedules, the most one may have: delete one first")
+
+
 class QueueItemNotPending(DuragentError):
     def __init__(self, item_id: str, status: str) -> None:
         super().__init__(f"input {item_id!r} is {status}, no longer pending")

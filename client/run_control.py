@@ -20,7 +20,7 @@ from duragent.client.errors import InvalidPrompt, ResourceNotFound, SessionIdle
 from duragent.client.part import ClientPart
 from duragent.domain.budgets import Budget
 from duragent.domain.input import PromptInput, normalize_prompt_input
-from duragent.domain.messages import AgentMessage
+from duragent.domain.messages import AgentMessage, UserMessage
 from duragent.domain.resources import ResourceKind
 from duragent.domain.runs import (
     Invocation,
@@ -57,16 +57,21 @@ class Runs(ClientPart):
         max_turns: int | None = None,
         options: RunOptions | None = None,
         budget: Budget | dict[str, Any] | None = None,
+        run_id: str | None = None,
     ) -> RunHandle:
         """Start a run of the session with this prompt; `SessionBusy` if one is open.
-        `budget` limits what the run may spend (domain.budgets), besides the session's."""
+        `budget` limits what the run may spend (domain.budgets), besides the session's.
+        `run_id` (default: a new one) names the run: a caller that may ask twice (a
+        retried activity) knows its run by it."""
         await asyncio.to_thread(self._client.sessions.get, session_id)
         try:
             messages = normalize_prompt_input(prompt, now_ms())
         except ValueError as err:
             raise InvalidPrompt(str(err)) from err
         bounded("prompt", prompt if isinstance(prompt, str) else messages)
-        return await self._start(session_id, messages, None, max_turns, options, budget)
+        return await self._start(
+            session_id, messages, None, max_turns, options, budget, run_id=run_id
+        )
 
     async def skill(
         self, session_id: str, name: str, args: Sequence[str] = (), **kwargs: Any
@@ -112,6 +117,8 @@ class Runs(ClientPart):
         max_turns: int | None = None,
         options: RunOptions | None = None,
         budget: Budget | dict[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
     ) -> RunHandle:
         """prompt, skill and promptFromTemplate share this one flow."""
         if max_turns is not None and max_turns < 1:
@@ -120,7 +127,7 @@ class Runs(ClientPart):
         if checked is not None and checked.max_cost_usd is not None:
             config, _, _ = await asyncio.to_thread(self._client.sessions.stored_status, session_id)
             check_priced(checked, config.model, self._client.prices)
-        run_id = uuid.uuid4().hex
+        run_id = run_id or uuid.uuid4().hex
         kind: RunKind = invocation.kind if invocation else "prompt"
         run_input = RunInput(
             session_id=session_id,
@@ -133,6 +140,8 @@ class Runs(ClientPart):
             budget=checked if checked is not None and checked.limited else None,
         )
         summary = f"{kind}: " + (invocation.name if invocation else first_line(messages))
+        if any(isinstance(m, UserMessage) and m.scheduled for m in messages):
+            summary = "scheduled " + summary
         try:
             return await self._start_workflow(run_input, summary)
         except WorkflowAlreadyStartedError as err:

@@ -75,9 +75,14 @@ class Sessions(ClientPart):
         owner: str | None = None,
         policy: WorkspacePolicy | None = None,
         host: str | None = None,
+        config: SessionConfig | None = None,
+        session_id: str | None = None,
     ) -> SessionRecord:
         """A new idle session working in `workspace` (default: a fresh folder under the
-        state directory), created if missing.
+        state directory), created if missing. `config` (another session's, say) is its
+        whole config; else it is made from `model` and `system_prompt` (`new_config`).
+        `session_id` (default: a new one) is for a caller that may ask twice and looks
+        for its session by it first (a retried activity).
 
         `host` names the host whose workers run its tools (`domain.hosts`); by default its
         first run's worker's host. The workspace is a folder on that host: it is created
@@ -98,8 +103,8 @@ class Sessions(ClientPart):
         ):
             if text is not None:
                 bounded(what, str(text))
-        session_id = uuid.uuid4().hex
-        config = self.new_config(model, system_prompt)
+        session_id = session_id or uuid.uuid4().hex
+        config = config or self.new_config(model, system_prompt)
         folder = self.new_workspace(session_id, workspace, owner=owner, policy=policy, host=host)
         with self._client.db.transaction() as db:
             return sessions.create_session(

@@ -33,6 +33,7 @@ from duragent.activities.mcp.tools import mcp_providers
 from duragent.activities.model_turn import ModelTurns
 from duragent.activities.orphans import ProcessRecords, sweep_records
 from duragent.activities.prices import price_table
+from duragent.activities.schedules import ScheduledPrompts
 from duragent.activities.snapshots import SnapshotTaker
 from duragent.activities.subagents import Subagents
 from duragent.activities.take_turn import TurnTaker
@@ -53,6 +54,7 @@ from duragent.store.entries import EntryCache
 from duragent.store.staging import FinishedReplies
 from duragent.telemetry import tracing
 from duragent.telemetry.metrics import worker_interceptors, worker_runtime
+from duragent.workflows.scheduled_prompt import ScheduledPrompt
 from duragent.workflows.session_changes import SessionChanges
 from duragent.workflows.session_move import SessionMove
 from duragent.workflows.session_run import SessionRun
@@ -209,7 +211,14 @@ def build_worker(
         hints=hints,
         lease=lease,
         task_queue=settings.task_queue,
-        workflows=[SessionRun, SessionChanges, SessionCompaction, SessionNavigation, SessionMove],
+        workflows=[
+            SessionRun,
+            SessionChanges,
+            SessionCompaction,
+            SessionNavigation,
+            SessionMove,
+            ScheduledPrompt,
+        ],
         activities=[
             bookkeeping.start_run,
             bookkeeping.finish_run,
@@ -232,6 +241,8 @@ def build_worker(
             moves.record_host,
             moves.drop_transfer,
             BudgetReads(db, prices).session_spend,
+            # A schedule's firing, delivered as the client delivers a person's prompt.
+            ScheduledPrompts(facades.schedules.deliver).deliver_scheduled_prompt,
         ],
         # Threads for the sync (store) activities, started as they are needed: they are
         # bounded by the local activities a worker runs at once, not by this.

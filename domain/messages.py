@@ -81,12 +81,34 @@ class Usage(BaseModel):
         )
 
 
+class ScheduledMark(BaseModel):
+    """What says a user message was sent by a schedule, not typed by a person
+    (`duragent schedule`): shown as such in `duragent history` and on the page."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schedule_id: str
+    scheduled_at: int
+    """The time the schedule fired for (ms since the epoch): its nominal time, which a
+    catch-up after an outage delivers late."""
+
+
 class UserMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: Literal["user"] = "user"
     content: list[UserContent]
     timestamp: int
+    scheduled: ScheduledMark | None = None
+    """Set on a prompt a schedule sent (never sent to the model)."""
+
+    @model_serializer(mode="wrap")
+    def _without_schedule(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Only a scheduled prompt carries it: every other message is stored as it always was.
+        data: dict[str, Any] = handler(self)
+        if data.get("scheduled") is None:
+            data.pop("scheduled", None)
+        return data
 
 
 class AssistantMessage(BaseModel):

@@ -105,3 +105,12 @@ class TriggerRecord(_Record):
     template: str
     created_at: int
     secret_set_at: int
+
+
+class ScheduleRecord(_Record):
+    """A schedule's row: whose it is and which session it prompts (`store.schedules`)."""
+
+    id: str
+    session_id: str
+    owner: str | None
+    created_at: int

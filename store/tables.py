@@ -284,3 +284,18 @@ class TriggerDeliveryRow(Base):
     delivery_id: Mapped[str] = mapped_column(String(200))
     signature: Mapped[str] = mapped_column(String(80))
     received_at: Mapped[int] = mapped_column(BigInteger, index=True)
+
+
+class ScheduleRow(Base):
+    """A schedule's owner and session (`client.schedules`): the index listing and
+    ownership read at once. What the schedule does and when is the Temporal schedule's,
+    under the same id."""
+
+    __tablename__ = "schedules"
+
+    id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), index=True
+    )
+    owner: Mapped[str | None] = mapped_column(String(200), index=True)
+    created_at: Mapped[int] = mapped_column(BigInteger)

@@ -34,6 +34,11 @@ with workflow.unsafe.imports_passed_through():
     from duragent.domain.fallbacks import root_message
     from duragent.domain.hosts import HOST_READY
     from duragent.domain.runs import RunOptions
+    from duragent.domain.schedules import (
+        DELIVER_SCHEDULED_PROMPT,
+        DeliverScheduledPrompt,
+        FiringOutcome,
+    )
     from duragent.domain.subagents import (
         FINISH_SUBAGENT,
         START_SUBAGENT,
@@ -290,6 +295,31 @@ async def finish_subagent(data: FinishSubagentInput) -> ToolCallOutcome:
 async def session_spend(data: SessionSpendInput) -> Spent:
     summary = "read what the session's other runs spent (its budget)"
     return await _store_step(SESSION_SPEND, data, Spent, summary)
+
+
+# A firing's delivery retries while its session is busy with something that is not a run
+# (a compaction, a move: short), or the store or Temporal cannot be reached; past this it
+# fails, and the schedule shows the firing failed.
+_DELIVERY_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=15),
+)
+DELIVERY_DEADLINE = timedelta(minutes=10)
+
+
+async def deliver_scheduled_prompt(data: DeliverScheduledPrompt) -> FiringOutcome:
+    """A schedule's prompt delivered as a person's would be (`client.schedules`)."""
+    result = await workflow.execute_activity(
+        DELIVER_SCHEDULED_PROMPT,
+        data,
+        result_type=FiringOutcome,
+        start_to_close_timeout=timedelta(seconds=60),
+        schedule_to_close_timeout=DELIVERY_DEADLINE,
+        retry_policy=_DELIVERY_RETRY,
+        summary=f"deliver the prompt of schedule {data.firing.schedule_id}",
+    )
+    return cast(FiringOutcome, result)
 
 
 def _describe(event: RunEventPayload) -> str:

@@ -16,6 +16,7 @@ from duragent.client.cli import (
     hosts,
     inputs,
     runs,
+    schedules,
     servers,
     session_files,
     sessions,
@@ -68,6 +69,7 @@ NAMES: dict[Callable[..., None], str] = {session_files.import_session: "import"}
 for _command in COMMANDS:
     app.command(NAMES.get(_command))(_command)
 app.add_typer(triggers.app, name="trigger")
+app.add_typer(schedules.schedule_app, name="schedule")
 
 
 def main() -> None:

@@ -130,7 +130,12 @@ def print_entry(entry: SessionEntry, limits: ShowLimits, prices: PriceTable | No
     else:
         text, more = clip(text_of(message.content), limits.text)
         cut += more
-        say(Text(message.role, style="bold green") + Text(f" {text}") + _more(more))
+        # A schedule's prompt says so (`duragent schedule`).
+        scheduled = getattr(message, "scheduled", None)
+        who = Text(message.role, style="bold green")
+        if scheduled is not None:
+            who += Text(f" (scheduled: {scheduled.schedule_id})", style="dim")
+        say(who + Text(f" {text}") + _more(more))
     return cut > 0
 
 

@@ -42,6 +42,7 @@ from duragent.client.history.values import (
     preview,
     provider_kind,
     provider_of,
+    scheduled_by,
     short_run_id,
 )
 
@@ -166,6 +167,10 @@ class _Reader(ChildWorkflows):
             )
             run = short_run_id(self.run_id)
             started.summary = f"{self.workflow_type} run {run} ({kind}): {what}"
+            schedule = scheduled_by(data.get("prompt"))
+            if schedule:
+                started.details["scheduled_by"] = schedule
+                started.summary += f" (scheduled: {schedule})"
         else:
             started.details["input"] = preview(compact(data))
             started.summary = f"{self.workflow_type} started: {preview(compact(data))}"

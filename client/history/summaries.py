@@ -14,6 +14,7 @@ from duragent.client.history.values import (
     preview,
     provider_kind,
     provider_of,
+    scheduled_by,
     text_of,
     token_counts,
 )
@@ -317,6 +318,10 @@ def signal_content(payload: Any) -> tuple[str, dict[str, Any]]:
         if isinstance(payload.get("message"), dict):  # a QueuedMessage: steer, follow_up
             what = f'"{preview(text_of(payload["message"].get("content")))}"'
             details["text"] = what[1:-1]
+            schedule = scheduled_by(payload["message"])
+            if schedule:
+                details["scheduled_by"] = schedule
+                what += f" (scheduled: {schedule})"
         elif "config" in payload or "entries" in payload:  # a SessionChange
             config = {k: v for k, v in (payload.get("config") or {}).items() if v is not None}
             entries = [str(e.get("type")) for e in payload.get("entries") or []]

@@ -95,6 +95,16 @@ def first_user_text(prompt: Any) -> str:
     return ""
 
 
+def scheduled_by(messages: Any) -> str | None:
+    """The schedule that sent these messages (a run's prompt, a queued message), if one
+    did: its id, from the message's `scheduled` mark."""
+    for message in messages if isinstance(messages, list) else [messages]:
+        mark = message.get("scheduled") if isinstance(message, dict) else None
+        if isinstance(mark, dict) and mark.get("schedule_id"):
+            return str(mark["schedule_id"])
+    return None
+
+
 def token_counts(usage: dict[str, Any]) -> str:
     return f"{usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out tokens"
 

@@ -41,13 +41,13 @@ async def a_busy_page_with_a_chip(api: ApiServer, context: Any) -> tuple[Any, st
 CHINESE = {
     "chips": ["编辑", "引导", "删除"],
     "send": "发送",
-    "tabs": ["活动", "树"],
+    "tabs": ["活动", "树", "定时"],
     "stop": "停止",
 }
 ENGLISH = {
     "chips": ["Edit", "Guide", "Delete"],
     "send": "Send",
-    "tabs": ["Activity", "Tree"],
+    "tabs": ["Activity", "Tree", "Schedules"],
     "stop": "Stop",
 }
 

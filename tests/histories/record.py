@@ -57,7 +57,11 @@ async def steer_mid_run(stack: Stack, session_id: str) -> None:
 async def abort_mid_tool(stack: Stack, session_id: str) -> None:
     await stack.client.runs.prompt(session_id, "Run the long job.")
     while not any(
-        [e async for e in stack.client.events.stream(session_id, follow=False) if e.type == "tool_execution_start"]
+        [
+            e
+            async for e in stack.client.events.stream(session_id, follow=False)
+            if e.type == "tool_execution_start"
+        ]
     ):
         await asyncio.sleep(0.02)
     await stack.client.runs.abort(session_id)
@@ -137,7 +141,9 @@ async def compaction_reaches_the_budget(stack: Stack, session_id: str) -> None:
         }
     )
     budget = Budget(max_tokens=200_000)
-    run = await stack.client.runs.prompt(session_id, "Read it, many times.", options=options, budget=budget)
+    run = await stack.client.runs.prompt(
+        session_id, "Read it, many times.", options=options, budget=budget
+    )
     await run.result()
 
 
@@ -148,7 +154,10 @@ def bash(command: str, call_id: str) -> dict[str, Any]:
 async def delegate_and_wait(stack: Stack, session_id: str) -> None:
     """The parent hands the work to a sub-agent, which runs a tool and answers."""
     delegate = {"name": "delegate", "input": {"prompt": "Child: list the files", "name": "lister"}}
-    steps = [{"reply": [{"tool_use": delegate}]}, {"reply": [{"text": "The sub-agent listed them."}]}]
+    steps = [
+        {"reply": [{"tool_use": delegate}]},
+        {"reply": [{"text": "The sub-agent listed them."}]},
+    ]
     stack.model.add_steps(session_id, steps, replace=True)  # the "*" steps are the child's
     await (await stack.client.runs.prompt(session_id, "Have a sub-agent list the files.")).result()
 
@@ -164,9 +173,15 @@ async def wait_for_host_then_start_it(stack: Stack, session_id: str) -> None:
     goes on once a worker of that host is up."""
     from processes import WORKER_ARGS, spawn_python
 
-    run = await stack.client.runs.prompt(session_id, "Make two files.", options=host_options(stack, 60))
+    run = await stack.client.runs.prompt(
+        session_id, "Make two files.", options=host_options(stack, 60)
+    )
     while not any(
-        [e async for e in stack.client.events.stream(session_id, follow=False) if e.type == "host_waiting"]
+        [
+            e
+            async for e in stack.client.events.stream(session_id, follow=False)
+            if e.type == "host_waiting"
+        ]
     ):
         await asyncio.sleep(0.02)
     process = spawn_python(WORKER_ARGS, {**stack.env(), "DURAGENT_HOST": "later-host"})
@@ -191,6 +206,28 @@ SUMMARIES = [
     {"match": "beginning of a turn", "repeat": True, "reply": [{"text": "Reading."}]},
 ]
 
+
+async def scheduled_firing(stack: Stack, session_id: str) -> None:
+    """A schedule fired (triggered) into the idle session: its run is recorded as the
+    scenario's, and the firing's own `ScheduledPrompt` as scheduled_prompt.json."""
+    made = await stack.client.schedules.add(
+        session_id, "Report the status.", every="1h", paused=True
+    )
+    try:
+        await stack.client.schedules.trigger(made.id)
+        while not (view := await stack.client.schedules.get(made.id, outcomes=True)).recent or not (
+            view.recent[0].outcome
+        ):
+            await asyncio.sleep(0.05)
+        await stack.client.runs.wait(session_id)
+        firing = stack.temporal.get_workflow_handle(view.recent[0].workflow_id)
+        target = HERE / "scheduled_prompt.json"
+        target.write_text((await firing.fetch_history()).to_json())
+        print(f"recorded {target.name}")
+    finally:
+        await stack.client.schedules.delete(made.id)
+
+
 SCENARIOS = [
     Scenario(
         "tools",
@@ -200,7 +237,12 @@ SCENARIOS = [
                     {"reply": [{"text": "Looking."}, {"tool_use": {"name": "ls", "input": {}}}]},
                     {
                         "reply": [
-                            {"tool_use": {"name": "write", "input": {"path": "a.txt", "content": "a"}}},
+                            {
+                                "tool_use": {
+                                    "name": "write",
+                                    "input": {"path": "a.txt", "content": "a"},
+                                }
+                            },
                             {"tool_use": {"name": "bash", "input": {"command": "echo b > b.txt"}}},
                         ]
                     },
@@ -306,7 +348,11 @@ SCENARIOS = [
     ),
     Scenario(
         "host_wait",
-        {"conversations": {"*": [{"reply": [bash("echo a > a.txt", "call_a")]}, {"reply": [{"text": "Done."}]}]}},
+        {
+            "conversations": {
+                "*": [{"reply": [bash("echo a > a.txt", "call_a")]}, {"reply": [{"text": "Done."}]}]
+            }
+        },
         wait_for_host_then_start_it,
         host="later-host",
     ),
@@ -318,7 +364,11 @@ SCENARIOS = [
     ),
     Scenario(
         "move",
-        {"conversations": {"*": [{"reply": [bash("echo a > a.txt", "call_a")]}, {"reply": [{"text": "Done."}]}]}},
+        {
+            "conversations": {
+                "*": [{"reply": [bash("echo a > a.txt", "call_a")]}, {"reply": [{"text": "Done."}]}]
+            }
+        },
         run_then_move,
     ),
     Scenario(
@@ -355,6 +405,14 @@ SCENARIOS = [
 # run inside the turn's activity, guidance and abort reach them there, approvals still
 # cut the turn short, and a host that does not take a turn in time gets the old shape.
 ONE_ACTIVITY = ("tools", "guidance", "abort", "approval", "host_wait", "steer")
+SCENARIOS.append(
+    Scenario(
+        "scheduled",
+        {"conversations": {"*": [{"reply": [{"text": "All green."}]}]}},
+        scheduled_firing,
+    )
+)
+
 SCENARIOS += [
     replace(scenario, name=f"one_activity_{scenario.name}")
     for scenario in SCENARIOS
@@ -365,8 +423,7 @@ SCENARIOS += [
 async def save_histories(temporal: Client, session_id: str, name: str) -> None:
     """Every execution under the session's workflow id, as NAME.json (NAME-1.json, ...)."""
     executions = [
-        listed
-        async for listed in temporal.list_workflows(f"WorkflowId = 'session-{session_id}'")
+        listed async for listed in temporal.list_workflows(f"WorkflowId = 'session-{session_id}'")
     ]
     executions.sort(key=lambda listed: listed.start_time)
     # Changes applied to the idle session before the run are not the run.
@@ -401,7 +458,9 @@ async def record(names: list[str]) -> None:
                     sessions = {"": session.id}
                     sessions.update(
                         (f"-child{'' if n == 1 else n}", child.id)
-                        for n, child in enumerate(stack.client.sessions.children(session.id), start=1)
+                        for n, child in enumerate(
+                            stack.client.sessions.children(session.id), start=1
+                        )
                     )
                     for tag, session_id in sessions.items():
                         await save_histories(temporal, session_id, scenario.name + tag)

@@ -232,8 +232,13 @@ def test_recorded_histories_read(path: Path) -> None:
     assert timeline.items[-1].kind in ("run_ended", "continued_as_new")
     if timeline.workflow_type == "SessionRun":
         assert timeline.run_id and of_kind(timeline, "model_call")
-    else:  # a structural operation under the session's id
-        assert timeline.workflow_type in ("SessionCompaction", "SessionNavigation", "SessionMove")
+    else:  # a structural operation under the session's id, or a schedule's firing
+        assert timeline.workflow_type in (
+            "SessionCompaction",
+            "SessionNavigation",
+            "SessionMove",
+            "ScheduledPrompt",
+        )
     printed = io.StringIO()
     render([timeline], Console(file=printed, width=120))
     assert len(printed.getvalue().splitlines()) == len(timeline.items) + 1  # header + items

@@ -10,6 +10,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from duragent.worker import workflow_runner
+from duragent.workflows.scheduled_prompt import ScheduledPrompt
 from duragent.workflows.session_changes import SessionChanges
 from duragent.workflows.session_move import SessionMove
 from duragent.workflows.session_run import SessionRun
@@ -45,6 +46,9 @@ def test_histories_are_recorded() -> None:
         "one_activity_approval",
         "one_activity_host_wait",
         "one_activity_steer",
+        # A schedule's firing, and the run it started.
+        "scheduled",
+        "scheduled_prompt",
     }
 
 
@@ -52,7 +56,14 @@ def test_histories_are_recorded() -> None:
 async def test_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(f"session-{path.stem}", path.read_text())
     replayer = Replayer(
-        workflows=[SessionRun, SessionChanges, SessionCompaction, SessionNavigation, SessionMove],
+        workflows=[
+            SessionRun,
+            SessionChanges,
+            SessionCompaction,
+            SessionNavigation,
+            SessionMove,
+            ScheduledPrompt,
+        ],
         data_converter=pydantic_data_converter,
         workflow_runner=workflow_runner(strict=True),
     )

@@ -131,3 +131,20 @@ def test_render_prints_a_header_then_one_line_per_item() -> None:
     assert len(lines) == items + 2 + 1  # two headers, a blank line between the runs
     assert lines[0].startswith("SessionRun  session-tools / ")
     assert f"run {timelines[0].run_id}" in lines[0]
+
+
+def test_a_run_a_schedule_started_says_which_schedule() -> None:
+    scheduled = timeline("scheduled")
+    started = of_kind(scheduled, "run_started")[0]
+    schedule = started.details["scheduled_by"]
+    assert schedule.startswith("duragent-schedule-")
+    assert started.summary.endswith(f'"Report the status." (scheduled: {schedule})')
+    # A person's prompt says nothing of the kind.
+    assert "scheduled_by" not in of_kind(timeline("tools"), "run_started")[0].details
+
+
+def test_a_schedule_firing_reads_as_its_one_delivery() -> None:
+    firing = timeline("scheduled_prompt")
+    assert firing.workflow_type == "ScheduledPrompt"
+    assert [i.details.get("outcome") for i in of_kind(firing, "activity")] == ["completed"]
+    assert '"outcome":"started"' in of_kind(firing, "activity")[0].summary

@@ -147,6 +147,7 @@ function showSession(id) {
     composer: $("composer"),
     activity: $("activity"),
     tree: $("tree"),
+    schedules: $("schedules"),
   }, hooks);
   view.composer.box.value = drafts.get(id) || "";
   view.open();
@@ -191,7 +192,9 @@ function showTab(name) {
   for (const tab of document.querySelectorAll(".tabs button")) tab.setAttribute("aria-selected", String(tab.dataset.tab === name));
   $("activity").hidden = name !== "activity";
   $("tree").hidden = name !== "tree";
+  $("schedules").hidden = name !== "schedules";
   if (name === "tree" && view) view.loadTree();
+  if (name === "schedules" && view) view.schedules.refresh();
   if (name === "activity" && view) view.activity.shown();
 }
 

@@ -338,7 +338,13 @@ export class Conversation {
     const node = el("article", { class: `msg ${role}`, dataset: { id: entry.id, role } });
     if (entry.seq === null) node.dataset.live = "";
     if (role === "user") {
-      node.append(el("div", { class: "who" }, t("You")), el("div", { class: "text plain" }, textOf(message.content)));
+      // A schedule's prompt says so (and which schedule, when it fired for).
+      const scheduled = message.scheduled;
+      const who = scheduled
+        ? el("div", { class: "who scheduled", title: t("Sent by schedule {id} for {when}", { id: scheduled.schedule_id, when: new Date(scheduled.scheduled_at).toLocaleString([], { hour12: false }) }) }, t("Scheduled"))
+        : el("div", { class: "who" }, t("You"));
+      if (scheduled) node.dataset.scheduled = scheduled.schedule_id;
+      node.append(who, el("div", { class: "text plain" }, textOf(message.content)));
     } else if (role === "assistant") {
       node.append(el("div", { class: "who", ...turnCostAttrs(entry.turnCost, message.usage) }, t("Assistant")));
       (message.content || []).forEach((block, index) => node.append(this.renderBlock(entry, block, index)));

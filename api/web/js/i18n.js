@@ -155,6 +155,33 @@ const ZH = {
   "{n} more entries on this line (replies, tool calls), folded into it": "此行还折叠了 {n} 个条目（回复、工具调用）",
   "The page cannot reach the server: it or the network is down. Try again once the connection is back (the badge above says live).":
     "页面无法连接服务器：服务器或网络不可用。连接恢复后（上方标记显示“已连接”）再试。",
+  // Schedules (schedules.js) and a scheduled prompt in the conversation
+  "Schedules": "定时",
+  "Scheduled": "定时发送",
+  "Sent by schedule {id} for {when}": "由定时任务 {id} 按 {when} 发送",
+  "Prompt to send": "要发送的提示",
+  "1h, 30m, 90s or a cron expression": "1h、30m、90s 或 cron 表达式",
+  "Every (or cron)": "间隔（或 cron）",
+  "time zone (default UTC)": "时区（默认 UTC）",
+  "Time zone": "时区",
+  "When the session is busy": "会话忙时",
+  "When the session is busy:": "会话忙时：",
+  "queue as a follow-up": "作为后续消息排队",
+  "skip": "跳过",
+  "run in a new session": "在新会话中运行",
+  "a new session each time": "每次新建会话",
+  "Add schedule": "添加定时任务",
+  "New schedule": "新建定时任务",
+  "No schedules: add one below to send this session a prompt on a timetable.": "没有定时任务：在下面添加一个，按时间表给这个会话发送提示。",
+  "every {every}": "每 {every}",
+  "next {when}": "下次 {when}",
+  "last fired {when}": "上次 {when}",
+  "busy: {what}": "忙时：{what}",
+  "paused": "已暂停",
+  "active": "生效中",
+  "Resume": "恢复",
+  "Pause": "暂停",
+  "Run now": "立即运行",
 };
 
 function chosen() {

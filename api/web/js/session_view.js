@@ -11,6 +11,7 @@ import { Composer } from "./composer.js";
 import { Conversation } from "./conversation.js";
 import { api, EventStream } from "./http.js";
 import { RunHeader } from "./header.js";
+import { SchedulesPanel } from "./schedules.js";
 import { TreePanel } from "./tree.js";
 import { t } from "./i18n.js";
 
@@ -70,6 +71,12 @@ export class SessionView {
       goto: (node) => this.goto(node),
       fork: (node) => this.fork(node),
       label: (node, text) => this.label(node, text),
+    });
+    this.schedules = new SchedulesPanel(parts.schedules, {
+      list: () => this.call("/schedules"),
+      add: (body) => this.call("/schedules", { method: "POST", body }),
+      act: (id, action) => api(`/api/schedules/${encodeURIComponent(id)}/${action}`, { method: "POST" }),
+      remove: (id) => api(`/api/schedules/${encodeURIComponent(id)}`, { method: "DELETE" }),
     });
     this.onScroll = () => {
       if (parts.conversation.scrollTop < 80 && !this.conversation.earlierButton.hidden) this.loadEarlier();
@@ -138,6 +145,7 @@ export class SessionView {
       this.loadMarks();
       this.loadGuidance();
       this.loadTree();
+      this.schedules.refresh();
     });
   }
 
@@ -187,6 +195,8 @@ export class SessionView {
       this.loadGuidance();
     }
     if (STRUCTURE_ON.has(event.type)) this.loadTree();
+    // A run may be a schedule's firing: its "last fired" changes (read only when shown).
+    if (event.type === "agent_start") this.schedules.refresh();
   }
 
   setRun(run) {
