@@ -42,6 +42,7 @@ from duragent.api.routes_approvals import approval_routes
 from duragent.api.routes_budgets import budget_routes
 from duragent.api.routes_metrics import mount_metrics
 from duragent.api.routes_page import page_routes
+from duragent.api.routes_questions import question_routes
 from duragent.api.routes_session_files import (
     IMPORT_PATH,
     IMPORT_TOO_LARGE,
@@ -52,6 +53,8 @@ from duragent.api.subagent_links import session_links
 from duragent.api.web import mount_web
 from duragent.client.api import DuragentClient, RunHandle
 from duragent.client.errors import (
+    AnswerNotRecorded,
+    AnswerRefused,
     ApprovalNotRecorded,
     ApprovalRefused,
     DuragentError,
@@ -124,6 +127,8 @@ _STATUS = {
     InvalidChange: 422,
     ApprovalRefused: 409,
     ApprovalNotRecorded: 503,
+    AnswerRefused: 409,
+    AnswerNotRecorded: 503,
     WorkerNotAnswering: 503,
     SearchAttributesMissing: 503,
 }
@@ -368,6 +373,7 @@ def create_app(
 
     app.include_router(page_routes(client, current_user))
     app.include_router(approval_routes(client, current_user))
+    app.include_router(question_routes(client, current_user))
     app.include_router(budget_routes(client, current_user))
     app.include_router(session_file_routes(client, current_user, policy))
     mount_metrics(app, client)  # GET /metrics when DURAGENT_API_METRICS is on
