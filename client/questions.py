@@ -75,5 +75,8 @@ class Questions(ClientPart):
         except WorkflowUpdateFailedError as err:
             raise AnswerRefused(failure_text(err)) from err
         except (RPCError, TimeoutError) as err:
+            if await self._client.workflows.open_run(session_id) is None:
+                # The run ended meanwhile (its question answered, timed out or withdrawn).
+                raise SessionIdle(session_id, f"answer question {call_id!r}") from err
             detail = f"no worker took it within {ANSWER_TIMEOUT.total_seconds():g} s"
             raise AnswerNotRecorded(session_id, detail) from err
