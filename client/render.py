@@ -199,7 +199,7 @@ class EventPrinter:
         """An `ask_user` question: its text, its choices, and the command that answers."""
         self.console.print(f"  [bold yellow]? the agent asks:[/] {escape(payload['question'])}")
         for number, choice in enumerate(payload.get("choices") or [], 1):
-            self.console.print(f"    {number}. {escape(choice)}")
+            self.console.print(f"    {number}. {escape(choice)}", highlight=False)
         hint = f'answer: duragent answer {self._session} {payload["call_id"]} "TEXT"'
         self.console.print(f"    {hint}", soft_wrap=True, highlight=False, markup=False)
 

@@ -111,10 +111,8 @@ class InlineAnswers:
             self._stop_reading()
             return
         question = self._queue[0]
-        pick = " (a number picks a choice)" if question.get("choices") else ""
-        console.print(
-            f"  your answer to {question['call_id']}{pick}; an empty line leaves it for later:"
-        )
+        pick = "a number picks a choice; " if question.get("choices") else ""
+        console.print(f"  answer here ({pick}empty line: later):", highlight=False)
         if not self._reading:
             asyncio.get_running_loop().add_reader(self._stdin.fileno(), self._line_ready)
             self._reading = True
