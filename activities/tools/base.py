@@ -305,6 +305,11 @@ class ToolRegistry:
         """Close every provider (the worker is stopping)."""
         await asyncio.gather(*(provider.aclose() for provider in self._providers.values()))
 
+    def offered(self, active: Sequence[str] | None) -> list[str]:
+        """The registered tools a turn whose active tools are `active` offers (None: all
+        but the opt-in ones), every provider's included."""
+        return self._offered(active, None)
+
     def _offered(self, active: Sequence[str] | None, providers: Sequence[str] | None) -> list[str]:
         """The tools a turn offers: those `active` names, or (None) all but the opt-in ones."""
         names = self.names(providers)
