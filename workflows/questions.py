@@ -111,6 +111,9 @@ class QuestionGate:
             timeout_s=timeout_s,
         )
         self._waiting[call.id] = (pending, question)
+        # A new question: an id the model used before (a provider replaying a reply) does
+        # not take that question's answer.
+        self._answered.pop(call.id, None)
         await record(
             QuestionAsked(
                 call_id=call.id,
