@@ -213,6 +213,7 @@ class ModelTurns:
         question = None
         if refused is None and call.name == ASK_USER_TOOL:
             question, refused = _question(call.arguments)
+            ask = None  # the question itself waits for the person: never approved first
         return ToolCallRef(
             id=call.id,
             name=call.name,

@@ -13,6 +13,7 @@ from support import REPO, ApiServer, Stack, assert_valid_pairing, event_seen, ev
 
 from duragent.client.api import DuragentClient
 from duragent.client.errors import AnswerRefused
+from duragent.domain.approvals import ApprovalPolicy
 from duragent.domain.fallbacks import ABORTED_TOOL_TEXT, STOPPED_TEXT
 from duragent.domain.messages import text_of
 from duragent.domain.questions import ASK_USER_TOOL
@@ -238,3 +239,19 @@ async def test_a_timeout_answers_that_no_answer_came(stack: Stack) -> None:
     [question] = events_of(stack, session.id, "question_asked")
     assert question["timeout_s"] == 1.0
     assert [e["status"] for e in events_of(stack, session.id, "question_answered")] == ["timeout"]
+
+
+@pytest.mark.script(SCRIPT)
+async def test_an_approval_policy_that_asks_does_not_hold_a_question(stack: Stack) -> None:
+    """Decided: a question is itself a wait for the person, so a policy's `ask` does not
+    make it wait for approval first (a `deny` rule still refuses it)."""
+    session = stack.client.sessions.create()
+    async with stack.worker():
+        await stack.client.approvals.set_policy(session.id, ApprovalPolicy(default="ask"))
+        run = await asked(stack, session.id)
+        assert await stack.client.approvals.pending(session.id) == []
+        await stack.client.questions.answer(session.id, "call_ask", "SQLite")
+        result = await asyncio.wait_for(run.result(), timeout=60)
+    assert result.status == "completed", result.error
+    assert result_text(answer_sent(stack, session.id)) == "SQLite"
+    assert events_of(stack, session.id, "approval_requested") == []
