@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     )
     from duragent.client.api import DuragentClient, RunHandle, SessionStatus
     from duragent.client.errors import (
+        AnswerNotRecorded,
+        AnswerRefused,
         ApprovalNotRecorded,
         ApprovalRefused,
         DuragentError,
@@ -99,6 +101,8 @@ _WHERE = {
     "Budget": "duragent.domain.budgets",
     # errors
     "DuragentError": "duragent.client.errors",
+    "AnswerNotRecorded": "duragent.client.errors",
+    "AnswerRefused": "duragent.client.errors",
     "ApprovalNotRecorded": "duragent.client.errors",
     "ApprovalRefused": "duragent.client.errors",
     "EntryNotInSession": "duragent.client.errors",
@@ -119,6 +123,8 @@ _WHERE = {
 }
 
 __all__ = [
+    "AnswerNotRecorded",
+    "AnswerRefused",
     "ApprovalNotRecorded",
     "ApprovalPolicy",
     "ApprovalRefused",

@@ -153,6 +153,9 @@ class Settings(BaseSettings):
     task queue and sessions record no host."""
     host_wait_s: float = _env("DURAGENT_HOST_WAIT", 600.0)
     """How long a run waits for its session's host to come back before it ends."""
+    ask_user_timeout_s: float | None = _env("DURAGENT_ASK_USER_TIMEOUT", None)
+    """How long an `ask_user` question waits for its answer (seconds; unset: as long as
+    it takes). A question that times out answers the call with an error saying so."""
     host_only: bool = False
     """This worker polls only its host's queue: its sessions' tool calls and workspace
     moves, no runs or model calls (a machine that runs tools; other workers run the
@@ -171,6 +174,15 @@ class Settings(BaseSettings):
         if not seconds > 0:
             raise SettingError(
                 f"DURAGENT_HOST_WAIT: {seconds!r} is not a number of seconds above 0"
+            )
+        return seconds
+
+    @field_validator("ask_user_timeout_s")
+    @classmethod
+    def _check_ask_user_timeout(cls, seconds: float | None) -> float | None:
+        if seconds is not None and not seconds > 0:
+            raise SettingError(
+                f"DURAGENT_ASK_USER_TIMEOUT: {seconds!r} is not a number of seconds above 0"
             )
         return seconds
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import Any
 
 import anthropic
+from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -25,6 +27,7 @@ from duragent.activities.save_point import find_commit, save_point
 from duragent.activities.snapshots import SnapshotTaker
 from duragent.activities.store_retry import with_store_retries
 from duragent.activities.tools import ToolRegistry
+from duragent.activities.tools.base import format_validation_error
 from duragent.activities.worker_loss import unstick_after_retry
 from duragent.domain.approvals import verdict
 from duragent.domain.config import SnapshotRef, TurnSnapshot
@@ -33,6 +36,7 @@ from duragent.domain.cost import turn_cost
 from duragent.domain.events import MessageEnd, MessageStart, MessageUpdate
 from duragent.domain.messages import AgentMessage, AssistantMessage, ToolCall, text_of
 from duragent.domain.prices import PriceTable
+from duragent.domain.questions import ASK_USER_TOOL, UserQuestion
 from duragent.domain.tools import ToolCallRef
 from duragent.domain.transcript import repair_pairing
 from duragent.domain.turns import (
@@ -206,6 +210,10 @@ class ModelTurns:
         ask = None
         if refused is None:
             ask, refused = verdict(snapshot.approval_policy, call.name, call.arguments)
+        question = None
+        if refused is None and call.name == ASK_USER_TOOL:
+            question, refused = _question(call.arguments)
+            ask = None  # the question itself waits for the person: never approved first
         return ToolCallRef(
             id=call.id,
             name=call.name,
@@ -213,6 +221,7 @@ class ModelTurns:
             traits=self._tools.traits_of(call.name),
             refused=refused,
             approval=ask,
+            question=question,
         )
 
     def _prepare(
@@ -254,6 +263,15 @@ class ModelTurns:
             else None
         )
         return snapshot, context_messages(path), finished, session.config.mcp_servers
+
+
+def _question(arguments: dict[str, Any]) -> tuple[UserQuestion | None, str | None]:
+    """An `ask_user` call's question, or why the call is refused (bad arguments: the model
+    reads what was wrong, as for any tool)."""
+    try:
+        return UserQuestion.model_validate(arguments), None
+    except ValidationError as exc:
+        return None, f"Invalid arguments for tool '{ASK_USER_TOOL}': {format_validation_error(exc)}"
 
 
 def _provider_error(failure: ProviderFailure) -> ApplicationError:

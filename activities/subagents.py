@@ -100,9 +100,9 @@ class Subagents:
         return SubagentStart(name=name, prompt=args.prompt, depth=depth)
 
     def _allowed(self, snapshot: TurnSnapshot) -> list[str]:
-        """The tools the parent's turn may use, in the registry's order."""
-        active = snapshot.active_tools
-        return [name for name in self._registry.names() if active is None or name in active]
+        """The tools the parent's turn may use, in the registry's order (opt-in ones, such
+        as `ask_user`, only where the parent's active tools name them)."""
+        return self._registry.offered(snapshot.active_tools)
 
     def _make_child(
         self,

@@ -6,9 +6,10 @@ parallel where their tools allow, each as `activities.tool_call` runs one (its r
 staged under an id fixed by the turn and the call: `result_entry_id`). The workflow gets
 the reply and the calls' outcomes together and decides everything between turns.
 
-- A call the workflow must decide on (an approval, a `delegate`) ends the activity after
-  the reply, with no call run: the workflow runs the whole batch as before, so the
-  batch keeps its parallelism and approvals wait in the workflow.
+- A call the workflow must decide on (an approval, a `delegate`, an `ask_user`) ends
+  the activity after the reply, with no call run: the workflow runs the whole batch as
+  before, so the batch keeps its parallelism and approvals and questions wait in the
+  workflow.
 - Runtime guidance (`activities.guidance_watch`) is taken here, with the workflow's
   compare-and-set: before any call starts, the calls are left unrun for a re-plan;
   while they run, an interrupting item is taken at once and stops the running calls
@@ -60,10 +61,11 @@ epoch): how tracing makes a span per tool call (`telemetry.call_spans`)."""
 
 
 def decided_in_workflow(call: ToolCallRef) -> bool:
-    """A call the workflow must decide on before it runs: an approval, a sub-agent."""
+    """A call the workflow must decide on before it runs: an approval, a sub-agent, a
+    question for the user."""
     if call.refused is not None:
         return False
-    return call.approval is not None or call.traits.child_session
+    return call.approval is not None or call.traits.child_session or call.question is not None
 
 
 class TurnTaker:

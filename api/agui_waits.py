@@ -1,6 +1,7 @@
 """The durable waits of a run as AG-UI interrupts, and the answers that resume them.
 
-A run that waits for a person (phase `awaiting_approval`) ends its AG-UI run with the
+A run that waits for a person (phase `awaiting_approval` or `awaiting_input`: an approval,
+an `ask_user` question) ends its AG-UI run with the
 interrupt outcome, one `Interrupt` per thing it waits for; the workflow itself keeps
 waiting, durably. The client answers with `RunAgentInput.resume`, and each entry is taken
 by the wait its interrupt id names (`<kind>:<id>@<position>`, the position being the seq
@@ -24,11 +25,14 @@ from duragent.client.api import DuragentClient
 from duragent.client.bounds import one_line
 from duragent.client.errors import InvalidChange
 from duragent.domain.approvals import MAX_REASON_CHARS, PendingApproval
+from duragent.domain.questions import MAX_ANSWER_CHARS, PendingQuestion
 
 MAX_RESUME_ENTRIES = 100
 """Each answer is an update the run takes in turn: one input answers at most this many."""
 APPROVAL_REASON = "tool_approval"
 """The `reason` of an approval's interrupt."""
+QUESTION_REASON = "ask_user"
+"""The `reason` of an `ask_user` question's interrupt."""
 
 
 class ApprovalAnswer(BaseModel):
@@ -87,6 +91,57 @@ async def answer_approval(
         await client.approvals.deny(session_id, call_id, answer.reason, by=by)
 
 
+class QuestionAnswer(BaseModel):
+    """The `payload` of a resume entry that answers an `ask_user` question."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
+    """One of the choices, or the person's own words where the question allows them."""
+
+
+def question_interrupt(pending: PendingQuestion) -> Interrupt:
+    expires = None
+    if pending.timeout_s is not None:  # then the call answers that no one answered
+        ends = pending.asked_at / 1000 + pending.timeout_s
+        expires = datetime.fromtimestamp(ends, UTC).isoformat(timespec="seconds")
+    schema: dict[str, Any] = QuestionAnswer.model_json_schema()
+    if pending.choices and not pending.allow_other:
+        schema["properties"]["answer"]["enum"] = pending.choices
+    return Interrupt(
+        expires_at=expires,
+        id=f"question:{pending.call_id}",
+        reason=QUESTION_REASON,
+        message=pending.question,
+        tool_call_id=pending.call_id,
+        response_schema=schema,
+        metadata={
+            "choices": pending.choices,
+            "allow_other": pending.allow_other,
+            "timeout_s": pending.timeout_s,
+        },
+    )
+
+
+async def question_interrupts(client: DuragentClient, session_id: str) -> list[Interrupt]:
+    return [question_interrupt(q) for q in await client.questions.pending(session_id)]
+
+
+async def answer_question(
+    client: DuragentClient, session_id: str, call_id: str, entry: ResumeEntry, by: str
+) -> None:
+    if entry.status == "cancelled":  # a question has no refusal: it waits on
+        raise InvalidChange(
+            f"resume {entry.interrupt_id!r}: a question is answered, not cancelled"
+            " (stop the run to withdraw it)"
+        )
+    try:
+        answer = QuestionAnswer.model_validate(entry.payload)
+    except ValidationError as err:
+        raise InvalidChange(f"resume {entry.interrupt_id!r}: {one_line(err)}") from err
+    await client.questions.answer(session_id, call_id, answer.answer, by=by)
+
+
 def at_position(interrupt_id: str, position: int) -> str:
     """The id an interrupt has in an AG-UI run that stopped after the stored event
     `position`: a resume answering it goes on from there."""
@@ -115,16 +170,21 @@ class Wait:
     """Take a resume entry for the thing of this id (the user is the last argument)."""
 
 
-WAITS = (Wait("awaiting_approval", "approval", approval_interrupts, answer_approval),)
+WAITS = (
+    Wait("awaiting_approval", "approval", approval_interrupts, answer_approval),
+    Wait("awaiting_input", "question", question_interrupts, answer_question),
+)
 WAIT_PHASES = {wait.phase: wait for wait in WAITS}
 
 
 async def waiting_interrupts(
     client: DuragentClient, session_id: str, phase: str
 ) -> list[Interrupt]:
-    """What the run waits for in `phase` (none when it is no wait)."""
-    wait = WAIT_PHASES.get(phase)
-    return await wait.interrupts(client, session_id) if wait else []
+    """What the run waits for in `phase` (none when it is no wait). Every kind is listed:
+    a turn may wait for an approval and a question at once, and the phase names one."""
+    if phase not in WAIT_PHASES:
+        return []
+    return [found for wait in WAITS for found in await wait.interrupts(client, session_id)]
 
 
 async def resume(

@@ -43,6 +43,7 @@ from duragent.api.routes_approvals import approval_routes
 from duragent.api.routes_budgets import budget_routes
 from duragent.api.routes_metrics import mount_metrics
 from duragent.api.routes_page import page_routes
+from duragent.api.routes_questions import question_routes
 from duragent.api.routes_schedules import schedule_routes
 from duragent.api.routes_session_files import (
     IMPORT_PATH,
@@ -61,6 +62,8 @@ from duragent.api.subagent_links import session_links
 from duragent.api.web import mount_web
 from duragent.client.api import DuragentClient, RunHandle
 from duragent.client.errors import (
+    AnswerNotRecorded,
+    AnswerRefused,
     ApprovalNotRecorded,
     ApprovalRefused,
     DuragentError,
@@ -149,6 +152,8 @@ _STATUS = {
     InvalidChange: 422,
     ApprovalRefused: 409,
     ApprovalNotRecorded: 503,
+    AnswerRefused: 409,
+    AnswerNotRecorded: 503,
     WorkerNotAnswering: 503,
     SearchAttributesMissing: 503,
 }
@@ -397,6 +402,7 @@ def create_app(
 
     app.include_router(page_routes(client, current_user))
     app.include_router(approval_routes(client, current_user))
+    app.include_router(question_routes(client, current_user))
     app.include_router(budget_routes(client, current_user))
     app.include_router(session_file_routes(client, current_user, policy))
     app.include_router(trigger_routes(client, current_user, policy))

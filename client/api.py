@@ -12,6 +12,7 @@ own:
     client.events     run events after a cursor, followed       (`client.event_stream`)
     client.display    a chat view's messages and pages          (`client.display`)
     client.approvals  approval policy, waiting calls, decisions (`client.approvals`)
+    client.questions  `ask_user` questions that wait, answers  (`client.questions`)
     client.budgets    budgets, spending, raises                 (`client.budgets`)
     client.hosts      moving a session to another host          (`client.hosts`)
     client.session_files  export a session as a file, import one  (`client.session_files`)
@@ -46,6 +47,7 @@ from duragent.client.event_stream import EventStream
 from duragent.client.hosts import Hosts
 from duragent.client.inputs import Inputs
 from duragent.client.plugins import Plugin, Plugins, load_plugins
+from duragent.client.questions import Questions
 from duragent.client.run_control import RunHandle, Runs
 from duragent.client.schedules import Schedules
 from duragent.client.session_config import SessionConfigs
@@ -94,6 +96,7 @@ class DuragentClient:
         self.events = EventStream(self)
         self.display = Display(self)
         self.approvals = Approvals(self)
+        self.questions = Questions(self)
         self.budgets = Budgets(self)
         self.hosts = Hosts(self)
         self.session_files = SessionFiles(self)

@@ -184,6 +184,23 @@ class ApprovalNotRecorded(DuragentError):
         self.session_id = session_id
 
 
+class AnswerRefused(DuragentError):
+    """An answer the run did not take: no such question waits, it was answered already,
+    or the answer is not one of its choices."""
+
+
+class AnswerNotRecorded(DuragentError):
+    """No worker took an answer to a waiting question: nothing was recorded."""
+
+    def __init__(self, session_id: str, detail: str) -> None:
+        super().__init__(
+            f"the answer was not recorded: {detail} for session {session_id}'s run; "
+            "start one (duragent worker) and answer again (duragent questions "
+            f"{session_id} lists what waits)"
+        )
+        self.session_id = session_id
+
+
 def failure_text(err: BaseException) -> str:
     """Why a workflow refused an update or failed, as its code said it: the innermost
     failure's message. Its `str()` puts the exception's type name first (`BudgetRefused: a

@@ -15,6 +15,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
 
+from duragent.domain.questions import ASK_USER_TOOL
 from duragent.store.records import StoredEvent
 
 FIRST_LINE_CHARS = 100
@@ -194,6 +195,14 @@ class EventPrinter:
         hint = f"raise: duragent raise-budget {self._session} --{payload['limit']} NEW_LIMIT"
         self.console.print(f"    {hint}", soft_wrap=True, highlight=False, markup=False)
 
+    def _question(self, payload: dict[str, Any]) -> None:
+        """An `ask_user` question: its text, its choices, and the command that answers."""
+        self.console.print(f"  [bold yellow]? the agent asks:[/] {escape(payload['question'])}")
+        for number, choice in enumerate(payload.get("choices") or [], 1):
+            self.console.print(f"    {number}. {escape(choice)}", highlight=False)
+        hint = f'answer: duragent answer {self._session} {payload["call_id"]} "TEXT"'
+        self.console.print(f"    {hint}", soft_wrap=True, highlight=False, markup=False)
+
     def _end_stream(self) -> None:
         if self._streaming:
             self.console.print()
@@ -235,6 +244,8 @@ class EventPrinter:
                 self.console.print(
                     f"[red]model error:[/] {escape(message.get('error_message') or '')}"
                 )
+        elif kind == "tool_execution_start" and payload["tool_name"] == ASK_USER_TOOL:
+            pass  # its question_asked says it all, with no running-tool line to wait on
         elif kind == "tool_execution_start":
             shown = _arguments_shown(payload["args"])
             self.console.print(f"  [yellow]→ {payload['tool_name']}[/] {escape(str(shown))}")
@@ -264,6 +275,12 @@ class EventPrinter:
             self.console.print(
                 f"  [dim]{payload['decision']}{by} for {payload['call_id']}{reason}[/]"
             )
+        elif kind == "question_asked":
+            self._question(payload)
+        elif kind == "question_answered":
+            how = {"answered": "answered", "timeout": "no answer in time", "withdrawn": "withdrawn"}
+            by = f" by {escape(payload['by'])}" if payload.get("by") else ""
+            self.console.print(f"  [dim]{how[payload['status']]}{by}: {payload['call_id']}[/]")
         elif kind in ("budget_reached", "budget_raised"):
             self._budget(kind, payload)
         elif kind == "retry_scheduled":

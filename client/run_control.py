@@ -168,6 +168,7 @@ class Runs(ClientPart):
             model_heartbeat_timeout_s=timeout,
             tool_heartbeat_timeout_s=timeout,
             host_wait_s=settings.host_wait_s,
+            ask_user_timeout_s=settings.ask_user_timeout_s,
         )
 
     async def wait(self, session_id: str, run_id: str | None = None) -> RunResult:

@@ -33,6 +33,7 @@ from duragent.activities.mcp.tools import mcp_providers
 from duragent.activities.model_turn import ModelTurns
 from duragent.activities.orphans import ProcessRecords, sweep_records
 from duragent.activities.prices import price_table
+from duragent.activities.questions import Questions
 from duragent.activities.schedules import ScheduledPrompts
 from duragent.activities.snapshots import SnapshotTaker
 from duragent.activities.subagents import Subagents
@@ -165,6 +166,7 @@ def build_worker(
     models = ModelTurns(db, anthropic_client, registry, hooks, taker, cache, prices, replies)
     tree = TreeOps(db, anthropic_client, cache, prices)
     subagents = Subagents(db, registry)
+    questions = Questions(db)
     moves = MoveBookkeeping(db)
     records = ProcessRecords(settings.tool_processes)
     tool_calls = ToolCalls(db, registry, hooks, records, host, replies)
@@ -238,6 +240,7 @@ def build_worker(
             tool_calls.run_tool,
             subagents.start_subagent,
             subagents.finish_subagent,
+            questions.stage_answer,
             moves.record_host,
             moves.drop_transfer,
             BudgetReads(db, prices).session_spend,

@@ -243,6 +243,30 @@ class ApprovalDecided(_Event):
     by: str | None = None
 
 
+class QuestionAsked(_Event):
+    """An `ask_user` call waits for the user's answer (docs/SPEC.md, asking the user)."""
+
+    type: Literal["question_asked"] = "question_asked"
+    call_id: str
+    question: str
+    choices: list[str] | None = None
+    allow_other: bool = True
+    turn: int
+    assistant_entry_id: str
+    timeout_s: float | None = None
+
+
+class QuestionAnswered(_Event):
+    """A waiting question ended: answered, timed out, or withdrawn (the run was aborted or
+    guidance interrupted the batch while it waited)."""
+
+    type: Literal["question_answered"] = "question_answered"
+    call_id: str
+    status: Literal["answered", "timeout", "withdrawn"]
+    answer: str | None = None
+    by: str | None = None
+
+
 class BudgetReached(_Event):
     """A limit of the run's or session's budget was reached at a save point: the run
     stops there (`stopped`) or waits for a raise."""
@@ -317,6 +341,8 @@ HarnessEvent = Annotated[
     | ContinuedAsNew
     | ApprovalRequested
     | ApprovalDecided
+    | QuestionAsked
+    | QuestionAnswered
     | SubagentStarted
     | HostWaiting
     | BudgetReached
@@ -348,6 +374,8 @@ RunEventPayload = Annotated[
     | ContinuedAsNew
     | ApprovalRequested
     | ApprovalDecided
+    | QuestionAsked
+    | QuestionAnswered
     | SubagentStarted
     | HostWaiting
     | BudgetReached

@@ -23,6 +23,7 @@ Phase = Literal[
     "branch_summary",
     "retry",
     "awaiting_approval",
+    "awaiting_input",
     "awaiting_host",
     "awaiting_budget",
 ]
@@ -72,6 +73,9 @@ class RunOptions(BaseModel):
     host_check_s: float = 10.0
     """A tool call not taken by its host's worker this soon puts the run in the
     `awaiting_host` phase until a worker of that host answers."""
+    ask_user_timeout_s: float | None = None
+    """How long an `ask_user` question waits for its answer (DURAGENT_ASK_USER_TIMEOUT);
+    None: as long as it takes. Unanswered in time, the call's result says so."""
 
 
 class InboxState(BaseModel):

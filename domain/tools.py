@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from duragent.domain.approvals import ApprovalAsk
 from duragent.domain.messages import TextContent, ToolResultContent, ToolResultMessage
+from duragent.domain.questions import UserQuestion
 
 ExecutionMode = Literal["parallel", "sequential"]
 
@@ -81,6 +82,9 @@ class ToolCallRef(BaseModel):
     approval: ApprovalAsk | None = None
     """Set when the session's approval policy asks for a decision before the call runs
     (a policy's deny sets `refused` instead); None: the call may run."""
+    question: UserQuestion | None = None
+    """An `ask_user` call's question (its arguments, checked): the workflow waits for the
+    user's answer, which becomes the call's result; the call runs no tool activity."""
 
 
 def batches(calls: Sequence[ToolCallRef]) -> list[list[ToolCallRef]]:

@@ -33,12 +33,18 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from duragent.domain.compaction import CHARS_PER_TOKEN, context_window_of
-    from duragent.domain.events import RetryScheduled, RunEventPayload
+    from duragent.domain.events import (
+        QuestionAsked,
+        RetryScheduled,
+        RunEventPayload,
+        ToolExecutionStart,
+    )
     from duragent.domain.fallbacks import Skipped, ToolRun, TurnInProgress, error_reply
     from duragent.domain.guidance import GuidanceItem, InjectionPoint
     from duragent.domain.hooks import ToolOutcomeSummary, TurnSummary
     from duragent.domain.hosts import host_task_queue
     from duragent.domain.injection import inject, inject_replan, injection_point
+    from duragent.domain.questions import ASK_USER_TOOL
     from duragent.domain.runs import Phase, RunResult
     from duragent.domain.tools import ToolCallRef
     from duragent.domain.turns import (
@@ -58,6 +64,7 @@ from duragent.workflows import hosts, steps
 from duragent.workflows.approvals import PATCH
 from duragent.workflows.budgets import budget_gate
 from duragent.workflows.hook_runner import HookError
+from duragent.workflows.questions import PATCH as ASK_USER_PATCH
 from duragent.workflows.run import Run
 from duragent.workflows.subagents import run_subagent
 from duragent.workflows.tool_batch import BatchResult, run_tool_calls
@@ -413,6 +420,8 @@ async def _run_tool(run: Run, turn: TurnInProgress, call: ToolCallRef) -> ToolCa
         call = await run.approvals.wait(call, *where, partial(_approval_event, run))
     if call.traits.child_session and call.refused is None:  # delegate: a sub-agent
         return await run_subagent(run, turn, call)
+    if call.question is not None and call.refused is None and workflow.patched(ASK_USER_PATCH):
+        return await run.questions.wait(run, turn, call, partial(_question_event, run))
     data = ToolCallInput(
         session_id=run.state.run.session_id,
         run_id=run.state.run.run_id,
@@ -427,12 +436,36 @@ async def _run_tool(run: Run, turn: TurnInProgress, call: ToolCallRef) -> ToolCa
 
 
 async def _approval_event(run: Run, waiting: bool, event: RunEventPayload) -> None:
-    """An approval event; the phase is `awaiting_approval` while any call waits."""
-    phase: Phase = "awaiting_approval" if waiting else "turn"
+    """An approval event; the phase is `awaiting_approval` while any call waits (else
+    `awaiting_input` while a question does)."""
+    phase: Phase = "awaiting_approval" if waiting else _waiting_phase(run)
     if phase != run.state.phase:
         await run.set_phase(phase, event)
         return
     await run.emit("approval", event)
+
+
+async def _question_event(run: Run, event: RunEventPayload) -> None:
+    """An `ask_user` event (the call's start with its question); the phase is
+    `awaiting_input` while a question waits and no call waits for approval."""
+    events: list[RunEventPayload] = [event]
+    if isinstance(event, QuestionAsked):
+        args = event.model_dump(include={"question", "choices", "allow_other"}, exclude_none=True)
+        events.insert(
+            0, ToolExecutionStart(tool_call_id=event.call_id, tool_name=ASK_USER_TOOL, args=args)
+        )
+    phase = _waiting_phase(run)
+    if phase != run.state.phase:
+        await run.set_phase(phase, *events)
+        return
+    await run.emit("question", *events)
+
+
+def _waiting_phase(run: Run) -> Phase:
+    """The phase of a turn whose calls may wait for people: approvals first."""
+    if run.approvals.pending():
+        return "awaiting_approval"
+    return "awaiting_input" if run.questions.waiting else "turn"
 
 
 def _summary(

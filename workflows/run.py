@@ -41,6 +41,7 @@ from duragent.workflows.compaction import compact
 from duragent.workflows.hook_runner import HookError, HookRunner
 from duragent.workflows.hosts import HostWaits
 from duragent.workflows.inbox import Inbox, queued_entries
+from duragent.workflows.questions import QuestionGate
 from duragent.workflows.run_state import RunState
 
 # Below Temporal's suggestion (4,096 events, 4 MB) by more than a turn's worth, so every
@@ -60,6 +61,8 @@ class Run:
         self.state = RunState()
         self.approvals = ApprovalGate()
         """Tool calls waiting for a person's decision (`workflows.approvals`)."""
+        self.questions = QuestionGate()
+        """`ask_user` calls waiting for the user's answer (`workflows.questions`)."""
         self.host_waits = HostWaits()
         """Tool calls waiting for their session's host (`workflows.hosts`)."""
 

@@ -1,7 +1,7 @@
 """A session's run as a Temporal workflow: the agent loop (`workflows.loop`) over the
 run's state, and the handlers clients reach it through. Steering, follow-ups, guidance
 and config changes arrive as signals (recorded in the run's inbox, taken by the loop at
-its boundaries), approvals and budget raises as updates, abort as cancellation; queries
+its boundaries), approvals, answers and budget raises as updates, abort as cancellation; queries
 read the run's state.
 """
 
@@ -16,6 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from duragent.domain.budgets import BudgetRaise, BudgetView
     from duragent.domain.changes import SessionChange
     from duragent.domain.guidance import GuidanceItem
+    from duragent.domain.questions import AnswerOutcome, PendingQuestion, UserAnswer
     from duragent.domain.queues import QueuedMessage
     from duragent.domain.runs import Phase, RunInput, RunResult, RunView
 
@@ -71,6 +72,21 @@ class SessionRun:
     def approvals(self) -> list[PendingApproval]:
         """The tool calls waiting for a decision."""
         return self._run.approvals.pending()
+
+    @workflow.update
+    def answer_question(self, answer: UserAnswer) -> AnswerOutcome:
+        """Answer a waiting `ask_user` question (docs/SPEC.md, asking the user); a second
+        answer to the same question is refused."""
+        return self._run.questions.answer(answer)
+
+    @answer_question.validator
+    def _check_answer(self, answer: UserAnswer) -> None:
+        self._run.questions.check(answer)
+
+    @workflow.query
+    def questions(self) -> list[PendingQuestion]:
+        """The `ask_user` questions waiting for an answer."""
+        return self._run.questions.pending()
 
     @workflow.update
     def raise_budget(self, change: BudgetRaise) -> BudgetView:

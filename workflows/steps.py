@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from duragent.domain.events import PhaseChanged, RetryScheduled, RunEventPayload
     from duragent.domain.fallbacks import root_message
     from duragent.domain.hosts import HOST_READY
+    from duragent.domain.questions import STAGE_ANSWER, StageAnswerInput
     from duragent.domain.runs import RunOptions
     from duragent.domain.schedules import (
         DELIVER_SCHEDULED_PROMPT,
@@ -290,6 +291,12 @@ async def finish_subagent(data: FinishSubagentInput) -> ToolCallOutcome:
     status = data.child.status if data.child else "not run"
     summary = f"stage sub-agent answer for {data.call.id} ({status})"
     return await _store_step(FINISH_SUBAGENT, data, ToolCallOutcome, summary)
+
+
+async def stage_answer(data: StageAnswerInput) -> ToolCallOutcome:
+    how = "answer" if data.answer is not None else "timeout"
+    summary = f"stage the user's {how} for {data.call_id}"
+    return await _store_step(STAGE_ANSWER, data, ToolCallOutcome, summary)
 
 
 async def session_spend(data: SessionSpendInput) -> Spent:

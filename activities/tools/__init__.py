@@ -1,4 +1,5 @@
-"""Built-in tools the model can call: read, write, edit, bash, ls, grep, find, delegate.
+"""Built-in tools the model can call: read, write, edit, bash, ls, grep, find, delegate,
+ask_user (offered only where a session's active tools name it).
 
 Plain async Python with no workflow or activity imports; the caller runs them wherever it
 likes (an activity, a test) through a `ToolRegistry`.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from duragent.activities.tools.ask_user import AskUserTool
 from duragent.activities.tools.base import (
     Tool,
     ToolContext,
@@ -26,6 +28,7 @@ from duragent.activities.tools.read import ReadTool
 from duragent.activities.tools.write import WriteTool
 
 __all__ = [
+    "AskUserTool",
     "BashTool",
     "DelegateTool",
     "EditTool",
@@ -61,6 +64,7 @@ def default_tools(bash: BashTool | None = None) -> list[Tool[Any]]:
         GrepTool(),
         FindTool(),
         DelegateTool(),
+        AskUserTool(),
     ]
 
 

@@ -98,6 +98,8 @@ class Tool(ABC, Generic[ArgsT]):
     args_model: ClassVar[type[BaseModel]]
     """Pydantic model with `extra="forbid"`; its field descriptions reach the model."""
     traits: ClassVar[ToolTraits] = ToolTraits()
+    opt_in: ClassVar[bool] = False
+    """Offered only to sessions whose active tools name it (not to "all tools")."""
     process_gate: ClassVar[bool] = False
     """Every process the tool starts is held until `ctx.on_process` has returned for it,
     so when no process of a call was recorded, none of it ran."""
@@ -184,7 +186,7 @@ class ToolRegistry:
     ) -> None:
         self._tools: dict[str, Tool[Any]] = {}
         self._providers: dict[str, ToolProvider] = {}
-        self._opt_in = frozenset(opt_in)
+        self._opt_in = set(opt_in)
         for tool in tools:
             self.register(tool)
         for provider in providers:
@@ -194,6 +196,8 @@ class ToolRegistry:
         if tool.name in self._tools or self._provider_of(tool.name) is not None:
             raise ValueError(f"tool {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        if tool.opt_in:
+            self._opt_in.add(tool.name)
 
     def add_provider(self, provider: ToolProvider) -> None:
         if provider.name in self._providers:
@@ -300,6 +304,11 @@ class ToolRegistry:
     async def aclose(self) -> None:
         """Close every provider (the worker is stopping)."""
         await asyncio.gather(*(provider.aclose() for provider in self._providers.values()))
+
+    def offered(self, active: Sequence[str] | None) -> list[str]:
+        """The registered tools a turn whose active tools are `active` offers (None: all
+        but the opt-in ones), every provider's included."""
+        return self._offered(active, None)
 
     def _offered(self, active: Sequence[str] | None, providers: Sequence[str] | None) -> list[str]:
         """The tools a turn offers: those `active` names, or (None) all but the opt-in ones."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +15,7 @@ from duragent.client.api import DuragentClient, RunHandle
 from duragent.client.cli import command
 from duragent.client.cli.budgets import budget_of, check_limits
 from duragent.client.cli.command import SessionArg, fail
+from duragent.client.cli.questions import InlineAnswers
 from duragent.client.cli.views import announce, console, cost_line
 from duragent.client.render import EventPrinter
 from duragent.client.services import ensure_worker, local_services, stand_in_worker
@@ -170,9 +172,13 @@ async def show_run(client: DuragentClient, session_id: str, handle: RunHandle, c
         return cost_line(client.sessions.costs(session_id).of_run(run_id))
 
     printer = EventPrinter(console, session_id, run_cost)
+    # On a terminal, the run's `ask_user` questions are answered right here.
+    inline = InlineAnswers(client, session_id, sys.stdin) if sys.stdin.isatty() else None
     try:
         async for event in client.events.stream(session_id, run_id=handle.run_id, after=cursor):
             printer.show(event)
+            if inline is not None:
+                inline.on_event(event)
     except asyncio.CancelledError:  # a signal: services stop, the run stays open
         printer.close()
         announce(
@@ -182,6 +188,8 @@ async def show_run(client: DuragentClient, session_id: str, handle: RunHandle, c
         raise
     finally:
         printer.close()  # also on an error: the terminal gets its cursor back
+        if inline is not None:
+            inline.close()
     result = await handle.result()
     announce(f"Inspect it: duragent show {session_id}")
     return EXIT_CODES[result.status]

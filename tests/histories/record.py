@@ -113,6 +113,18 @@ async def approve_and_deny(stack: Stack, session_id: str) -> None:
     await run.result()
 
 
+async def ask_and_answer(stack: Stack, session_id: str) -> None:
+    """Two `ask_user` questions in one batch with a call that runs meanwhile: both wait
+    (phase `awaiting_input`), then are answered, one with a choice."""
+    await stack.client.config.set_active_tools(session_id, ["ls", "ask_user"])
+    run = await stack.client.runs.prompt(session_id, "Set up the service.")
+    while len(await stack.client.questions.pending(session_id)) < 2:
+        await asyncio.sleep(0.02)
+    await stack.client.questions.answer(session_id, "call_q1", "PostgreSQL")
+    await stack.client.questions.answer(session_id, "call_q2", "8080")
+    await run.result()
+
+
 async def budget_wait_raise_stop(stack: Stack, session_id: str) -> None:
     """A session budget (so its spend is read), a run budget that asks: it waits, is
     raised, and then stops the run at the raised limit."""
@@ -149,6 +161,10 @@ async def compaction_reaches_the_budget(stack: Stack, session_id: str) -> None:
 
 def bash(command: str, call_id: str) -> dict[str, Any]:
     return {"tool_use": {"id": call_id, "name": "bash", "input": {"command": command}}}
+
+
+def ask(question: str, call_id: str, **more: Any) -> dict[str, Any]:
+    return {"tool_use": {"id": call_id, "name": "ask_user", "input": {"question": question, **more}}}
 
 
 async def delegate_and_wait(stack: Stack, session_id: str) -> None:
@@ -345,6 +361,24 @@ SCENARIOS = [
             }
         },
         approve_and_deny,
+    ),
+    Scenario(
+        "ask_user",
+        {
+            "conversations": {
+                "*": [
+                    {
+                        "reply": [
+                            ask("Which database?", "call_q1", choices=["SQLite", "PostgreSQL"]),
+                            ask("Which port?", "call_q2"),
+                            {"tool_use": {"id": "call_ls", "name": "ls", "input": {}}},
+                        ]
+                    },
+                    {"reply": [{"text": "Done."}]},
+                ]
+            }
+        },
+        ask_and_answer,
     ),
     Scenario(
         "host_wait",

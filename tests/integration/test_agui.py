@@ -248,3 +248,70 @@ async def test_a_run_stopped_while_it_waits_finishes_cancelled(
         assert isinstance(last, RunFinishedEvent)
         assert isinstance(last.outcome, RunFinishedCancelledOutcome)
         assert state_after(after)["phase"] == "idle"
+
+
+ASK_SCRIPT = {
+    "conversations": {
+        "*": [
+            {
+                "reply": [
+                    {
+                        "tool_use": {
+                            "id": "call_ask",
+                            "name": "ask_user",
+                            "input": {
+                                "question": "Which database?",
+                                "choices": ["SQLite", "PostgreSQL"],
+                                "allow_other": False,
+                            },
+                        }
+                    }
+                ]
+            },
+            {"reply": [{"text": "Noted."}]},
+        ]
+    }
+}
+
+
+@pytest.mark.script(ASK_SCRIPT)
+async def test_an_ask_user_question_is_an_interrupt_its_resume_answers(
+    stack: Stack, api: ApiServer
+) -> None:
+    async with stack.worker(), api.client() as http:
+        session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
+        await stack.client.config.set_active_tools(session, ["ls", "ask_user"])
+        first = await read_run(http, "POST", "/api/agui", json=run_input(session, "ask-1"))
+        finished = first[-1][1]
+        assert isinstance(finished, RunFinishedEvent)
+        assert isinstance(finished.outcome, RunFinishedInterruptOutcome)
+        [interrupt] = finished.outcome.interrupts
+        assert position_of(interrupt.id)[0] == "question:call_ask"
+        assert (interrupt.reason, interrupt.message) == ("ask_user", "Which database?")
+        assert interrupt.tool_call_id == "call_ask"
+        assert interrupt.response_schema
+        assert interrupt.response_schema["properties"]["answer"]["enum"] == [
+            "SQLite",
+            "PostgreSQL",
+        ]
+        assert state_after(first)["phase"] == "awaiting_input"
+
+        def answering(payload: Any, status: str = "resolved") -> dict[str, Any]:
+            entry = ResumeEntry(interrupt_id=interrupt.id, status=status, payload=payload)
+            return run_input(session, "ask-2", resume=[entry])
+
+        # Not one of the choices, no answer, a cancel: refused by name, nothing answered.
+        wrong = await http.post("/api/agui", json=answering({"answer": "MySQL"}))
+        assert wrong.status_code == 409 and "one of the choices" in wrong.text
+        assert (await http.post("/api/agui", json=answering({}))).status_code == 422
+        cancelled = await http.post("/api/agui", json=answering(None, "cancelled"))
+        assert cancelled.status_code == 422 and "answered, not cancelled" in cancelled.text
+        assert [q.call_id for q in await stack.client.questions.pending(session)] == ["call_ask"]
+
+        second = await read_run(http, "POST", "/api/agui", json=answering({"answer": "PostgreSQL"}))
+        [result] = of(second, ToolCallResultEvent)
+        assert result.tool_call_id == "call_ask" and "PostgreSQL" in result.content
+        assert "".join(e.delta for e in of(second, TextMessageContentEvent)) == "Noted."
+        done = second[-1][1]
+        assert isinstance(done, RunFinishedEvent)
+        assert isinstance(done.outcome, RunFinishedSuccessOutcome)

@@ -266,7 +266,7 @@ async def test_config_errors_from_the_python_client_are_one_line(stack: Stack) -
         await stack.client.config.set_active_tools(session.id, ["read", "grpe"])
     assert str(tools.value) == (
         "active_tools: unknown tool 'grpe'; the tools are read, write, edit, bash, ls, grep,"
-        " find, delegate"
+        " find, delegate, ask_user"
     )
     with pytest.raises(InvalidPrompt, match="max_turns must be at least 1"):
         await stack.client.runs.prompt(session.id, "hi", max_turns=0)

@@ -39,6 +39,7 @@ def test_histories_are_recorded() -> None:
         "move-2",
         "budget",
         "summary_budget",
+        "ask_user",
         # A turn as one activity.
         "one_activity_tools",
         "one_activity_guidance",

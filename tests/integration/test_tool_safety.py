@@ -11,6 +11,7 @@ from support import Stack
 
 from duragent.activities.tools import default_tool_names
 from duragent.activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
+from duragent.domain.questions import ASK_USER_TOOL
 from duragent.worker import build_worker, tool_registry
 
 
@@ -82,7 +83,7 @@ async def test_active_tools_set_with_a_session_wide_setting_stay_on_their_branch
         await stack.client.tree.navigate(session.id, before_change.id)
         await (await stack.client.runs.prompt(session.id, "third, on the old branch")).result()
 
-    everything = default_tool_names()
+    everything = [name for name in default_tool_names() if name != ASK_USER_TOOL]  # opt-in
     assert offered_tools(stack, session.id, 0) == everything
     assert offered_tools(stack, session.id, 1) == ["read"]
     assert offered_tools(stack, session.id, 2) == everything

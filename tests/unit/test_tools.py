@@ -101,7 +101,9 @@ async def test_delegate_never_runs_as_a_tool_activity(
 
 
 def test_registry_order_traits_and_duplicates(registry: ToolRegistry) -> None:
-    assert registry.names() == ["read", "write", "edit", "bash", "ls", "grep", "find", "delegate"]
+    assert registry.names() == [
+        *("read", "write", "edit", "bash", "ls", "grep", "find", "delegate", "ask_user")
+    ]
     for name in ("read", "ls", "grep", "find"):
         assert registry.traits_of(name) == ToolTraits(retry_safe=True)
     for name in ("write", "edit", "bash"):
@@ -117,7 +119,8 @@ def test_registry_order_traits_and_duplicates(registry: ToolRegistry) -> None:
 
 def test_api_specs_shapes(registry: ToolRegistry) -> None:
     specs: list[Any] = registry.api_specs(None)  # typed for the SDK; read as plain JSON
-    assert [s["name"] for s in specs] == registry.names()
+    assert [s["name"] for s in specs] == registry.offered(None)
+    assert registry.offered(None) == registry.names()[:-1]  # all but the opt-in ask_user
     for spec in specs:
         assert set(spec) == {"name", "description", "input_schema"}
         schema = spec["input_schema"]
@@ -149,7 +152,8 @@ async def test_run_unknown_tool(registry: ToolRegistry, ctx: ToolContext) -> Non
     result = await run(registry, ctx, "fly", to="moon")
     assert result.is_error
     assert text(result) == (
-        "Tool 'fly' not found. Available tools: read, write, edit, bash, ls, grep, find, delegate"
+        "Tool 'fly' not found. Available tools: read, write, edit, bash, ls, grep, find, delegate, "
+        "ask_user"
     )
 
 

@@ -9,7 +9,8 @@ import { t } from "./i18n.js";
 const MAX_ROWS = 1000;
 const QUIET = new Set(["message_update", "message_start", "message_end", "tool_execution_update"]);
 const LIMIT_NAMES = { turns: "turn", tokens: "token", cost: "cost", wall: "wall-time" };
-const PHASES = { turn: "working", retry: "retrying the model call", awaiting_budget: "waiting for a budget raise", awaiting_host: "waiting for its machine" };
+const PHASES = { turn: "working", retry: "retrying the model call", awaiting_budget: "waiting for a budget raise", awaiting_host: "waiting for its machine", awaiting_input: "waiting for your answer" };
+const ANSWERED = { answered: "answered", timeout: "not answered in time", withdrawn: "withdrawn" };
 const QUEUES = { steering: "A steering message", follow_up: "A follow-up", next_turn: "A queued input" };
 
 function tokens(usage) {
@@ -36,6 +37,9 @@ function describe(type, p) {
       const how = details.cancelled ? "stopped" : details.interrupted ? "interrupted" : p.result.is_error ? "failed" : "done";
       return `Tool ${p.tool_name} ${how} (${duration(p.duration_ms)})`;
     }
+    case "question_asked": return `The agent asks: ${p.question}`;
+    case "question_answered":
+      return `Question ${ANSWERED[p.status] || p.status}${p.by ? ` by ${p.by}` : ""}${p.answer ? `: ${p.answer}` : ""}`;
     case "retry_scheduled":
       return `Model call failed (${p.error}); retry ${p.attempt} in ${duration(p.delay_ms)}`;
     case "phase_changed": return `Phase: ${PHASES[p.phase] || p.phase}`;

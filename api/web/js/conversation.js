@@ -46,10 +46,11 @@ function argumentSummary(args) {
 }
 
 export class Conversation {
-  constructor(root, { onLoadEarlier, approvals = null, editBudget = () => {} }) {
+  constructor(root, { onLoadEarlier, approvals = null, questions = null, editBudget = () => {} }) {
     this.root = root;
     this.editBudget = editBudget; // opens the session budget's editor (a budget stop's note)
     this.approvals = approvals; // approvals.js: the cards of calls that wait for a person
+    this.questions = questions; // questions.js: the cards of `ask_user` calls that wait for an answer
     this.list = el("div", { class: "messages" });
     this.earlierButton = el("button", { class: "earlier", hidden: true, onclick: () => onLoadEarlier() }, t("Load earlier messages"));
     this.retryNotice = el("div", { class: "retry-notice", hidden: true, role: "status" });
@@ -198,6 +199,7 @@ export class Conversation {
       default:
     }
     if (this.approvals) for (const callId of this.approvals.onEvent(event)) this.updateCard(callId);
+    if (this.questions) for (const callId of this.questions.onEvent(event)) this.updateCard(callId);
   }
 
   markAborted(runId) {
@@ -430,6 +432,12 @@ export class Conversation {
     if (approval) {
       head.querySelector(".tool-state").textContent = t("awaiting approval");
       parts.push(approval);
+    }
+    const question = this.questions && this.questions.card(call.id, () => this.fillCard(card));
+    card.dataset.question = question ? "waiting" : "";
+    if (question) {
+      head.querySelector(".tool-state").textContent = t("awaiting your answer");
+      parts.push(question);
     }
     const child = this.subagents.link(call.id, tool.result);
     if (child) parts.push(child);

@@ -15,6 +15,7 @@ const PHASE_TEXT = {
   compaction: "compacting",
   branch_summary: "summarising a branch",
   awaiting_approval: "waiting for approval",
+  awaiting_input: "waiting for your answer",
   awaiting_host: "waiting for its machine",
   awaiting_budget: "waiting for a budget raise",
 };

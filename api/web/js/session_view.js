@@ -5,6 +5,7 @@
 
 import { Activity } from "./activity.js";
 import { Approvals } from "./approvals.js";
+import { Questions } from "./questions.js";
 import { BudgetCard } from "./budget.js";
 import { BudgetEditor } from "./budget_editor.js";
 import { Composer } from "./composer.js";
@@ -41,6 +42,9 @@ export class SessionView {
     const approvals = new Approvals({
       decide: (callId, action, body) => this.call(`/approvals/${encodeURIComponent(callId)}/${action}`, { method: "POST", body }),
     });
+    const questions = new Questions({
+      answer: (callId, text) => this.call(`/questions/${encodeURIComponent(callId)}/answer`, { method: "POST", body: { answer: text } }),
+    });
     this.budgetEditor = new BudgetEditor(parts.budgetEditor, {
       load: () => this.call("/budget"),
       save: (budget) => this.saveBudget(budget),
@@ -48,6 +52,7 @@ export class SessionView {
     this.conversation = new Conversation(parts.conversation, {
       onLoadEarlier: () => this.loadEarlier(),
       approvals,
+      questions,
       editBudget: () => this.budgetEditor.open(),
     });
     this.budget = new BudgetCard(parts.budget, {

@@ -1,0 +1,62 @@
+"""The store step after an `ask_user` question: stage the call's result.
+
+The question waits in the workflow (`workflows/questions.py`); once it is answered or
+timed out, this short transaction (a local activity) stages the result under the id
+the workflow chose and emits the call's end. Idempotent: a retry stages the same entry
+and its events carry dedup keys.
+"""
+
+from __future__ import annotations
+
+from temporalio import activity
+
+from duragent.domain.events import tool_call_ended
+from duragent.domain.questions import ASK_USER_TOOL, STAGE_ANSWER, StageAnswerInput
+from duragent.domain.tools import ToolResult
+from duragent.domain.turns import ToolCallOutcome
+from duragent.store import events, staging
+from duragent.store.db import Database
+from duragent.store.events import keyed
+
+
+class Questions:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    @activity.defn(name=STAGE_ANSWER)
+    def stage_answer(self, data: StageAnswerInput) -> ToolCallOutcome:
+        """Stage the call's result (the answer, or that none came in time) and emit the
+        call's end; the outcome the workflow's batch collects."""
+        result = question_result(data)
+        message = result.to_message(data.call_id, ASK_USER_TOOL, data.answered_at_ms)
+        duration_ms = max(0, data.answered_at_ms - data.asked_at_ms)
+        ended = tool_call_ended(data.result_entry_id, result, message, duration_ms)
+        with self._db.transaction() as db:
+            staging.stage_message(
+                db,
+                entry_id=data.result_entry_id,
+                session_id=data.session_id,
+                run_id=data.run_id,
+                message=message,
+            )
+            events.append_events(
+                db,
+                data.session_id,
+                data.run_id,
+                keyed(f"{data.run_id}/question/{data.call_id}/end", ended),
+            )
+        return ToolCallOutcome.of(result, message, duration_ms)
+
+
+def question_result(data: StageAnswerInput) -> ToolResult:
+    """What the model reads: the answer as the user wrote it, or an error saying that no
+    answer came within the run's timeout."""
+    if data.answer is not None:
+        details = {"answered_by": data.by} if data.by else {}
+        return ToolResult.text(data.answer, **details)
+    return ToolResult.error(
+        f"No answer: the user did not answer within {data.timeout_s or 0:g} s (the run's "
+        "ask_user timeout). Go on without the answer if you can, saying what you assumed; "
+        "else stop and say what you need.",
+        timed_out=True,
+    )

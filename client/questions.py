@@ -1,0 +1,82 @@
+"""Questions the model asks the user (`ask_user`): those that wait, and answers.
+
+An answer is the `answer_question` update of the session's run: the caller learns at
+once whether the run took it (a second answer to the same question is refused). An
+update needs a worker; when none answers for the run, the answer is refused with
+`AnswerNotRecorded` (nothing was sent, so nothing is taken later by surprise), and the
+update's wait for a worker is bounded as well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from pydantic import ValidationError
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.service import RPCError
+
+from duragent.client.bounds import one_line
+from duragent.client.errors import (
+    AnswerNotRecorded,
+    AnswerRefused,
+    SessionIdle,
+    WorkerNotAnswering,
+    failure_text,
+)
+from duragent.client.part import ClientPart
+from duragent.domain.questions import AnswerOutcome, PendingQuestion, UserAnswer
+from duragent.workflows.session_run import SessionRun
+
+ANSWER_TIMEOUT = timedelta(seconds=10)
+"""How long an answer (or a listing) waits for the run's worker to take it."""
+
+
+class Questions(ClientPart):
+    """The `ask_user` questions of a session's run that wait, and answers to them."""
+
+    async def pending(self, session_id: str) -> list[PendingQuestion]:
+        """The questions of the session's run that wait for an answer; empty when none
+        waits (or no run is open)."""
+        handle = await self._client.workflows.open_run(session_id)
+        if handle is None:
+            return []
+        try:
+            return await asyncio.wait_for(
+                handle.query(SessionRun.questions, rpc_timeout=ANSWER_TIMEOUT),
+                timeout=ANSWER_TIMEOUT.total_seconds(),
+            )
+        except (RPCError, TimeoutError) as err:
+            raise WorkerNotAnswering(session_id, "its waiting questions cannot be listed") from err
+
+    async def answer(
+        self, session_id: str, call_id: str, answer: str, *, by: str | None = None
+    ) -> AnswerOutcome:
+        """Answer a waiting question: the text becomes the `ask_user` call's result. With
+        choices, the text is one of them unless the question allows other answers."""
+        try:
+            checked = UserAnswer(call_id=call_id, answer=answer, by=by)
+        except ValidationError as err:
+            raise AnswerRefused(one_line(err)) from err
+        if not answer.strip():
+            raise AnswerRefused("the answer must not be blank")
+        handle = await self._client.workflows.open_run(session_id)
+        if handle is None:
+            raise SessionIdle(session_id, f"answer question {call_id!r}")
+        if not await self._client.sessions.worker_answering(session_id):
+            raise AnswerNotRecorded(session_id, "no worker answers")
+        try:
+            return await asyncio.wait_for(
+                handle.execute_update(
+                    SessionRun.answer_question, checked, rpc_timeout=ANSWER_TIMEOUT
+                ),
+                timeout=ANSWER_TIMEOUT.total_seconds(),
+            )
+        except WorkflowUpdateFailedError as err:
+            raise AnswerRefused(failure_text(err)) from err
+        except (RPCError, TimeoutError) as err:
+            if await self._client.workflows.open_run(session_id) is None:
+                # The run ended meanwhile (its question answered, timed out or withdrawn).
+                raise SessionIdle(session_id, f"answer question {call_id!r}") from err
+            detail = f"no worker took it within {ANSWER_TIMEOUT.total_seconds():g} s"
+            raise AnswerNotRecorded(session_id, detail) from err
