@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from duragent.domain.events import tool_call_ended
+from duragent.activities.decided_calls import finish_decided_call
 from duragent.domain.questions import ASK_USER_TOOL, STAGE_ANSWER, StageAnswerInput
 from duragent.domain.tools import ToolResult
 from duragent.domain.turns import ToolCallOutcome
-from duragent.store import events, staging
 from duragent.store.db import Database
-from duragent.store.events import keyed
 
 
 class Questions:
@@ -27,25 +25,18 @@ class Questions:
     def stage_answer(self, data: StageAnswerInput) -> ToolCallOutcome:
         """Stage the call's result (the answer, or that none came in time) and emit the
         call's end; the outcome the workflow's batch collects."""
-        result = question_result(data)
-        message = result.to_message(data.call_id, ASK_USER_TOOL, data.answered_at_ms)
-        duration_ms = max(0, data.answered_at_ms - data.asked_at_ms)
-        ended = tool_call_ended(data.result_entry_id, result, message, duration_ms)
-        with self._db.transaction() as db:
-            staging.stage_message(
-                db,
-                entry_id=data.result_entry_id,
-                session_id=data.session_id,
-                run_id=data.run_id,
-                message=message,
-            )
-            events.append_events(
-                db,
-                data.session_id,
-                data.run_id,
-                keyed(f"{data.run_id}/question/{data.call_id}/end", ended),
-            )
-        return ToolCallOutcome.of(result, message, duration_ms)
+        return finish_decided_call(
+            self._db,
+            session_id=data.session_id,
+            run_id=data.run_id,
+            entry_id=data.result_entry_id,
+            call_id=data.call_id,
+            tool_name=ASK_USER_TOOL,
+            result=question_result(data),
+            started_at_ms=data.asked_at_ms,
+            ended_at_ms=data.answered_at_ms,
+            events_key=f"{data.run_id}/question/{data.call_id}/end",
+        )
 
 
 def question_result(data: StageAnswerInput) -> ToolResult:

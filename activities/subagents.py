@@ -12,10 +12,11 @@ from typing import Any
 from sqlalchemy.orm import Session
 from temporalio import activity
 
+from duragent.activities.decided_calls import finish_decided_call
 from duragent.activities.tools import DelegateTool, ToolInputError, ToolRegistry
 from duragent.activities.tools.base import truncate_head
 from duragent.domain.config import TurnSnapshot
-from duragent.domain.events import SubagentStarted, ToolExecutionStart, tool_call_ended
+from duragent.domain.events import SubagentStarted, ToolExecutionStart
 from duragent.domain.messages import AssistantMessage
 from duragent.domain.subagents import (
     DELEGATE_TOOL,
@@ -144,27 +145,19 @@ class Subagents:
     def finish_subagent(self, data: FinishSubagentInput) -> ToolCallOutcome:
         """Stage the call's result (the child's answer, or what stopped it) and emit the
         call's end; the outcome the workflow's batch collects."""
-        call = data.call
-        result = subagent_result(data)
-        message = result.to_message(call.id, call.name, data.finished_at_ms)
-        duration_ms = max(0, data.finished_at_ms - data.started_at_ms)
-        ended = tool_call_ended(data.result_entry_id, result, message, duration_ms)
-        with self._db.transaction() as db:
-            staging.stage_message(
-                db,
-                entry_id=data.result_entry_id,
-                session_id=data.session_id,
-                run_id=data.run_id,
-                message=message,
-            )
-            events.append_events(
-                db,
-                data.session_id,
-                data.run_id,
-                keyed(f"{data.run_id}/subagent/{call.id}/end", ended),
-            )
-        aborted = data.child is not None and data.child.status == "aborted"
-        return ToolCallOutcome.of(result, message, duration_ms, interrupted=aborted)
+        return finish_decided_call(
+            self._db,
+            session_id=data.session_id,
+            run_id=data.run_id,
+            entry_id=data.result_entry_id,
+            call_id=data.call.id,
+            tool_name=data.call.name,
+            result=subagent_result(data),
+            started_at_ms=data.started_at_ms,
+            ended_at_ms=data.finished_at_ms,
+            events_key=f"{data.run_id}/subagent/{data.call.id}/end",
+            interrupted=data.child is not None and data.child.status == "aborted",
+        )
 
 
 def subagent_result(data: FinishSubagentInput) -> ToolResult:

@@ -13,7 +13,6 @@ from datetime import timedelta
 from typing import Any
 
 from pydantic import ValidationError
-from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from duragent.client.bounds import bounded, one_line
@@ -21,9 +20,7 @@ from duragent.client.errors import (
     ApprovalNotRecorded,
     ApprovalRefused,
     InvalidChange,
-    SessionIdle,
     WorkerNotAnswering,
-    failure_text,
 )
 from duragent.client.part import ClientPart
 from duragent.domain.approvals import (
@@ -106,23 +103,15 @@ class Approvals(ClientPart):
             decision = ApprovalDecision(call_id=call_id, decision=kind, reason=reason, by=by)
         except ValidationError as err:
             raise ApprovalRefused(one_line(err)) from err
-        handle = await self._client.workflows.open_run(session_id)
-        if handle is None:
-            raise SessionIdle(session_id, f"{kind} tool call {call_id!r}")
-        if not await self._client.sessions.worker_answering(session_id):
-            raise ApprovalNotRecorded(session_id, "no worker answers")
-        try:
-            return await asyncio.wait_for(
-                handle.execute_update(
-                    SessionRun.decide_approval, decision, rpc_timeout=DECIDE_TIMEOUT
-                ),
-                timeout=DECIDE_TIMEOUT.total_seconds(),
-            )
-        except WorkflowUpdateFailedError as err:
-            raise ApprovalRefused(failure_text(err)) from err
-        except (RPCError, TimeoutError) as err:
-            detail = f"no worker took it within {DECIDE_TIMEOUT.total_seconds():g} s"
-            raise ApprovalNotRecorded(session_id, detail) from err
+        return await self._client.workflows.update_open_run(
+            session_id,
+            SessionRun.decide_approval,
+            decision,
+            what=f"{kind} tool call {call_id!r}",
+            timeout=DECIDE_TIMEOUT,
+            refused=ApprovalRefused,
+            not_taken=lambda detail: ApprovalNotRecorded(session_id, detail),
+        )
 
     def _with_arguments(self, pending: list[PendingApproval]) -> list[PendingApproval]:
         ids = sorted({p.assistant_entry_id for p in pending})

@@ -14,11 +14,9 @@ from datetime import timedelta
 from typing import Any
 
 from pydantic import ValidationError
-from temporalio.client import WorkflowUpdateFailedError
-from temporalio.service import RPCError
 
 from duragent.client.bounds import one_line
-from duragent.client.errors import InvalidChange, SessionIdle, WorkerNotAnswering, failure_text
+from duragent.client.errors import InvalidChange, WorkerNotAnswering
 from duragent.client.part import ClientPart
 from duragent.domain.budgets import Budget, BudgetRaise, BudgetView, Scope, Spent
 from duragent.domain.prices import PriceTable
@@ -108,17 +106,12 @@ class Budgets(ClientPart):
             change = BudgetRaise(budget=checked_budget(budget), scope=scope, by=by)
         except ValidationError as err:
             raise BudgetRefused(one_line(err)) from err
-        handle = await self._client.workflows.open_run(session_id)
-        if handle is None:
-            raise SessionIdle(session_id, "raise a run's budget")
-        if not await self._client.sessions.worker_answering(session_id):
-            raise BudgetNotRaised(session_id, "the budget was not raised")
-        try:
-            return await asyncio.wait_for(
-                handle.execute_update(SessionRun.raise_budget, change, rpc_timeout=RAISE_TIMEOUT),
-                timeout=RAISE_TIMEOUT.total_seconds(),
-            )
-        except WorkflowUpdateFailedError as err:
-            raise BudgetRefused(failure_text(err)) from err
-        except (RPCError, TimeoutError) as err:
-            raise BudgetNotRaised(session_id, "the budget was not raised") from err
+        return await self._client.workflows.update_open_run(
+            session_id,
+            SessionRun.raise_budget,
+            change,
+            what="raise a run's budget",
+            timeout=RAISE_TIMEOUT,
+            refused=BudgetRefused,
+            not_taken=lambda _: BudgetNotRaised(session_id, "the budget was not raised"),
+        )

@@ -13,16 +13,13 @@ import asyncio
 from datetime import timedelta
 
 from pydantic import ValidationError
-from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from duragent.client.bounds import one_line
 from duragent.client.errors import (
     AnswerNotRecorded,
     AnswerRefused,
-    SessionIdle,
     WorkerNotAnswering,
-    failure_text,
 )
 from duragent.client.part import ClientPart
 from duragent.domain.questions import AnswerOutcome, PendingQuestion, UserAnswer
@@ -60,23 +57,12 @@ class Questions(ClientPart):
             raise AnswerRefused(one_line(err)) from err
         if not answer.strip():
             raise AnswerRefused("the answer must not be blank")
-        handle = await self._client.workflows.open_run(session_id)
-        if handle is None:
-            raise SessionIdle(session_id, f"answer question {call_id!r}")
-        if not await self._client.sessions.worker_answering(session_id):
-            raise AnswerNotRecorded(session_id, "no worker answers")
-        try:
-            return await asyncio.wait_for(
-                handle.execute_update(
-                    SessionRun.answer_question, checked, rpc_timeout=ANSWER_TIMEOUT
-                ),
-                timeout=ANSWER_TIMEOUT.total_seconds(),
-            )
-        except WorkflowUpdateFailedError as err:
-            raise AnswerRefused(failure_text(err)) from err
-        except (RPCError, TimeoutError) as err:
-            if await self._client.workflows.open_run(session_id) is None:
-                # The run ended meanwhile (its question answered, timed out or withdrawn).
-                raise SessionIdle(session_id, f"answer question {call_id!r}") from err
-            detail = f"no worker took it within {ANSWER_TIMEOUT.total_seconds():g} s"
-            raise AnswerNotRecorded(session_id, detail) from err
+        return await self._client.workflows.update_open_run(
+            session_id,
+            SessionRun.answer_question,
+            checked,
+            what=f"answer question {call_id!r}",
+            timeout=ANSWER_TIMEOUT,
+            refused=AnswerRefused,
+            not_taken=lambda detail: AnswerNotRecorded(session_id, detail),
+        )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import (
     SearchAttributeKey,
     SearchAttributePair,
@@ -16,8 +17,9 @@ from temporalio.common import (
     WorkflowIDReusePolicy,
 )
 from temporalio.service import RPCError, RPCStatusCode
+from temporalio.workflow import UpdateMethodMultiParam
 
-from duragent.client.errors import SessionBusy
+from duragent.client.errors import DuragentError, SessionBusy, SessionIdle, failure_text
 from duragent.client.part import ClientPart
 from duragent.client.temporal_setup import search_attributes_required
 from duragent.domain.runs import RunResult, RunView, session_workflow_id
@@ -31,6 +33,10 @@ KIND_ATTR = SearchAttributeKey.for_keyword("DuragentKind")
 _CLOSING_WAIT_S = 10.0
 QUERY_TIMEOUT = timedelta(seconds=3)
 """A query needs a worker; when none answers this soon, the store is asked instead."""
+
+
+ArgT = TypeVar("ArgT")
+ResultT = TypeVar("ResultT")
 
 
 class SessionWorkflows(ClientPart):
@@ -143,3 +149,37 @@ class SessionWorkflows(ClientPart):
             timeout=QUERY_TIMEOUT.total_seconds(),
         )
         return view
+
+    async def update_open_run(
+        self,
+        session_id: str,
+        update: UpdateMethodMultiParam[[SessionRun, ArgT], ResultT],
+        arg: ArgT,
+        *,
+        what: str,
+        timeout: timedelta,
+        refused: Callable[[str], DuragentError],
+        not_taken: Callable[[str], DuragentError],
+    ) -> ResultT:
+        """Send a person's word (a decision, an answer, a raise) to the session's open run
+        as `update`, acknowledged once the run took it. `SessionIdle` (naming `what`) when
+        no run is open or it ended meanwhile; `refused(why)` when the run refuses it;
+        `not_taken(detail)` when no worker answers, or none took it within `timeout`:
+        nothing was recorded then, and it may be sent again."""
+        handle = await self.open_run(session_id)
+        if handle is None:
+            raise SessionIdle(session_id, what)
+        if not await self._client.sessions.worker_answering(session_id):
+            raise not_taken("no worker answers")
+        try:
+            # The RPC timeout alone is not a bound: a server-side deadline error is retried.
+            return await asyncio.wait_for(
+                handle.execute_update(update, arg, rpc_timeout=timeout),
+                timeout=timeout.total_seconds(),
+            )
+        except WorkflowUpdateFailedError as err:
+            raise refused(failure_text(err)) from err
+        except (RPCError, TimeoutError) as err:
+            if await self.open_run(session_id) is None:
+                raise SessionIdle(session_id, what) from err
+            raise not_taken(f"no worker took it within {timeout.total_seconds():g} s") from err
