@@ -50,13 +50,16 @@ class ApprovalAnswer(BaseModel):
 APPROVAL_SCHEMA: dict[str, Any] = ApprovalAnswer.model_json_schema()
 
 
+def expiry(since_ms: int, timeout_s: float | None) -> str | None:
+    """When a wait that began at `since_ms` times out (ISO 8601), if it does."""
+    if timeout_s is None:
+        return None
+    return datetime.fromtimestamp(since_ms / 1000 + timeout_s, UTC).isoformat(timespec="seconds")
+
+
 def approval_interrupt(pending: PendingApproval) -> Interrupt:
-    expires = None
-    if pending.timeout_s is not None:  # then the call is denied unanswered
-        ends = pending.requested_at / 1000 + pending.timeout_s
-        expires = datetime.fromtimestamp(ends, UTC).isoformat(timespec="seconds")
     return Interrupt(
-        expires_at=expires,
+        expires_at=expiry(pending.requested_at, pending.timeout_s),  # then denied unanswered
         id=f"approval:{pending.call_id}",
         reason=APPROVAL_REASON,
         message=f"Allow {pending.tool_name}: {pending.args_preview}?",
@@ -101,15 +104,11 @@ class QuestionAnswer(BaseModel):
 
 
 def question_interrupt(pending: PendingQuestion) -> Interrupt:
-    expires = None
-    if pending.timeout_s is not None:  # then the call answers that no one answered
-        ends = pending.asked_at / 1000 + pending.timeout_s
-        expires = datetime.fromtimestamp(ends, UTC).isoformat(timespec="seconds")
     schema: dict[str, Any] = QuestionAnswer.model_json_schema()
     if pending.choices and not pending.allow_other:
         schema["properties"]["answer"]["enum"] = pending.choices
     return Interrupt(
-        expires_at=expires,
+        expires_at=expiry(pending.asked_at, pending.timeout_s),  # then it answers no one did
         id=f"question:{pending.call_id}",
         reason=QUESTION_REASON,
         message=pending.question,
