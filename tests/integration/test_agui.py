@@ -213,8 +213,11 @@ async def test_a_resume_that_denies_and_resumes_that_are_refused(
             entry = ResumeEntry(interrupt_id=interrupt_id, status="resolved", payload=payload)
             return run_input(session, "agui-2", resume=[entry.model_dump(by_alias=True)])
 
-        unknown = await http.post("/api/agui", json=answer("question:1", {"approved": True}))
-        assert unknown.status_code == 422 and "approval:<id>" in unknown.json()["detail"]
+        unknown = await http.post("/api/agui", json=answer("survey:1", {"approved": True}))
+        assert (
+            unknown.status_code == 422
+            and "approval:<id>, question:<id>" in unknown.json()["detail"]
+        )
         bad = await http.post("/api/agui", json=answer("approval:call_write", {"ok": True}))
         assert bad.status_code == 422 and "approved" in bad.json()["detail"]
         nothing = await http.post("/api/agui", json=answer("approval:nope", {"approved": True}))
