@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from duragent.domain.approvals import ApprovalAsk
+from duragent.domain.compact import CompactModel
 from duragent.domain.messages import TextContent, ToolResultContent, ToolResultMessage
 from duragent.domain.questions import UserQuestion
 
@@ -62,11 +63,12 @@ class ToolTraits(BaseModel):
     not as a tool activity: the workflow starts it and the tool's `execute` never runs."""
 
 
-class ToolCallRef(BaseModel):
+class ToolCallRef(CompactModel):
     """A tool call as the workflow sees it: its id, name, traits and a short preview.
 
     The full arguments stay in the store with the assistant message; the preview keeps
-    the workflow history readable without letting it grow with content.
+    the workflow history readable without letting it grow with content (and the fields at
+    their defaults are not written: it is in every turn's history).
     """
 
     model_config = ConfigDict(extra="forbid")

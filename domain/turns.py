@@ -8,12 +8,13 @@ through the store, so workflow history grows with new content alone.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import ConfigDict, Field
 
 from duragent.domain.approvals import ApprovalPolicy
 from duragent.domain.changes import SessionChange
+from duragent.domain.compact import CompactModel
 from duragent.domain.config import SessionConfig, SnapshotRef
 from duragent.domain.cost import TurnCost
 from duragent.domain.entries import SessionEntry
@@ -38,39 +39,8 @@ OUTCOME_PREVIEW_CHARS = 200
 """How much of a tool result the workflow sees."""
 
 
-_DEFAULTS: dict[type[BaseModel], dict[str, Any]] = {}
-
-
-def _defaults_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The defaults of a model's optional fields, worked out once per class: pydantic's
-    `get_default` inspects a default factory's signature on every call, which cost more
-    than the rest of serializing a turn."""
-    defaults = _DEFAULTS.get(model)
-    if defaults is None:
-        defaults = {
-            name: field.get_default(call_default_factory=True)
-            for name, field in model.model_fields.items()
-            if not field.is_required()
-        }
-        _DEFAULTS[model] = defaults
-    return defaults
-
-
-class _Contract(BaseModel):
+class _Contract(CompactModel):
     model_config = ConfigDict(extra="forbid")
-
-    @model_serializer(mode="wrap")
-    def _without_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """Only what differs from a field's default is written: every turn's input and
-        result are in the workflow history, and an empty list or a None said each time
-        would be a good part of it. Reading fills the defaults back in."""
-        data = handler(self)
-        if not isinstance(data, dict):
-            return data
-        for name, default in _defaults_of(type(self)).items():
-            if name in data and getattr(self, name) == default:
-                del data[name]
-        return data
 
 
 class StartRunInput(_Contract):
