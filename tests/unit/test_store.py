@@ -6,13 +6,14 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from postgres_server import new_database
-from sqlalchemy import text
+from sqlalchemy import event, text
 from support import BOTH_STORES
 
 from duragent.domain.config import SessionConfig
@@ -127,10 +128,15 @@ def test_a_reader_following_the_cursor_misses_no_event_of_a_slower_writer(db: Da
     fast = threading.Thread(target=fast_writer)
     fast.start()
     fast.join(0.5)  # waits for the slow writer, or commits if the store let it
-    read_new()
+    # On SQLite a process's transactions take turns (`store.db.file_turns`): this read
+    # waits for the writers; on PostgreSQL it reads between them.
+    reader = threading.Thread(target=read_new)
+    reader.start()
+    reader.join(0.5)
     release.set()
     slow.join(10)
     fast.join(10)
+    reader.join(10)
     read_new()
     assert sorted(seen) == [1, 2]
 
@@ -327,3 +333,43 @@ def test_the_config_path_gives_the_config_of_the_whole_path_and_skips_other_bran
             whole = entries.load_path(tx, leaf)
             assert derive_path_state(config_path, defaults) == derive_path_state(whole, defaults)
         assert entries.load_config_path(tx, None) == []
+
+
+def test_a_process_writers_to_one_sqlite_file_take_turns(tmp_path: Path) -> None:
+    """Threads of one process writing to one SQLite file (through two engines, as a
+    worker's lease keeper does) never wait in SQLite's busy loop: with its timeout at
+    zero, every write still lands, each transaction whole."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    stores = [Database(url), Database(url, run_migrations=False, pool_size=1)]
+    for store in stores:
+        event.listen(store.engine, "connect", _no_busy_wait)
+    with stores[0].transaction() as tx:
+        sessions.create_session(tx, session_id="s", workspace="/w", config=SessionConfig(model="m"))
+    failures: list[BaseException] = []
+
+    def write(store: Database, turn: int) -> None:
+        try:
+            for _ in range(20):
+                with store.transaction() as tx:
+                    events.append_events(tx, "s", "r", [TurnStart(turn=turn)])
+                    events.append_events(tx, "s", "r", [TurnStart(turn=turn)])
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=write, args=(stores[i % 2], i)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert failures == []
+    with stores[0].transaction() as tx:
+        stored = events.read_events(tx, "s", after=0)
+    assert [e.seq for e in stored] == list(range(1, 8 * 20 * 2 + 1))
+    # Each transaction's two events are adjacent: no other writer came between them.
+    assert all(a.payload == b.payload for a, b in zip(stored[::2], stored[1::2], strict=True))
+    for store in stores:
+        store.dispose()
+
+
+def _no_busy_wait(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.execute("PRAGMA busy_timeout=0")
