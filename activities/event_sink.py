@@ -2,9 +2,11 @@
 
 Streaming produces many small deltas; writing each in its own transaction, on the
 activity's own path, would cost more than the model call. The sink queues events in
-memory, a background task writes them every `interval` seconds while the activity
-works, and `close` writes the rest (with the message the activity produced staged in the
-same transaction: the events saying it ended and the message itself are stored together).
+memory, a background task writes them `interval` seconds after the first of a batch
+arrives (and sleeps while none is queued: an activity waiting a second for its model's
+first token costs no wake-ups), and `close` writes the rest (with the message the
+activity produced staged in the same transaction: the events saying it ended and the
+message itself are stored together).
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ class EventSink:
         self._run_id = run_id
         self._interval = interval
         self._pending: list[BaseModel] = []
-        self._wake = asyncio.Event()
-        self._closing = False
+        self._queued = asyncio.Event()
+        """Set while events are queued, or once closing."""
+        self._closing = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
 
     def add(self, event: BaseModel) -> None:
@@ -49,14 +52,15 @@ class EventSink:
             self._pending[-1] = last.model_copy(update={"delta": last.delta + event.delta})
         else:
             self._pending.append(event)
+        self._queued.set()
         if self._writer is None:
             self._writer = asyncio.create_task(self._write_periodically())
 
     async def close(self, stage: Staged | None = None) -> AgentMessage | None:
         """Write everything still queued, and stage `stage` in the same transaction;
         return the message staged for its entry (`store.staging.stage_message`)."""
-        self._closing = True
-        self._wake.set()
+        self._closing.set()
+        self._queued.set()
         if self._writer is not None:
             await self._writer
             self._writer = None
@@ -68,18 +72,21 @@ class EventSink:
         return None
 
     async def _write_periodically(self) -> None:
-        while not self._closing:
+        while True:
+            await self._queued.wait()
+            # A batch gathers for `interval` from its first event (close writes at once).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._interval)
-            if self._closing:
+                await asyncio.wait_for(self._closing.wait(), self._interval)
+            if self._closing.is_set():
                 return
             batch, self._pending = self._pending, []
-            if batch:
-                try:
-                    await asyncio.to_thread(self._write, batch, None)
-                except (OperationalError, InterfaceError):
-                    # The store is busy: keep the events for the next write.
-                    self._pending = [*batch, *self._pending]
+            self._queued.clear()
+            try:
+                await asyncio.to_thread(self._write, batch, None)
+            except (OperationalError, InterfaceError):
+                # The store is busy: keep the events for the next write.
+                self._pending = [*batch, *self._pending]
+                self._queued.set()
 
     def _write(self, batch: list[BaseModel], stage: Staged | None) -> AgentMessage | None:
         staged = None
