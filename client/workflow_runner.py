@@ -8,8 +8,8 @@ and in every other worker process through the store (`activities.cancel_hints`),
 that wherever it runs it heartbeats now, and again within milliseconds until the reply
 carries the cancellation.
 
-Serialization contexts asked once per command between two activations (see
-`get_serialization_context`), not once per payload list and pass.
+Serialization and external-store contexts asked once per command between two
+activations (see `get_serialization_context`), not once per payload list and pass.
 
 It only reads what the workflow code produced and changes none of it, so histories and
 replay are as without it.
@@ -105,13 +105,16 @@ class _HintingInstance(WorkflowInstance):
         self._activity_ids: dict[int, str] = {}
         """Command sequence number -> activity id, of the activities this run scheduled."""
         self._contexts: dict[tuple[int, int] | None, SerializationContext | None] = {}
+        self._store_contexts: dict[tuple[int, int] | None, StorageDriverStoreContext] = {}
 
     def activate(self, act: WorkflowActivation) -> WorkflowActivationCompletion:
         self._contexts.clear()
+        self._store_contexts.clear()
         try:
             completion = self._inner.activate(act)
         finally:
             self._contexts.clear()
+            self._store_contexts.clear()
         for command in completion.successful.commands:
             variant = command.WhichOneof("variant")
             if variant == "schedule_activity":
@@ -139,9 +142,7 @@ class _HintingInstance(WorkflowInstance):
         # four to encode its completion), and the sandbox answers each by running code
         # in it. The answer depends only on the run's state, which changes only inside
         # `activate`: so it is asked once per command between two activations.
-        key = (
-            None if command_info is None else (command_info.command_type, command_info.command_seq)
-        )
+        key = _command_key(command_info)
         if key not in self._contexts:
             self._contexts[key] = self._inner.get_serialization_context(command_info)
         return self._contexts[key]
@@ -149,10 +150,18 @@ class _HintingInstance(WorkflowInstance):
     def get_external_store_context(
         self, command_info: CommandInfo | None
     ) -> StorageDriverStoreContext:
-        return self._inner.get_external_store_context(command_info)
+        # Asked as often as the serialization context, and answered the same way.
+        key = _command_key(command_info)
+        if key not in self._store_contexts:
+            self._store_contexts[key] = self._inner.get_external_store_context(command_info)
+        return self._store_contexts[key]
 
     def get_info(self) -> Info:
         return self._inner.get_info()
 
     def get_thread_id(self) -> int | None:
         return self._inner.get_thread_id()
+
+
+def _command_key(command_info: CommandInfo | None) -> tuple[int, int] | None:
+    return None if command_info is None else (command_info.command_type, command_info.command_seq)
