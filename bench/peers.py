@@ -17,11 +17,12 @@ worker runs with that environment's python. Nothing of duragent imports it. (The
 deprecated `TemporalAgent` wrapper schedules the same activities with the same payloads.)
 
 What the two do per turn is not the same work, and the figures say what it costs: both
-stream the model's reply and run a turn as two activities (the model call, the tool
-call), but duragent also writes the session to its store (SQLite here: the messages,
-every streamed delta as a run event, the turn's save point), renews its worker lease and
-passes only ids through Temporal, while pydantic-ai keeps the conversation in Temporal's
-history alone and publishes nothing while a reply streams (no event stream handler).
+stream the model's reply, but duragent runs a turn as one activity (the model call, then
+its tool calls) where pydantic-ai runs two (the model call, the tool call), and duragent
+also writes the session to its store (SQLite here: the messages, every streamed delta as
+a run event, the turn's save point), renews its worker lease and passes only ids through
+Temporal, while pydantic-ai keeps the conversation in Temporal's history alone and
+publishes nothing while a reply streams (no event stream handler).
 
 Measured side by side, alternating (duragent, then the peer, for every figure, `--rounds`
 times), so noise on this machine hits both:
