@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import anthropic
 from pydantic import ValidationError
@@ -46,7 +46,7 @@ from duragent.domain.turns import (
     ModelTurnResult,
     ProviderFailure,
 )
-from duragent.store import entries, sessions, snapshots, staging
+from duragent.store import entries, events, sessions, snapshots, staging
 from duragent.store.db import Database
 
 PREVIEW_CHARS = 200
@@ -84,26 +84,22 @@ class ModelTurns:
         # look like a dead worker.
         async with heartbeating():
             await unstick_after_retry()
-            result, _ = await self.answer(data)
-        return result
+            answer = await self.answer(data)
+        return answer.result
 
-    async def answer(self, data: ModelTurnInput) -> tuple[ModelTurnResult, bool]:
-        """Save the previous turn, then the model's reply, staged; and whether another
-        attempt of this turn staged it (an earlier one: the model is not asked again; or
-        one that raced this one, taken for lost meanwhile): its calls may have begun."""
+    async def answer(self, data: ModelTurnInput) -> Answer:
+        """Save the previous turn, then the model's reply, staged (see `Answer`)."""
         prepared = await with_store_retries(
             lambda: self._prepare(data), what="saving the turn and reading the context"
         )
-        snapshot, context, earlier, servers = prepared
+        snapshot, context, earlier, skeleton, servers, workspace = prepared
         if earlier is not None:  # an earlier attempt got the whole reply: keep it
             self._replies.put(data.entry_id, earlier)
-            return self._result(data, snapshot, earlier, servers), True
-        if data.override is not None:
-            snapshot = snapshot.model_copy(update=data.override.model_dump(exclude_none=True))
+            return Answer(self._result(data, snapshot, earlier, servers), True, workspace)
         # Tools listed at run time (MCP servers') are listed anew once per turn.
         await self._tools.refresh(servers)
-        message, raced = await self._reply(data, snapshot, context, servers)
-        return self._result(data, snapshot, message, servers), raced
+        message, raced = await self._reply(data, snapshot, context, servers, skeleton)
+        return Answer(self._result(data, snapshot, message, servers), raced, workspace)
 
     async def _reply(
         self,
@@ -111,9 +107,11 @@ class ModelTurns:
         snapshot: TurnSnapshot,
         context: list[AgentMessage],
         servers: list[str] | None,
+        skeleton: AssistantMessage,
     ) -> tuple[AssistantMessage, bool]:
         """Ask the model, streaming deltas to run events; the reply is staged. True with
-        it when another attempt staged its reply first (that one is kept)."""
+        it when another attempt staged its reply first (that one is kept). `skeleton`:
+        the reply as its start event (stored already) says it began."""
         turn = TurnContext(
             data.session_id,
             data.run_id,
@@ -129,9 +127,7 @@ class ModelTurns:
             session_id=data.session_id,
         )
         sink = EventSink(self._db, data.session_id, data.run_id)
-        started = int(time.time() * 1000)
-        skeleton = AssistantMessage(model=snapshot.model, provider="anthropic", timestamp=started)
-        sink.add(MessageStart(entry_id=data.entry_id, message=skeleton))
+        started = skeleton.timestamp
         stream = ReplyStream()
         attempt = activity.info().attempt
 
@@ -224,12 +220,11 @@ class ModelTurns:
             question=question,
         )
 
-    def _prepare(
-        self, data: ModelTurnInput
-    ) -> tuple[TurnSnapshot, list[AgentMessage], AssistantMessage | None, list[str] | None]:
+    def _prepare(self, data: ModelTurnInput) -> _Prepared:
         """Save the previous turn, take this turn's snapshot, read the context; and the
-        reply an earlier attempt of this turn finished and staged, if any, and the MCP
-        servers the session uses (session-wide config, as of this save point)."""
+        reply an earlier attempt of this turn finished and staged, if any, the MCP
+        servers the session uses (session-wide config, as of this save point) and its
+        workspace."""
         with self._db.transaction() as db:
             leaf_id, ref = data.leaf_id, data.snapshot
             earlier: AgentMessage | None = None
@@ -256,13 +251,53 @@ class ModelTurns:
             snapshot = self._snapshots.get(ref.id)
             if snapshot is None:
                 snapshot = self._snapshots[ref.id] = snapshots.get_snapshot(db, ref.id)
-        finished = (
-            earlier
-            if isinstance(earlier, AssistantMessage)
-            and earlier.stop_reason not in ("aborted", "error")
-            else None
+            finished = (
+                earlier
+                if isinstance(earlier, AssistantMessage)
+                and earlier.stop_reason not in ("aborted", "error")
+                else None
+            )
+            if finished is None and data.override is not None:
+                snapshot = snapshot.model_copy(update=data.override.model_dump(exclude_none=True))
+            skeleton = AssistantMessage(
+                model=snapshot.model, provider="anthropic", timestamp=int(time.time() * 1000)
+            )
+            if finished is None:
+                # The reply's start, stored with the save point (a transaction of its
+                # own cost as much as the rest of this one).
+                start = MessageStart(entry_id=data.entry_id, message=skeleton)
+                events.append_events(db, data.session_id, data.run_id, [start])
+        return _Prepared(
+            snapshot,
+            context_messages(path),
+            finished,
+            skeleton,
+            session.config.mcp_servers,
+            session.workspace,
         )
-        return snapshot, context_messages(path), finished, session.config.mcp_servers
+
+
+class Answer(NamedTuple):
+    """A turn's model call, done."""
+
+    result: ModelTurnResult
+    raced: bool
+    """Another attempt of this turn staged the reply (an earlier one: the model was not
+    asked again; or one that raced this one, taken for lost meanwhile): its calls may
+    have begun."""
+    workspace: str
+    """The session's workspace as this turn read it: where the turn's calls run."""
+
+
+class _Prepared(NamedTuple):
+    snapshot: TurnSnapshot
+    """With the run's override for this turn, unless it was answered already."""
+    context: list[AgentMessage]
+    earlier: AssistantMessage | None
+    skeleton: AssistantMessage
+    """The reply as its stored start says it began (unless answered already)."""
+    servers: list[str] | None
+    workspace: str
 
 
 def _question(arguments: dict[str, Any]) -> tuple[UserQuestion | None, str | None]:

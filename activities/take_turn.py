@@ -86,7 +86,8 @@ class TurnTaker:
         async with heartbeating(lambda: {"calls": calls_progress}):
             await unstick_after_retry()
             began = time.monotonic()
-            reply, another = await self._models.answer(data)
+            answer = await self._models.answer(data)
+            reply, another = answer.result, answer.raced
             model_ms = int((time.monotonic() - began) * 1000)
             calls = reply.tool_calls
             if not calls or any(decided_in_workflow(call) for call in calls):
@@ -107,7 +108,9 @@ class TurnTaker:
                     result_entry_id=result_entry_id(data.entry_id, call.id),
                     call=call,
                 )
-                outcome = await self._tools.call(request, earlier.get(call.id, {}), progress)
+                outcome = await self._tools.call(
+                    request, earlier.get(call.id, {}), progress, answer.workspace
+                )
                 if (told := ON_CALL_ENDED.get()) is not None:
                     told(call, outcome, began)
                 return outcome

@@ -83,11 +83,16 @@ class ToolCalls:
             return await self.call(data, _progress(info), progress)
 
     async def call(
-        self, data: ToolCallInput, earlier: dict[str, Any], progress: dict[str, Any]
+        self,
+        data: ToolCallInput,
+        earlier: dict[str, Any],
+        progress: dict[str, Any],
+        workspace: str | None = None,
     ) -> ToolCallOutcome:
         """Run the call (or, on a later attempt, find or report what an earlier one did)
         and stage its result. `earlier`: what the last attempt's heartbeats said of it;
-        `progress`: what this attempt's say (`new_progress`), filled in as it runs."""
+        `progress`: what this attempt's say (`new_progress`), filled in as it runs;
+        `workspace`: the session's, when the caller read it this turn (else it is read)."""
         attempt = int(progress["attempt"])
         sink = EventSink(self._db, data.session_id, data.run_id, interval=0.1)
         if attempt > 1 or data.rescheduled:
@@ -101,7 +106,7 @@ class ToolCalls:
             ):
                 result = await self._interrupted_by_crash(data, attempt, earlier)
                 return await self._finish(data, sink, result, progress, interrupted=True)
-        result, interrupted = await self._run(data, sink, progress)
+        result, interrupted = await self._run(data, sink, progress, workspace)
         # Known before it is stored: a later attempt can store it if this one dies.
         progress["result"] = result.model_dump(mode="json")
         return await self._finish(data, sink, result, progress, interrupted=interrupted)
@@ -132,10 +137,19 @@ class ToolCalls:
         return attempt > 1 or self._records.read(data.result_entry_id) is not None
 
     async def _run(
-        self, data: ToolCallInput, sink: EventSink, progress: dict[str, Any]
+        self,
+        data: ToolCallInput,
+        sink: EventSink,
+        progress: dict[str, Any],
+        known_workspace: str | None,
     ) -> tuple[ToolResult, bool]:
         """Hooks around the tool itself; (result, interrupted)."""
-        loaded = await with_store_retries(lambda: self._load(data), what="loading the tool call")
+        if known_workspace is None or self._replies.get(data.assistant_entry_id) is None:
+            loaded = await with_store_retries(
+                lambda: self._load(data, known_workspace), what="loading the tool call"
+            )
+        else:  # both known here: no store read
+            loaded = self._load(data, known_workspace)
         workspace, assistant, tool_call = loaded
         args = tool_call.arguments if tool_call else {}
         sink.add(
@@ -257,21 +271,26 @@ class ToolCalls:
         gated = tool is not None and tool.process_gate
         return _interrupted(data.call.name, attempt, progress, record, fates, gated=gated)
 
-    def _load(self, data: ToolCallInput) -> tuple[Path, AssistantMessage | None, ToolCall | None]:
-        """The workspace, and the call with its full arguments from the staged message
-        (as this process staged it, when it did: `FinishedReplies`)."""
+    def _load(
+        self, data: ToolCallInput, workspace_path: str | None
+    ) -> tuple[Path, AssistantMessage | None, ToolCall | None]:
+        """The workspace (`workspace_path`, or the session's), and the call with its full
+        arguments from the staged message (as this process staged it, when it did:
+        `FinishedReplies`)."""
         staged: AgentMessage | None = self._replies.get(data.assistant_entry_id)
-        with self._db.transaction() as db:
-            session = sessions.require_session(db, data.session_id)
-            if staged is None:
-                staged = staging.staged_message(db, data.assistant_entry_id)
+        if workspace_path is None or staged is None:
+            with self._db.transaction() as db:
+                if workspace_path is None:
+                    workspace_path = sessions.require_session(db, data.session_id).workspace
+                if staged is None:
+                    staged = staging.staged_message(db, data.assistant_entry_id)
         assistant = staged if isinstance(staged, AssistantMessage) else None
         call = (
             next((c for c in assistant.tool_calls if c.id == data.call.id), None)
             if assistant
             else None
         )
-        workspace = Path(session.workspace)
+        workspace = Path(workspace_path)
         with contextlib.suppress(FileExistsError):  # a symlink swapped in: refused in _run
             workspace.mkdir(parents=True, exist_ok=True)
         return workspace, assistant, call
