@@ -2,17 +2,20 @@
 
 Streaming produces many small deltas; writing each in its own transaction, on the
 activity's own path, would cost more than the model call. The sink queues events in
-memory, a background task writes them `interval` seconds after the first of a batch
-arrives (and sleeps while none is queued: an activity waiting a second for its model's
-first token costs no wake-ups), and `close` writes the rest (with the message the
-activity produced staged in the same transaction: the events saying it ended and the
-message itself are stored together).
+memory, and a background task writes what is queued at most once per `interval`
+seconds: at once if the last write is that long ago (a delta after a pause reaches
+readers without delay), else when the interval is up; never sooner than `interval` after
+the sink opened (a quick tool's events all go with its result). It sleeps while nothing
+is queued: an activity waiting a second for its model's first token costs no wake-ups.
+`close` writes the rest (with the message the activity produced staged in the same
+transaction: the events saying it ended and the message itself are stored together).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 
 from pydantic import BaseModel
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -39,6 +42,8 @@ class EventSink:
         self._queued = asyncio.Event()
         """Set while events are queued, or once closing."""
         self._closing = asyncio.Event()
+        self._written_at = time.monotonic()
+        """When the last batch was written (at first: when the sink opened)."""
         self._writer: asyncio.Task[None] | None = None
 
     def add(self, event: BaseModel) -> None:
@@ -74,13 +79,15 @@ class EventSink:
     async def _write_periodically(self) -> None:
         while True:
             await self._queued.wait()
-            # A batch gathers for `interval` from its first event (close writes at once).
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closing.wait(), self._interval)
+            pause = self._written_at + self._interval - time.monotonic()
+            if pause > 0:  # a batch gathers until the interval is up (close writes at once)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._closing.wait(), pause)
             if self._closing.is_set():
                 return
             batch, self._pending = self._pending, []
             self._queued.clear()
+            self._written_at = time.monotonic()
             try:
                 await asyncio.to_thread(self._write, batch, None)
             except (OperationalError, InterfaceError):
