@@ -105,14 +105,14 @@ class WorkerLease:
 
     # The thread.
 
-    def start(self) -> None:
+    async def start(self) -> None:
         """Take the lease, then keep it in a thread. Taken before the worker polls: a
         worker killed within its first round would otherwise have run calls under no
         lease, and only their heartbeat timeout would move them on."""
         if self._thread is None:
             self._loop = asyncio.get_running_loop()
             self._stopping.clear()
-            self.tick()
+            await asyncio.to_thread(self.tick)
             self._thread = threading.Thread(target=self._run, name="worker-lease", daemon=True)
             self._thread.start()
 

@@ -335,7 +335,7 @@ class SessionWorker(Worker):
         if self._hints is not None:
             self._hints.start()
         if self.lease is not None:
-            self.lease.start()
+            await self.lease.start()
         try:
             if self.host_worker is None:
                 await super().run()
