@@ -144,12 +144,9 @@ class ToolCalls:
         known_workspace: str | None,
     ) -> tuple[ToolResult, bool]:
         """Hooks around the tool itself; (result, interrupted)."""
-        if known_workspace is None or self._replies.get(data.assistant_entry_id) is None:
-            loaded = await with_store_retries(
-                lambda: self._load(data, known_workspace), what="loading the tool call"
-            )
-        else:  # both known here: no store read
-            loaded = self._load(data, known_workspace)
+        loaded = await with_store_retries(
+            lambda: self._load(data, known_workspace), what="loading the tool call"
+        )
         workspace, assistant, tool_call = loaded
         args = tool_call.arguments if tool_call else {}
         sink.add(
