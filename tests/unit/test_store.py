@@ -129,7 +129,8 @@ def test_a_reader_following_the_cursor_misses_no_event_of_a_slower_writer(db: Da
     fast.start()
     fast.join(0.5)  # waits for the slow writer, or commits if the store let it
     # On SQLite a process's transactions take turns (`store.db.file_turns`): this read
-    # waits for the writers; on PostgreSQL it reads between them.
+    # waits for the writers' turns, up to `TURN_WAIT_S`; on PostgreSQL it reads between
+    # them. Either way it must miss nothing.
     reader = threading.Thread(target=read_new)
     reader.start()
     reader.join(0.5)
