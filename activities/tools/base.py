@@ -7,7 +7,6 @@ caller decides where they run and turns a `ToolResult` into a message.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import threading
 from abc import ABC, abstractmethod
@@ -107,15 +106,15 @@ class Tool(ABC, Generic[ArgsT]):
     def input_schema(self) -> dict[str, Any]:
         """JSON schema of the arguments, as the Anthropic `tools` parameter expects.
 
-        Built once per tool class: generating a pydantic schema costs about a millisecond,
-        and every model turn asks for every tool's.
+        Built once per tool class and shared, not copied (every model turn asks for every
+        active tool's, and generating one costs about a millisecond): do not change it.
         """
         cls = type(self)
         cached: dict[str, Any] | None = cls.__dict__.get("_schema_cache")
         if cached is None:
             cached = clean_schema(self.args_model.model_json_schema())
             cls._schema_cache = cached  # type: ignore[attr-defined]
-        return copy.deepcopy(cached)
+        return cached
 
     def parse_args(self, raw: dict[str, Any]) -> ArgsT:
         """Validate raw model arguments, or raise `ToolInputError` naming each bad field."""
@@ -266,6 +265,7 @@ class ToolRegistry:
         specs: list[ToolParam] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
             for t in self._tools.values()
+            if t.name in wanted
         ]
         for provider in self._chosen(providers):
             specs.extend(provider.api_specs())
