@@ -254,7 +254,7 @@ def build_worker(
         default_heartbeat_throttle_interval=throttle,
         # After a worker dies, its cached runs move to another worker this quickly.
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
-        workflow_runner=workflow_runner(hints),
+        workflow_runner=workflow_runner(hints, converter=client.data_converter),
         interceptors=interceptors,
         **tuning(settings),
     )

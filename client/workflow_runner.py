@@ -9,7 +9,9 @@ that wherever it runs it heartbeats now, and again within milliseconds until the
 carries the cancellation.
 
 Serialization and external-store contexts asked once per command between two
-activations (see `get_serialization_context`), not once per payload list and pass.
+activations (see `get_serialization_context`), not once per payload list and pass; and
+not asked at all when the worker's data converter converts alike in every context (no
+codec or converter of its depends on one, and no external storage: duragent's default).
 
 It only reads what the workflow code produced and changes none of it, so histories and
 replay are as without it.
@@ -21,7 +23,13 @@ from collections.abc import Sequence
 
 from temporalio.bridge.proto.workflow_activation import WorkflowActivation
 from temporalio.bridge.proto.workflow_completion import WorkflowActivationCompletion
-from temporalio.converter import SerializationContext, StorageDriverStoreContext
+from temporalio.converter import (
+    ActivitySerializationContext,
+    DataConverter,
+    SerializationContext,
+    StorageDriverStoreContext,
+    WorkflowSerializationContext,
+)
 from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
 from temporalio.worker._command_aware_visitor import CommandInfo
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -43,33 +51,65 @@ random source or I/O fails at once (the replay tests and the fast workflow tests
 
 
 def workflow_runner(
-    hints: CancelHints | None = None, *, strict: bool = False
+    hints: CancelHints | None = None,
+    *,
+    strict: bool = False,
+    converter: DataConverter | None = None,
 ) -> CancelHintingRunner:
     """The sandbox, passing `PASSED_THROUGH` through (`STRICT_PASSED_THROUGH` if `strict`);
-    cancellations hinted in this process, and to the others through `hints` if given."""
+    cancellations hinted in this process, and to the others through `hints` if given.
+    `converter`: the worker's data converter, when known (its contexts are asked only if
+    it uses them)."""
     passed = STRICT_PASSED_THROUGH if strict else PASSED_THROUGH
     return CancelHintingRunner(
         SandboxedWorkflowRunner(
             restrictions=SandboxRestrictions.default.with_passthrough_modules(*passed)
         ),
         hints=hints,
+        contexts_used=converter is None or uses_contexts(converter),
+    )
+
+
+def uses_contexts(converter: DataConverter) -> bool:
+    """Whether `converter` converts differently for some workflow or activity (a codec
+    that encrypts by workflow, say) or stores payloads outside the history. A converter
+    bound to a context it does not use is itself (the SDK's contract), so a workflow's and
+    an activity's context are tried."""
+    probes: list[SerializationContext] = [
+        WorkflowSerializationContext(namespace="probe", workflow_id="probe"),
+        ActivitySerializationContext(
+            namespace="probe",
+            activity_id="probe",
+            activity_type="probe",
+            activity_task_queue="probe",
+            workflow_id="probe",
+            workflow_type="probe",
+            is_local=False,
+        ),
+    ]
+    return converter.external_storage is not None or any(
+        converter.with_context(probe) is not converter for probe in probes
     )
 
 
 class CancelHintingRunner(WorkflowRunner):
     """`inner`, with each activity cancellation its workflows ask for hinted to `pace`
     (and published to `hints`), and each command's serialization context asked once
-    between two activations."""
+    between two activations, or never when `contexts_used` is false (the worker's data
+    converter uses none: see `uses_contexts`)."""
 
     def __init__(
         self,
         inner: WorkflowRunner,
         pace: HeartbeatPace = PACE,
         hints: CancelHints | None = None,
+        *,
+        contexts_used: bool = True,
     ) -> None:
         self.inner = inner
         self._pace = pace
         self._hints = hints
+        self._contexts_used = contexts_used
 
     def prepare_workflow(self, defn: _Definition) -> None:
         self.inner.prepare_workflow(defn)
@@ -81,6 +121,7 @@ class CancelHintingRunner(WorkflowRunner):
             (info.workflow_id, info.run_id),
             self._pace,
             self._hints,
+            self._contexts_used,
         )
 
     def set_worker_level_failure_exception_types(
@@ -96,6 +137,7 @@ class _HintingInstance(WorkflowInstance):
         run: tuple[str, str],
         pace: HeartbeatPace,
         hints: CancelHints | None,
+        contexts_used: bool,
     ) -> None:
         self._inner = inner
         self._run = run
@@ -106,6 +148,10 @@ class _HintingInstance(WorkflowInstance):
         """Command sequence number -> activity id, of the activities this run scheduled."""
         self._contexts: dict[tuple[int, int] | None, SerializationContext | None] = {}
         self._store_contexts: dict[tuple[int, int] | None, StorageDriverStoreContext] = {}
+        self._contexts_used = contexts_used
+        self._no_store_context = StorageDriverStoreContext()
+        """Answered for every command when no context is used: the SDK binds it only to
+        external storage, and there is none then."""
 
     def activate(self, act: WorkflowActivation) -> WorkflowActivationCompletion:
         self._contexts.clear()
@@ -141,7 +187,10 @@ class _HintingInstance(WorkflowInstance):
         # The SDK asks once per payload list and pass (three to decode an activation,
         # four to encode its completion), and the sandbox answers each by running code
         # in it. The answer depends only on the run's state, which changes only inside
-        # `activate`: so it is asked once per command between two activations.
+        # `activate`: so it is asked once per command between two activations. None
+        # means "convert without a context", which is the same when none is used.
+        if not self._contexts_used:
+            return None
         key = _command_key(command_info)
         if key not in self._contexts:
             self._contexts[key] = self._inner.get_serialization_context(command_info)
@@ -151,6 +200,8 @@ class _HintingInstance(WorkflowInstance):
         self, command_info: CommandInfo | None
     ) -> StorageDriverStoreContext:
         # Asked as often as the serialization context, and answered the same way.
+        if not self._contexts_used:
+            return self._no_store_context
         key = _command_key(command_info)
         if key not in self._store_contexts:
             self._store_contexts[key] = self._inner.get_external_store_context(command_info)
