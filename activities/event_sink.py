@@ -8,7 +8,8 @@ readers without delay), else when the interval is up; never sooner than `interva
 the sink opened (a quick tool's events all go with its result). It sleeps while nothing
 is queued: an activity waiting a second for its model's first token costs no wake-ups.
 `close` writes the rest (with the message the activity produced staged in the same
-transaction: the events saying it ended and the message itself are stored together).
+transaction: the events saying it ended and the message itself are stored together;
+and a read the activity needs next, which saves it a transaction of its own).
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 
 from pydantic import BaseModel
 from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.orm import Session
 
 from duragent.activities.store_retry import with_store_retries
 from duragent.domain.events import MessageUpdate
@@ -61,18 +64,21 @@ class EventSink:
         if self._writer is None:
             self._writer = asyncio.create_task(self._write_periodically())
 
-    async def close(self, stage: Staged | None = None) -> AgentMessage | None:
-        """Write everything still queued, and stage `stage` in the same transaction;
-        return the message staged for its entry (`store.staging.stage_message`)."""
+    async def close(
+        self, stage: Staged | None = None, also: Callable[[Session], None] | None = None
+    ) -> AgentMessage | None:
+        """Write everything still queued, and stage `stage` in the same transaction,
+        then run `also` in it; return the message staged for its entry
+        (`store.staging.stage_message`)."""
         self._closing.set()
         self._queued.set()
         if self._writer is not None:
             await self._writer
             self._writer = None
         batch, self._pending = self._pending, []
-        if batch or stage:
+        if batch or stage or also:
             return await with_store_retries(
-                lambda: self._write(batch, stage), what="writing run events"
+                lambda: self._write(batch, stage, also), what="writing run events"
             )
         return None
 
@@ -95,7 +101,12 @@ class EventSink:
                 self._pending = [*batch, *self._pending]
                 self._queued.set()
 
-    def _write(self, batch: list[BaseModel], stage: Staged | None) -> AgentMessage | None:
+    def _write(
+        self,
+        batch: list[BaseModel],
+        stage: Staged | None,
+        also: Callable[[Session], None] | None = None,
+    ) -> AgentMessage | None:
         staged = None
         with self._db.transaction() as db:
             if stage is not None:
@@ -108,4 +119,6 @@ class EventSink:
                     message=message,
                 )
             events.append_events(db, self._session_id, self._run_id, batch)
+            if also is not None:
+                also(db)
         return staged

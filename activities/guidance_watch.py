@@ -19,6 +19,8 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from sqlalchemy.orm import Session
+
 from duragent.domain.guidance import GuidanceItem
 from duragent.store import input_queue
 from duragent.store.db import Database
@@ -73,6 +75,12 @@ class GuidanceWatch:
         await self._read([run])
         return run.pending
 
+    @staticmethod
+    def pending_in(db: Session, session_id: str, run_id: str) -> list[GuidanceItem]:
+        """The run's pending guidance, read in `db`'s transaction (one that a turn has
+        open anyway: see `TurnTaker`)."""
+        return _of_run(input_queue.pending_guidance(db, {session_id}), run_id)
+
     async def take(self, run: RunGuidance, items: list[GuidanceItem]) -> list[GuidanceItem]:
         """The `items` the store lets `run` take (each at most once, across processes)."""
 
@@ -86,8 +94,9 @@ class GuidanceWatch:
         return [item for item in items if item.id in taken]
 
     async def _poll(self) -> None:
-        # A turn reads once itself as its calls start (`read`): the first poll is a tick
-        # later, so calls that end sooner cost no query of the watch's.
+        # A turn reads once itself before its calls start (`pending_in` as it stages its
+        # reply, or `read`): the first poll is a tick later, so calls that end sooner
+        # cost no query of the watch's.
         await asyncio.sleep(TICK_S)
         while self._runs:
             try:
@@ -105,4 +114,8 @@ class GuidanceWatch:
 
         found = await asyncio.to_thread(read)
         for run in runs:
-            run.update([item for run_id, item in found if run_id == run.run_id])
+            run.update(_of_run(found, run.run_id))
+
+
+def _of_run(found: list[tuple[str | None, GuidanceItem]], run_id: str) -> list[GuidanceItem]:
+    return [item for bound_to, item in found if bound_to == run_id]

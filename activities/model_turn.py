@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import anthropic
 from pydantic import ValidationError
+from sqlalchemy.orm import Session
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -87,8 +89,12 @@ class ModelTurns:
             answer = await self.answer(data)
         return answer.result
 
-    async def answer(self, data: ModelTurnInput) -> Answer:
-        """Save the previous turn, then the model's reply, staged (see `Answer`)."""
+    async def answer(
+        self, data: ModelTurnInput, with_calls: Callable[[Session], None] | None = None
+    ) -> Answer:
+        """Save the previous turn, then the model's reply, staged (see `Answer`).
+        `with_calls` runs in the transaction that stages a reply with tool calls (a read
+        the turn needs before they run)."""
         prepared = await with_store_retries(
             lambda: self._prepare(data), what="saving the turn and reading the context"
         )
@@ -98,7 +104,7 @@ class ModelTurns:
             return Answer(self._result(data, snapshot, earlier, servers), True, workspace)
         # Tools listed at run time (MCP servers') are listed anew once per turn.
         await self._tools.refresh(servers)
-        message, raced = await self._reply(data, snapshot, context, servers, skeleton)
+        message, raced = await self._reply(data, snapshot, context, servers, skeleton, with_calls)
         return Answer(self._result(data, snapshot, message, servers), raced, workspace)
 
     async def _reply(
@@ -108,6 +114,7 @@ class ModelTurns:
         context: list[AgentMessage],
         servers: list[str] | None,
         skeleton: AssistantMessage,
+        with_calls: Callable[[Session], None] | None,
     ) -> tuple[AssistantMessage, bool]:
         """Ask the model, streaming deltas to run events; the reply is staged. True with
         it when another attempt staged its reply first (that one is kept). `skeleton`:
@@ -164,7 +171,9 @@ class ModelTurns:
             raise _provider_error(failure) from exc
         message = assistant_message(reply, model=snapshot.model, timestamp=started)
         sink.add(MessageEnd(entry_id=data.entry_id, message=message))
-        kept = await sink.close((data.entry_id, message))
+        kept = await sink.close(
+            (data.entry_id, message), also=with_calls if message.tool_calls else None
+        )
         raced = isinstance(kept, AssistantMessage) and kept != message
         if isinstance(kept, AssistantMessage) and raced:
             # Another attempt finished first (this worker was taken for lost meanwhile):

@@ -35,6 +35,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.orm import Session
 from temporalio import activity
 
 from duragent.activities.guidance_watch import GuidanceWatch, RunGuidance
@@ -86,7 +87,16 @@ class TurnTaker:
         async with heartbeating(lambda: {"calls": calls_progress}):
             await unstick_after_retry()
             began = time.monotonic()
-            answer = await self._models.answer(data)
+            # Guidance sent before the calls start is read in the transaction that
+            # stages the reply (not in one of its own), unless the reply was staged
+            # before (an earlier attempt's): then it is read as the calls start.
+            before: list[GuidanceItem] | None = None
+
+            def read_guidance(db: Session) -> None:
+                nonlocal before
+                before = self._guidance.pending_in(db, data.session_id, data.run_id)
+
+            answer = await self._models.answer(data, with_calls=read_guidance)
             reply, another = answer.result, answer.raced
             model_ms = int((time.monotonic() - began) * 1000)
             calls = reply.tool_calls
@@ -116,7 +126,10 @@ class TurnTaker:
                 return outcome
 
             async with self._guidance.watching(data.session_id, data.run_id) as guidance:
-                before = await self._guidance.read(guidance)
+                if before is None:
+                    before = await self._guidance.read(guidance)
+                else:
+                    guidance.update(before)
                 replan = await self._guidance.take(guidance, before) if before else []
                 if replan:  # before any call started: the model re-plans with it
                     return TakeTurnResult(
