@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import CTE, Row, bindparam, literal, select
+from sqlalchemy import CTE, BindParameter, Row, bindparam, literal, select
 from sqlalchemy.orm import Session
 
 from duragent.domain.entries import CONFIG_ENTRIES, CompactionEntry, SessionEntry, parse_entry
@@ -180,7 +180,7 @@ class EntryCache:
             self.remember_path(PathView.of(chain, base))
 
 
-def _path(leaf_id: str) -> CTE:
+def _path(leaf_id: str | BindParameter[str]) -> CTE:
     """The path from `leaf_id` up to the root as (id, depth), by walking parent links."""
     table = EntryRow.__table__
     path = (
@@ -196,10 +196,14 @@ def _path(leaf_id: str) -> CTE:
     )
 
 
+_PATH = _path(bindparam("leaf_id"))
+_PATH_IDS = select(_PATH.c.id).order_by(_PATH.c.depth.desc())
+"""Built once: each session's first turn in a worker reads its path."""
+
+
 def path_ids(db: Session, leaf_id: str) -> list[str]:
     """The ids from the root down to `leaf_id`."""
-    path = _path(leaf_id)
-    return list(db.scalars(select(path.c.id).order_by(path.c.depth.desc())))
+    return list(execute(db, _PATH_IDS, {"leaf_id": leaf_id}).scalars())
 
 
 def load_path(

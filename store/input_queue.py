@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Literal, cast, get_args
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from duragent.domain.guidance import GuidanceIntent, GuidanceItem, classify
 from duragent.domain.messages import AgentMessage, text_of
 from duragent.store.clock import now_ms
 from duragent.store.records import QueueItem
+from duragent.store.statements import execute
 from duragent.store.tables import InputQueueRow
 
 QueueKind = Literal["next_turn", "guidance"]
@@ -121,31 +122,37 @@ def guide(db: Session, item_id: str, run_id: str, intent: GuidanceIntent) -> boo
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
+# Built once: a turn reads it before its calls start, and the guidance watch every tick.
+_PENDING_GUIDANCE = (
+    select(InputQueueRow.id, InputQueueRow.run_id, InputQueueRow.text, InputQueueRow.intent)
+    .where(
+        InputQueueRow.session_id.in_(bindparam("sessions", expanding=True)),
+        InputQueueRow.status == "pending",
+        InputQueueRow.kind == "guidance",
+    )
+    .order_by(InputQueueRow.position)
+)
+
+
 def pending_guidance(
     db: Session, session_ids: Collection[str]
 ) -> list[tuple[str | None, GuidanceItem]]:
     """The guidance pending for the runs of these sessions, each item with the id of the
     run it is bound to, in the order it was sent."""
-    rows = db.execute(
-        select(InputQueueRow.id, InputQueueRow.run_id, InputQueueRow.text, InputQueueRow.intent)
-        .where(
-            InputQueueRow.session_id.in_(list(session_ids)),
-            InputQueueRow.status == "pending",
-            InputQueueRow.kind == "guidance",
-        )
-        .order_by(InputQueueRow.position)
-    )
+    rows = execute(db, _PENDING_GUIDANCE, {"sessions": list(session_ids)})
     return [
         (
-            run_id,
+            row.run_id,
             GuidanceItem(
-                id=item_id,
-                text=text,
+                id=row.id,
+                text=row.text,
                 # Items guided before intents were kept: decided as the client would have.
-                intent=cast(GuidanceIntent, intent) if intent in _INTENTS else classify(text),
+                intent=cast(GuidanceIntent, row.intent)
+                if row.intent in _INTENTS
+                else classify(row.text),
             ),
         )
-        for item_id, run_id, text, intent in rows
+        for row in rows
     ]
 
 
