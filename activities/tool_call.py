@@ -144,9 +144,15 @@ class ToolCalls:
         known_workspace: str | None,
     ) -> tuple[ToolResult, bool]:
         """Hooks around the tool itself; (result, interrupted)."""
-        loaded = await with_store_retries(
-            lambda: self._load(data, known_workspace), what="loading the tool call"
-        )
+        staged = self._replies.get(data.assistant_entry_id)
+        if known_workspace is not None and staged is not None:
+            # Nothing to read (the turn's reply was staged here): no thread for it (what
+            # is left, making sure the workspace exists, is a system call or two).
+            loaded = self._load(data, known_workspace, staged)
+        else:
+            loaded = await with_store_retries(
+                lambda: self._load(data, known_workspace, staged), what="loading the tool call"
+            )
         workspace, assistant, tool_call = loaded
         args = tool_call.arguments if tool_call else {}
         sink.add(
@@ -269,12 +275,11 @@ class ToolCalls:
         return _interrupted(data.call.name, attempt, progress, record, fates, gated=gated)
 
     def _load(
-        self, data: ToolCallInput, workspace_path: str | None
+        self, data: ToolCallInput, workspace_path: str | None, staged: AgentMessage | None
     ) -> tuple[Path, AssistantMessage | None, ToolCall | None]:
         """The workspace (`workspace_path`, or the session's), and the call with its full
-        arguments from the staged message (as this process staged it, when it did:
-        `FinishedReplies`)."""
-        staged: AgentMessage | None = self._replies.get(data.assistant_entry_id)
+        arguments from the staged message (`staged`, as this process staged it, when it
+        did: `FinishedReplies`; else read). Reads the store only for what is missing."""
         if workspace_path is None or staged is None:
             with self._db.transaction() as db:
                 if workspace_path is None:

@@ -146,7 +146,7 @@ calls = ToolCalls(Database(url), registry, Extensions(), ProcessRecords(Path(rec
 call = ToolCallRef(id="c2", name="read", args_preview="")
 data = ToolCallInput(session_id="s", run_id="r", turn=1, assistant_entry_id="a",
                      result_entry_id="t2", call=call)
-_, _, found = calls._load(data, None)
+_, _, found = calls._load(data, None, None)
 print(json.dumps(found.arguments if found else None))
 """
 
