@@ -21,13 +21,13 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 from sqlalchemy.exc import InterfaceError, OperationalError
-from sqlalchemy.orm import Session
 
 from duragent.activities.store_retry import with_store_retries
 from duragent.domain.events import MessageUpdate
 from duragent.domain.messages import AgentMessage
 from duragent.store import events, staging
 from duragent.store.db import Database
+from duragent.store.statements import Tx
 
 Staged = tuple[str, AgentMessage]
 """(entry id, message): what an activity produced, staged for the turn's save point."""
@@ -65,7 +65,7 @@ class EventSink:
             self._writer = asyncio.create_task(self._write_periodically())
 
     async def close(
-        self, stage: Staged | None = None, also: Callable[[Session], None] | None = None
+        self, stage: Staged | None = None, also: Callable[[Tx], None] | None = None
     ) -> AgentMessage | None:
         """Write everything still queued, and stage `stage` in the same transaction,
         then run `also` in it; return the message staged for its entry
@@ -105,10 +105,10 @@ class EventSink:
         self,
         batch: list[BaseModel],
         stage: Staged | None,
-        also: Callable[[Session], None] | None = None,
+        also: Callable[[Tx], None] | None = None,
     ) -> AgentMessage | None:
         staged = None
-        with self._db.transaction() as db:
+        with self._db.statements() as db:
             if stage is not None:
                 entry_id, message = stage
                 staged = staging.stage_message(

@@ -19,11 +19,10 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from sqlalchemy.orm import Session
-
 from duragent.domain.guidance import GuidanceItem
 from duragent.store import input_queue
 from duragent.store.db import Database
+from duragent.store.statements import Tx
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +75,7 @@ class GuidanceWatch:
         return run.pending
 
     @staticmethod
-    def pending_in(db: Session, session_id: str, run_id: str) -> list[GuidanceItem]:
+    def pending_in(db: Tx, session_id: str, run_id: str) -> list[GuidanceItem]:
         """The run's pending guidance, read in `db`'s transaction (one that a turn has
         open anyway: see `TurnTaker`)."""
         return _of_run(input_queue.pending_guidance(db, {session_id}), run_id)
@@ -109,7 +108,7 @@ class GuidanceWatch:
         sessions = {run.session_id for run in runs}
 
         def read() -> list[tuple[str | None, GuidanceItem]]:
-            with self._db.transaction() as db:
+            with self._db.statements() as db:
                 return input_queue.pending_guidance(db, sessions)
 
         found = await asyncio.to_thread(read)

@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 
 import anthropic
 from pydantic import ValidationError
-from sqlalchemy.orm import Session
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -50,6 +49,7 @@ from duragent.domain.turns import (
 )
 from duragent.store import entries, events, sessions, snapshots, staging
 from duragent.store.db import Database
+from duragent.store.statements import Tx
 
 PREVIEW_CHARS = 200
 ARGS_PREVIEW_CHARS = 100
@@ -90,7 +90,7 @@ class ModelTurns:
         return answer.result
 
     async def answer(
-        self, data: ModelTurnInput, with_calls: Callable[[Session], None] | None = None
+        self, data: ModelTurnInput, with_calls: Callable[[Tx], None] | None = None
     ) -> Answer:
         """Save the previous turn, then the model's reply, staged (see `Answer`).
         `with_calls` runs in the transaction that stages a reply with tool calls (a read
@@ -114,7 +114,7 @@ class ModelTurns:
         context: list[AgentMessage],
         servers: list[str] | None,
         skeleton: AssistantMessage,
-        with_calls: Callable[[Session], None] | None,
+        with_calls: Callable[[Tx], None] | None,
     ) -> tuple[AssistantMessage, bool]:
         """Ask the model, streaming deltas to run events; the reply is staged. True with
         it when another attempt staged its reply first (that one is kept). `skeleton`:

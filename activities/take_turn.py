@@ -35,7 +35,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.orm import Session
 from temporalio import activity
 
 from duragent.activities.guidance_watch import GuidanceWatch, RunGuidance
@@ -53,6 +52,7 @@ from duragent.domain.turns import (
     ToolCallOutcome,
     result_entry_id,
 )
+from duragent.store.statements import Tx
 
 ON_CALL_ENDED: ContextVar[Callable[[ToolCallRef, ToolCallOutcome, int], None] | None] = ContextVar(
     "duragent_on_call_ended", default=None
@@ -92,7 +92,7 @@ class TurnTaker:
             # before (an earlier attempt's): then it is read as the calls start.
             before: list[GuidanceItem] | None = None
 
-            def read_guidance(db: Session) -> None:
+            def read_guidance(db: Tx) -> None:
                 nonlocal before
                 before = self._guidance.pending_in(db, data.session_id, data.run_id)
 

@@ -17,11 +17,10 @@ from __future__ import annotations
 from typing import Literal
 
 from sqlalchemy import Update, bindparam, update
-from sqlalchemy.orm import Session
 
 from duragent.store.clock import now_ms
 from duragent.store.errors import SessionNotFound
-from duragent.store.statements import execute
+from duragent.store.statements import Tx, execute
 from duragent.store.tables import SessionRow, table_of
 
 Numbering = Literal["messages", "events"]
@@ -50,7 +49,7 @@ _TAKE_MOVING_LEAF = {
 
 
 def take_numbers(
-    db: Session, session_id: str, numbering: Numbering, count: int, *, leaf_id: str | None = None
+    db: Tx, session_id: str, numbering: Numbering, count: int, *, leaf_id: str | None = None
 ) -> int:
     """Hand out `count` consecutive numbers of the session's `numbering`; the first.
     With `leaf_id`, the session's leaf moves there in the same statement (as

@@ -165,5 +165,12 @@ class Database:
         with _turn(self._turns), self._sessions.begin() as session:
             yield session
 
+    @contextlib.contextmanager
+    def statements(self) -> Iterator[Connection]:
+        """A transaction on an engine connection, for work that only runs statements
+        (`store.statements`; no ORM objects): the hot paths of a turn."""
+        with _turn(self._turns), self.engine.begin() as connection:
+            yield connection
+
     def dispose(self) -> None:
         self.engine.dispose()

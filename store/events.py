@@ -13,6 +13,7 @@ from duragent.store.clock import now_ms
 from duragent.store.cursor_order import take_numbers
 from duragent.store.paging import PAGE_BYTES, json_size
 from duragent.store.records import StoredEvent
+from duragent.store.statements import Tx
 from duragent.store.tables import RunEventRow, table_of
 from duragent.store.upsert import insert_ignore
 
@@ -31,7 +32,7 @@ def keyed(prefix: str, items: Sequence[BaseModel]) -> list[KeyedEvent]:
 
 
 def append_events(
-    db: Session,
+    db: Tx,
     session_id: str,
     run_id: str | None,
     events: Sequence[BaseModel | KeyedEvent],

@@ -16,7 +16,7 @@ from duragent.domain.guidance import GuidanceIntent, GuidanceItem, classify
 from duragent.domain.messages import AgentMessage, text_of
 from duragent.store.clock import now_ms
 from duragent.store.records import QueueItem
-from duragent.store.statements import execute
+from duragent.store.statements import Tx, execute
 from duragent.store.tables import InputQueueRow
 
 QueueKind = Literal["next_turn", "guidance"]
@@ -134,9 +134,7 @@ _PENDING_GUIDANCE = (
 )
 
 
-def pending_guidance(
-    db: Session, session_ids: Collection[str]
-) -> list[tuple[str | None, GuidanceItem]]:
+def pending_guidance(db: Tx, session_ids: Collection[str]) -> list[tuple[str | None, GuidanceItem]]:
     """The guidance pending for the runs of these sessions, each item with the id of the
     run it is bound to, in the order it was sent."""
     rows = execute(db, _PENDING_GUIDANCE, {"sessions": list(session_ids)})

@@ -15,7 +15,7 @@ from duragent.domain.entries import SessionEntry
 from duragent.domain.messages import AgentMessage, AssistantMessage
 from duragent.store.clock import now_ms
 from duragent.store.entries import entry_of_row
-from duragent.store.statements import execute
+from duragent.store.statements import Tx, dialect_of, execute
 from duragent.store.tables import EntryRow, StagedMessageRow, table_of
 from duragent.store.upsert import INSERTS as _INSERTS
 
@@ -50,7 +50,7 @@ _DROP = delete(_staged).where(_staged.c.entry_id.in_(bindparam("ids", expanding=
 
 
 def stage_message(
-    db: Session, *, entry_id: str, session_id: str, run_id: str, message: AgentMessage
+    db: Tx, *, entry_id: str, session_id: str, run_id: str, message: AgentMessage
 ) -> AgentMessage:
     """Store (or replace, on a retried attempt) the message an activity produced, and
     return the message staged now: `message`, unless another attempt staged a finished
@@ -64,7 +64,7 @@ def stage_message(
         "created_at": now_ms(),
     }
     # A retried attempt replaces the payload; the row keeps its session, run and time.
-    if execute(db, _stage(db.get_bind().dialect.name), row).first() is not None:
+    if execute(db, _stage(dialect_of(db)), row).first() is not None:
         return message
     kept = staged_message(db, entry_id)
     return message if kept is None else kept
@@ -82,14 +82,14 @@ def _stage(dialect: str) -> Insert:
     ).returning(_staged.c.entry_id)
 
 
-def staged_messages(db: Session, entry_ids: Sequence[str]) -> dict[str, AgentMessage]:
+def staged_messages(db: Tx, entry_ids: Sequence[str]) -> dict[str, AgentMessage]:
     if not entry_ids:
         return {}
     rows = execute(db, _READ, {"ids": list(entry_ids)})
     return {row.entry_id: _message.validate_python(row.payload) for row in rows}
 
 
-def staged_message(db: Session, entry_id: str) -> AgentMessage | None:
+def staged_message(db: Tx, entry_id: str) -> AgentMessage | None:
     return staged_messages(db, [entry_id]).get(entry_id)
 
 

@@ -14,7 +14,7 @@ from sqlalchemy import Insert, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from duragent.store.statements import execute
+from duragent.store.statements import Tx, dialect_of, execute
 
 INSERTS: dict[str, type[sqlite.Insert] | type[postgresql.Insert]] = {
     "sqlite": sqlite.Insert,
@@ -28,15 +28,16 @@ def _ignoring(dialect: str, table: Table, conflict: tuple[str, ...]) -> Insert:
 
 
 def insert_ignore(
-    db: Session, table: Table, rows: Sequence[dict[str, Any]], *, conflict: Sequence[str]
+    db: Tx, table: Table, rows: Sequence[dict[str, Any]], *, conflict: Sequence[str]
 ) -> None:
     """Insert rows, silently skipping any that collide on the `conflict` columns."""
     if not rows:
         return
-    dialect = db.get_bind().dialect.name
+    dialect = dialect_of(db)
     if dialect in INSERTS:
         execute(db, _ignoring(dialect, table, tuple(conflict)), list(rows))
     else:  # pragma: no cover - other dialects: check first, then insert
+        assert isinstance(db, Session), f"no insert-if-absent on {dialect} outside a session"
         for row in rows:
             key = {c: row[c] for c in conflict}
             exists = db.query(table).filter_by(**key).first()
