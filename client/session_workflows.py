@@ -163,13 +163,17 @@ class SessionWorkflows(ClientPart):
     ) -> ResultT:
         """Send a person's word (a decision, an answer, a raise) to the session's open run
         as `update`, acknowledged once the run took it. `SessionIdle` (naming `what`) when
-        no run is open or it ended meanwhile; `refused(why)` when the run refuses it;
-        `not_taken(detail)` when no worker answers, or none took it within `timeout`:
-        nothing was recorded then, and it may be sent again."""
-        handle = await self.open_run(session_id)
+        no run is open, the store shows it ended, or it ended meanwhile; `refused(why)`
+        when the run refuses it; `not_taken(detail)` when no worker answers, or none took
+        it within `timeout`: nothing was recorded then, and it may be sent again."""
+        handle = await self.settled_open_run(session_id)
         if handle is None:
             raise SessionIdle(session_id, what)
-        if not await self._client.sessions.worker_answering(session_id):
+        answering = await self._client.sessions.worker_answering(session_id)
+        if not answering:
+            # None: the run closed since it was found (its last step was under way).
+            if answering is None or await self.open_run(session_id) is None:
+                raise SessionIdle(session_id, what)
             raise not_taken("no worker answers")
         try:
             # The RPC timeout alone is not a bound: a server-side deadline error is retried.
