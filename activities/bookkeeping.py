@@ -180,7 +180,7 @@ class Bookkeeping:
             leaf_id = data.parent_id
             usage = data.usage
             for commit in data.commits:
-                found = find_commit(db, commit)
+                found = find_commit(db, data.session_id, commit)
                 usage = usage.plus(uncounted_usage(commit, found))
                 leaf_id = save_point(
                     db,

@@ -239,7 +239,7 @@ class ModelTurns:
             earlier: AgentMessage | None = None
             if data.commit is not None:
                 # The save point's read also finds an earlier attempt's reply.
-                found = find_commit(db, data.commit, staged_too=[data.entry_id])
+                found = find_commit(db, data.session_id, data.commit, staged_too=[data.entry_id])
                 earlier = found.staged.get(data.entry_id)
                 leaf_id = save_point(
                     db,

@@ -38,6 +38,7 @@ from duragent.domain.transcript import MISSING_RESULT_TEXT
 from duragent.domain.turns import TurnCommit, result_entry_id
 from duragent.store import entries, events, runs, sessions, staging
 from duragent.store.append import append_below
+from duragent.store.cursor_order import hold_numbering
 from duragent.store.events import keyed
 
 
@@ -58,7 +59,7 @@ def save_point(
     # A save point may run again (a retried step, a replayed workflow task): what it
     # committed the first time is read back, so the chain and its leaf come out the same.
     # One statement tells what is stored and what is staged.
-    found = found or find_commit(db, data)
+    found = found or find_commit(db, session_id, data)
     stored = {i: e for i, e in found.stored.items() if isinstance(e, MessageEntry)}
     staged = found.staged
     turn_messages: list[tuple[str, AgentMessage]] = []
@@ -127,9 +128,14 @@ def save_point(
     return leaf_id
 
 
-def find_commit(db: Session, data: TurnCommit, staged_too: Sequence[str] = ()) -> staging.Found:
+def find_commit(
+    db: Session, session_id: str, data: TurnCommit, staged_too: Sequence[str] = ()
+) -> staging.Found:
     """What is stored of `data`'s entries, and what is staged for its slots (and for
-    `staged_too`), in one statement."""
+    `staged_too`), in one statement; read under the session's numbering lock, so that
+    an attempt staging a message for one of them meanwhile either staged it before (and
+    it is read here) or finds it stored (`staging.stage_message`)."""
+    hold_numbering(db, session_id)
     slot_ids = [slot.entry_id for slot in data.slots]
     return staging.find(
         db,

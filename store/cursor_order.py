@@ -67,3 +67,12 @@ def take_numbers(
     if last is None:
         raise SessionNotFound(session_id)
     return int(last) - count + 1
+
+
+def hold_numbering(db: Tx, session_id: str) -> None:
+    """Take the session's numbering lock (as `take_numbers` does, taking no number) until
+    this transaction ends. A save point takes it before it reads what is staged, and a
+    staging before it writes, so the two never interleave (`store.staging.stage_message`);
+    on SQLite it also makes the transaction a writer from its first statement, so its
+    reads and writes see one state of the file."""
+    take_numbers(db, session_id, "events", 0)

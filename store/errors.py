@@ -16,6 +16,19 @@ class EntryNotFound(LookupError):
         self.entry_id = entry_id
 
 
+class EntrySaved(RuntimeError):
+    """A message staged for an entry the session has stored already: whoever stages it is
+    a stale attempt (taken for lost and continued after its turn was saved without it),
+    and must do nothing more for that turn."""
+
+    def __init__(self, entry_id: str) -> None:
+        super().__init__(
+            f"session entry {entry_id!r} was saved already: this attempt is stale (its "
+            "worker was taken for lost, and the run went on without it), so it stops here"
+        )
+        self.entry_id = entry_id
+
+
 _DISK_REFUSES = ("database or disk is full", "disk i/o error", "no space left on device")
 """SQLite's full disk (SQLITE_FULL) and refused write (SQLITE_IOERR), PostgreSQL's
 DiskFull ("could not extend file ...: No space left on device")."""

@@ -8,13 +8,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pydantic import TypeAdapter
-from sqlalchemy import Insert, bindparam, delete, literal_column, null, select, union_all
+from sqlalchemy import (
+    Insert,
+    bindparam,
+    delete,
+    exists,
+    literal_column,
+    null,
+    select,
+    union_all,
+)
 from sqlalchemy.orm import Session
 
 from duragent.domain.entries import SessionEntry
 from duragent.domain.messages import AgentMessage, AssistantMessage
 from duragent.store.clock import now_ms
+from duragent.store.cursor_order import hold_numbering
 from duragent.store.entries import entry_of_row
+from duragent.store.errors import EntrySaved
 from duragent.store.statements import Tx, dialect_of, execute
 from duragent.store.tables import EntryRow, StagedMessageRow, table_of
 from duragent.store.upsert import INSERTS as _INSERTS
@@ -55,7 +66,12 @@ def stage_message(
     """Store (or replace, on a retried attempt) the message an activity produced, and
     return the message staged now: `message`, unless another attempt staged a finished
     model reply first. That one is kept: the workflow may already have acted on it (an
-    attempt on a worker taken for lost can finish after the attempt that replaced it)."""
+    attempt on a worker taken for lost can finish after the attempt that replaced it).
+
+    `EntrySaved` when the session stores the entry already: its turn was saved (and its
+    staged messages dropped) without this attempt, which is stale, and must not act on
+    what it staged (run a reply's calls). The session's numbering lock, which a save point
+    takes before it reads what is staged, orders the two."""
     row = {
         "entry_id": entry_id,
         "session_id": session_id,
@@ -63,18 +79,28 @@ def stage_message(
         "payload": message.model_dump(mode="json"),
         "created_at": now_ms(),
     }
+    hold_numbering(db, session_id)
     # A retried attempt replaces the payload; the row keeps its session, run and time.
     if execute(db, _stage(dialect_of(db)), row).first() is not None:
         return message
-    kept = staged_message(db, entry_id)
-    return message if kept is None else kept
+    found = find(db, stored_ids=[entry_id], staged_ids=[entry_id])
+    if entry_id in found.stored:
+        raise EntrySaved(entry_id)
+    return found.staged.get(entry_id, message)
+
+
+_COLUMNS = ("entry_id", "session_id", "run_id", "payload", "created_at")
 
 
 @functools.cache
 def _stage(dialect: str) -> Insert:
-    """Insert, or replace the payload unless it holds a finished model reply (one that
-    did not end in an abort or an error); returns the entry id when it wrote."""
-    statement = _INSERTS[dialect](_staged)
+    """Insert unless the entry is stored, or replace the payload unless it holds a
+    finished model reply (one that did not end in an abort or an error); returns the
+    entry id when it wrote."""
+    row = select(*(bindparam(name, type_=_staged.c[name].type) for name in _COLUMNS)).where(
+        ~exists().where(_entries.c.id == bindparam("entry_id"))
+    )
+    statement = _INSERTS[dialect](_staged).from_select(list(_COLUMNS), row)
     kept = _staged.c.payload["role"].as_string() == "assistant"
     kept &= _staged.c.payload["stop_reason"].as_string().not_in(("aborted", "error"))
     return statement.on_conflict_do_update(
@@ -112,7 +138,7 @@ class Found:
         return {i: i in self.stored for i in self.checked}
 
 
-def find(db: Session, *, stored_ids: Sequence[str], staged_ids: Sequence[str]) -> Found:
+def find(db: Tx, *, stored_ids: Sequence[str], staged_ids: Sequence[str]) -> Found:
     """The stored entries among `stored_ids` and the staged messages among `staged_ids`,
     in one statement: what a save point needs to know before it writes (has this turn
     been committed before, and what did its activities stage)."""

@@ -183,3 +183,50 @@ async def test_an_abort_while_the_calls_worker_is_dead_ends_the_run_aborted(
     assert transcript_roles(path)[:2] == ["user", "assistant"]
     marker = path[-1]
     assert isinstance(marker, CustomMessageEntry) and marker.custom_type == "abort"
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {
+                    "wait_for": "first",
+                    "reply": [
+                        {"text": "From the stopped worker."},
+                        {"tool_use": {"name": "bash", "input": {"command": "echo ran > ran.txt"}}},
+                    ],
+                },
+                {"reply": [{"text": "Done, from the retry."}]},
+            ]
+        }
+    }
+)
+async def test_a_reply_that_comes_after_its_turn_was_saved_runs_no_call(stack: Stack) -> None:
+    """Stopped during a model call past its lease, a worker's attempt is failed; the retry
+    answers and the run completes, its turn saved. Then the stopped worker's reply comes,
+    asking for a bash call: it finds its turn saved without it and stops there. (Run, the
+    call would be in no session, and the turn it answers would be over.)"""
+    long_heartbeat_timeout(stack)
+    session = stack.client.sessions.create()
+    log = stack.settings.home / f"worker-{len(stack.processes)}.log"
+    first = stack.spawn_worker()
+    handle = stack.temporal.get_workflow_handle(session_workflow_id(session.id))
+    ran = Path(session.workspace) / "ran.txt"
+    try:
+        run = await stack.client.runs.prompt(session.id, "talk")
+        await eventually(lambda: len(stack.model.requests_for(session.id)) == 1, timeout=60)
+        async with stack.worker():
+            signal_group(first, signal.SIGSTOP)
+            await eventually(lambda: model_call_attempt(handle, 2), timeout=BOUND_S)
+            # Continued, it still waits for its reply (the retry may land on it or here).
+            signal_group(first, signal.SIGCONT)
+            result = await asyncio.wait_for(run.result(), timeout=30)
+            stack.model.release("first")
+            await eventually(lambda: ran.exists() or "was saved already" in log.read_text())
+    finally:
+        if first.poll() is None:
+            signal_group(first, signal.SIGCONT)
+    assert result.status == "completed", result.error
+    assert result.final_text == "Done, from the retry."
+    assert not ran.exists(), "the stale attempt ran its reply's call"
+    assert transcript_roles(stack.client.tree.path(session.id)) == ["user", "assistant"]

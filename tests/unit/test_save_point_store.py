@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from postgres_server import store_url
+from sqlalchemy import text
 from support import BOTH_STORES
 
 from duragent.activities.save_point import save_point
@@ -26,10 +29,11 @@ from duragent.domain.messages import (
     Usage,
     user_text,
 )
-from duragent.domain.turns import CommitSlot, TurnCommit
+from duragent.domain.turns import CommitSlot, TurnCommit, result_entry_id
 from duragent.store import display, entries, events, runs, sessions, staging
 from duragent.store.append import append_below
 from duragent.store.db import Database
+from duragent.store.errors import EntrySaved
 from duragent.store.staging import FinishedReplies
 
 
@@ -113,6 +117,62 @@ def test_a_save_point_committed_twice_changes_nothing(db: Database) -> None:
     assert stored_state(db) == moved_on
 
 
+@BOTH_STORES
+def test_a_message_staged_for_a_saved_entry_is_refused(db: Database) -> None:
+    """Once a turn is saved (its staged messages dropped), staging for one of its entries
+    is a stale attempt's (taken for lost, then continued): refused, and nothing is staged."""
+    stage(db, "a", reply("c1"))
+    commit = TurnCommit(turn=1, slots=[CommitSlot(entry_id="a")], usage=Usage())
+    with db.transaction() as tx:
+        save_point(tx, session_id="s", run_id="r", parent_id="p", data=commit)
+    with pytest.raises(EntrySaved, match="'a' was saved already"):
+        stage(db, "a", reply("c9"))
+    result = ToolResultMessage(
+        tool_call_id="c1", tool_name="read", content=[TextContent(text="x")], timestamp=2
+    )
+    with pytest.raises(EntrySaved):  # the made-up result of c1 is stored under its id
+        stage(db, result_entry_id("a", "c1"), result)
+    assert stored_state(db)[4] == {}
+
+
+@pytest.mark.parametrize("database", ["postgresql"], indirect=True)
+def test_a_staging_waits_for_a_save_point_under_way(db: Database) -> None:
+    """A stale attempt stages while the save point of its turn is under way: it waits
+    for the save point's transaction (the session's numbering lock), then finds the entry
+    stored, instead of staging a message the save point has not seen."""
+    commit = TurnCommit(turn=1, slots=[CommitSlot(entry_id="a", fallback=reply())], usage=Usage())
+    outcome: list[BaseException | None] = []
+    with db.transaction() as tx:
+        save_point(tx, session_id="s", run_id="r", parent_id="p", data=commit)
+
+        def stale() -> None:
+            try:
+                stage(db, "a", reply("c1"))
+                outcome.append(None)
+            except BaseException as err:  # the outcome is what the test checks
+                outcome.append(err)
+
+        staging_thread = threading.Thread(target=stale)
+        staging_thread.start()
+        wait_until(lambda: lock_waits(db) == 1)
+    staging_thread.join(timeout=10)
+    assert len(outcome) == 1 and isinstance(outcome[0], EntrySaved)
+
+
+def lock_waits(db: Database) -> int:
+    """How many of the store's connections wait for a lock (PostgreSQL)."""
+    with db.engine.connect() as connection:
+        statement = text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
+        return int(connection.execute(statement).scalar_one())
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
 def test_remembered_replies_are_final_ones_only() -> None:
     """What could still be replaced in the store (an aborted or failed reply), or was put
     twice with different content, is never handed out."""
@@ -139,6 +199,7 @@ from duragent.activities.tools import ToolRegistry, default_tools
 from duragent.domain.tools import ToolCallRef
 from duragent.domain.turns import ToolCallInput
 from duragent.store.db import Database
+from duragent.store.errors import EntrySaved
 
 url, records = sys.argv[1:]
 registry = ToolRegistry(default_tools())
