@@ -243,7 +243,11 @@ def main() -> None:
         model_faults=args.model_faults,
         keep=args.keep,
     )
-    print_report(asyncio.run(soak(options)))
+    report = asyncio.run(soak(options))
+    print_report(report)
+    verdict = report.verdict
+    # A script or an operator's loop can tell a clean soak from one that lost something.
+    sys.exit(1 if verdict.lost or verdict.doubled or verdict.failed else 0)
 
 
 if __name__ == "__main__":
