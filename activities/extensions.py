@@ -84,7 +84,8 @@ class ToolResultOverride(BaseModel):
     terminate: bool | None = None
 
     def apply(self, result: ToolResult) -> ToolResult:
-        return result.model_copy(update=self.model_dump(exclude_none=True))
+        # The fields as they are (not dumped: content blocks must stay models).
+        return result.model_copy(update={name: value for name, value in self if value is not None})
 
 
 class Extension:
