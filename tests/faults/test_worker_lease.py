@@ -6,10 +6,12 @@ its call is dead ends aborted; a call the killed worker had not recorded moves o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +108,42 @@ async def test_a_worker_stopped_past_its_lease_does_not_complete_its_call(
     first attempt is failed; continued, that worker gets its reply and completes the
     call before the retry does, and Temporal rejects it: only the retry completes it.
     (The retry may land on either worker: the stopped one still has polls open.)"""
+    async with first_attempt_failed_as_lost(stack) as (session, run, _):
+        stack.model.release("first")
+        # The first attempt got its whole reply and completes the call ...
+        await eventually(lambda: reply_ended(stack, session.id, "From the first attempt."))
+        # ... at once (a negative has no event to wait for: what it would change, the
+        # run taking that reply, would show within this).
+        await asyncio.sleep(0.5)
+        stack.model.release("retry")
+        result = await asyncio.wait_for(run.result(), timeout=30)
+    assert result.status == "completed", result.error
+    # The retry keeps a reply an earlier attempt staged whole (`activities.model_turn`),
+    # so either reply may be the run's; there is one, once.
+    assert result.final_text in ("From the first attempt.", "From the retry.")
+    assert transcript_roles(stack.client.tree.path(session.id)) == ["user", "assistant"]
+    handle = stack.temporal.get_workflow_handle(session_workflow_id(session.id))
+    history = [event async for event in handle.fetch_history_events()]
+    started = [
+        e.activity_task_started_event_attributes.attempt
+        for e in history
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    ]
+    completed = [e for e in history if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED]
+    assert started == [2] and len(completed) == 1
+
+
+@contextlib.asynccontextmanager
+async def first_attempt_failed_as_lost(
+    stack: Stack,
+) -> AsyncIterator[tuple[SessionRecord, RunHandle, Path]]:
+    """A run whose model call's first attempt, on a worker process of its own, was failed
+    as lost while that worker was stopped (SIGSTOP) past its lease; the worker continued
+    again, its attempt still waiting for the model's reply (held at gate `first`), and
+    a worker in this process up (the retry may land on either). With the worker's log."""
     long_heartbeat_timeout(stack)
     session = stack.client.sessions.create()
+    log = stack.settings.home / f"worker-{len(stack.processes)}.log"
     first = stack.spawn_worker()
     handle = stack.temporal.get_workflow_handle(session_workflow_id(session.id))
     try:
@@ -117,30 +153,10 @@ async def test_a_worker_stopped_past_its_lease_does_not_complete_its_call(
             signal_group(first, signal.SIGSTOP)
             await eventually(lambda: model_call_attempt(handle, 2), timeout=BOUND_S)
             signal_group(first, signal.SIGCONT)
-            stack.model.release("first")
-            # The first attempt got its whole reply and completes the call ...
-            await eventually(lambda: reply_ended(stack, session.id, "From the first attempt."))
-            # ... at once (a negative has no event to wait for: what it would change, the
-            # run taking that reply, would show within this).
-            await asyncio.sleep(0.5)
-            stack.model.release("retry")
-            result = await asyncio.wait_for(run.result(), timeout=30)
+            yield session, run, log
     finally:
         if first.poll() is None:
             signal_group(first, signal.SIGCONT)
-    assert result.status == "completed", result.error
-    # The retry keeps a reply an earlier attempt staged whole (`activities.model_turn`),
-    # so either reply may be the run's; there is one, once.
-    assert result.final_text in ("From the first attempt.", "From the retry.")
-    assert transcript_roles(stack.client.tree.path(session.id)) == ["user", "assistant"]
-    history = [event async for event in handle.fetch_history_events()]
-    started = [
-        e.activity_task_started_event_attributes.attempt
-        for e in history
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
-    ]
-    completed = [e for e in history if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED]
-    assert started == [2] and len(completed) == 1
 
 
 async def model_call_attempt(handle: WorkflowHandle[Any, Any], attempt: int) -> bool:
@@ -206,26 +222,11 @@ async def test_a_reply_that_comes_after_its_turn_was_saved_runs_no_call(stack: S
     answers and the run completes, its turn saved. Then the stopped worker's reply comes,
     asking for a bash call: it finds its turn saved without it and stops there. (Run, the
     call would be in no session, and the turn it answers would be over.)"""
-    long_heartbeat_timeout(stack)
-    session = stack.client.sessions.create()
-    log = stack.settings.home / f"worker-{len(stack.processes)}.log"
-    first = stack.spawn_worker()
-    handle = stack.temporal.get_workflow_handle(session_workflow_id(session.id))
-    ran = Path(session.workspace) / "ran.txt"
-    try:
-        run = await stack.client.runs.prompt(session.id, "talk")
-        await eventually(lambda: len(stack.model.requests_for(session.id)) == 1, timeout=60)
-        async with stack.worker():
-            signal_group(first, signal.SIGSTOP)
-            await eventually(lambda: model_call_attempt(handle, 2), timeout=BOUND_S)
-            # Continued, it still waits for its reply (the retry may land on it or here).
-            signal_group(first, signal.SIGCONT)
-            result = await asyncio.wait_for(run.result(), timeout=30)
-            stack.model.release("first")
-            await eventually(lambda: ran.exists() or "was saved already" in log.read_text())
-    finally:
-        if first.poll() is None:
-            signal_group(first, signal.SIGCONT)
+    async with first_attempt_failed_as_lost(stack) as (session, run, log):
+        ran = Path(session.workspace) / "ran.txt"
+        result = await asyncio.wait_for(run.result(), timeout=30)
+        stack.model.release("first")
+        await eventually(lambda: ran.exists() or "was saved already" in log.read_text())
     assert result.status == "completed", result.error
     assert result.final_text == "Done, from the retry."
     assert not ran.exists(), "the stale attempt ran its reply's call"
