@@ -160,9 +160,13 @@ def test_a_staging_waits_for_a_save_point_under_way(db: Database) -> None:
 
 
 def lock_waits(db: Database) -> int:
-    """How many of the store's connections wait for a lock (PostgreSQL)."""
+    """How many connections to the store's database wait for a lock (PostgreSQL; other
+    tests' databases on the server do not count)."""
     with db.engine.connect() as connection:
-        statement = text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
+        statement = text(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
         return int(connection.execute(statement).scalar_one())
 
 
