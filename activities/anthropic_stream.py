@@ -3,8 +3,9 @@
 `client.messages.stream(...)` accumulates the reply itself (text, thinking and its
 signature, tool input JSON, usage, stop reason). What it does not do is ours: each delta
 goes to `on_delta` the moment it arrives (the run events the page streams text from), a
-stream that ends without `message_stop` counts as cut off, and an aborted reply keeps
-what had arrived.
+stream that ends without `message_stop` or whose connection fails counts as cut off
+(`InterruptedStream`, the same whichever shape the SDK version gives the failure), and an
+aborted reply keeps what had arrived.
 """
 
 from __future__ import annotations
@@ -55,6 +56,15 @@ class UnreadableStream(Exception):
     """The SDK could not read what the stream sent (e.g. tool input that is not JSON)."""
 
 
+class InterruptedStream(Exception):
+    """The connection failed while the reply streamed: cut, reset, or silent past the read
+    timeout (`timed_out`)."""
+
+    def __init__(self, message: str, *, timed_out: bool) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
 @dataclass(frozen=True)
 class Delta:
     content_index: int
@@ -90,9 +100,33 @@ class ReplyStream:
                         finished = True
             except ValueError as exc:  # the SDK's accumulator (or its SSE decoder) gave up
                 raise UnreadableStream(f"the model stream could not be read: {exc}") from exc
+            except Exception as exc:
+                cut = interruption(exc)
+                if cut is None:
+                    raise
+                raise cut from exc
             if not finished:
                 raise IncompleteStream("the model stream ended before message_stop")
             return await stream.get_final_message()
+
+
+def interruption(exc: BaseException) -> InterruptedStream | None:
+    """The stream's failure if the connection under it failed, else None. SDK versions
+    differ in shape: up to 2.16 the HTTP library's error comes through as is, from 2.17 it
+    is the cause of the SDK's `APIConnectionError` (or `APITimeoutError`)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if type(cause).__module__.startswith(_TRANSPORT_MODULES) or isinstance(
+            cause, ConnectionError
+        ):
+            reason = str(cause) or type(cause).__name__
+            timed_out = "Timeout" in type(cause).__name__
+            return InterruptedStream(f"stream interrupted: {reason}", timed_out=timed_out)
+        cause = cause.__cause__
+    return None
+
+
+_TRANSPORT_MODULES = ("httpx", "httpcore", "h11")
 
 
 def _delta(event: RawContentBlockDeltaEvent, so_far: Message) -> Delta | None:

@@ -12,7 +12,11 @@ from typing import Any
 
 import anthropic
 
-from duragent.activities.anthropic_stream import IncompleteStream, UnreadableStream
+from duragent.activities.anthropic_stream import (
+    IncompleteStream,
+    InterruptedStream,
+    UnreadableStream,
+)
 from duragent.domain.turns import ProviderErrorKind, ProviderFailure
 
 _BY_STATUS: dict[int, tuple[ProviderErrorKind, bool]] = {
@@ -59,11 +63,11 @@ def classify(exc: BaseException) -> ProviderFailure | None:
         return ProviderFailure(kind="network", status=None, message=str(exc), retryable=True)
     if isinstance(exc, UnreadableStream):
         return ProviderFailure(kind="server", status=None, message=str(exc), retryable=True)
-    if _is_transport_error(exc):
+    if isinstance(exc, InterruptedStream):
         return ProviderFailure(
-            kind="network",
+            kind="timeout" if exc.timed_out else "network",
             status=None,
-            message=f"stream interrupted: {str(exc) or type(exc).__name__}",
+            message=str(exc),
             retryable=True,
         )
     return None
@@ -104,9 +108,3 @@ def _message(exc: anthropic.APIStatusError) -> str:
         if isinstance(error, dict) and error.get("message"):
             return f"{error.get('type', 'error')}: {error['message']}"
     return str(exc.message)
-
-
-def _is_transport_error(exc: BaseException) -> bool:
-    """A connection dropped mid-stream surfaces as the HTTP library's own error."""
-    module = type(exc).__module__
-    return module.startswith(("httpx", "httpcore", "h11")) or isinstance(exc, ConnectionError)

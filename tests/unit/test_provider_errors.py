@@ -15,6 +15,7 @@ import httpx
 import httpx2
 import pytest
 
+from duragent.activities.anthropic_stream import interruption
 from duragent.activities.provider_errors import classify, retry_after_ms
 
 pytestmark = pytest.mark.fast
@@ -114,21 +115,54 @@ def test_timeouts_and_lost_connections_are_retried() -> None:
     assert lost.message.startswith("network error: ")
 
 
+def sdk_wrapped(cause: Exception) -> anthropic.APIConnectionError:
+    """A failure mid-stream as SDK 2.17 on raises it: its own error, caused by httpx's."""
+    wrapped = (
+        anthropic.APITimeoutError(request=REQUEST)
+        if isinstance(cause, httpx2.TimeoutException)
+        else anthropic.APIConnectionError(message=f"Connection failed: {cause}", request=REQUEST)
+    )
+    wrapped.__cause__ = cause
+    return wrapped
+
+
+CUTS: list[Exception] = [
+    httpx.RemoteProtocolError("peer closed connection without sending complete message"),
+    httpx2.ReadError(""),
+    httpx2.RemoteProtocolError("incomplete chunked read"),
+    ConnectionResetError("reset by peer"),
+]
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["sdk-2.16", "sdk-2.17"])
 @pytest.mark.parametrize(
-    "exc",
-    [
-        httpx.RemoteProtocolError("peer closed connection without sending complete message"),
-        httpx2.ReadError(""),
-        httpx2.RemoteProtocolError("incomplete chunked read"),
-        ConnectionResetError("reset by peer"),
-    ],
-    ids=["httpx-protocol", "httpx2-read", "httpx2-protocol", "os-connection"],
+    "cause", CUTS, ids=["httpx-protocol", "httpx2-read", "httpx2-protocol", "os-connection"]
 )
-def test_a_stream_cut_mid_way_is_a_retryable_network_failure(exc: BaseException) -> None:
-    failure = classify(exc)
+def test_a_stream_cut_mid_way_is_a_retryable_network_failure(
+    cause: Exception, wrapped: bool
+) -> None:
+    cut = interruption(sdk_wrapped(cause) if wrapped else cause)
+    assert cut is not None and not cut.timed_out
+    failure = classify(cut)
     assert failure is not None
     assert (failure.kind, failure.retryable) == ("network", True)
-    assert failure.message == f"stream interrupted: {str(exc) or type(exc).__name__}"
+    # The same words whichever SDK version raised it.
+    assert failure.message == f"stream interrupted: {str(cause) or type(cause).__name__}"
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["sdk-2.16", "sdk-2.17"])
+def test_a_stream_silent_past_the_read_timeout_is_a_retryable_timeout(wrapped: bool) -> None:
+    stall = httpx2.ReadTimeout("")
+    cut = interruption(sdk_wrapped(stall) if wrapped else stall)
+    assert cut is not None and cut.timed_out
+    failure = classify(cut)
+    assert failure is not None
+    assert (failure.kind, failure.message) == ("timeout", "stream interrupted: ReadTimeout")
+
+
+def test_a_connection_error_with_no_transport_cause_is_not_a_cut_stream() -> None:
+    # The SDK's error without an HTTP failure under it (a request body it could not read).
+    assert interruption(anthropic.APIConnectionError(request=REQUEST)) is None
 
 
 @pytest.mark.parametrize("exc", [ValueError("bad tool args"), KeyError("x"), RuntimeError()])
