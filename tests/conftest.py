@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,15 @@ from temporalio.client import Client
 from duragent.client.connection import connect_temporal
 from duragent.settings import Settings
 from duragent.temporal_dev import DevServer
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The CLI tests press Ctrl-C as a terminal does for its foreground job. A suite started
+    # as a shell's background job (`make test &`) has SIGINT ignored, its children inherit
+    # that, and the CLI rightly keeps a signal its parent ignores: the commands the tests
+    # start get SIGINT as a foreground job would (a Python handler is reset at exec).
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
