@@ -116,17 +116,21 @@ def interruption(exc: BaseException) -> InterruptedStream | None:
     is the cause of the SDK's `APIConnectionError` (or `APITimeoutError`)."""
     cause: BaseException | None = exc
     while cause is not None:
+        kind = type(cause).__name__
         if type(cause).__module__.startswith(_TRANSPORT_MODULES) or isinstance(
             cause, ConnectionError
         ):
-            reason = str(cause) or type(cause).__name__
-            timed_out = "Timeout" in type(cause).__name__
-            return InterruptedStream(f"stream interrupted: {reason}", timed_out=timed_out)
+            # Only what the other side did is quoted: the text of other errors (h11's on
+            # a header it refuses) can quote the request, and with it the API key.
+            told = kind in _QUOTED_ERRORS or isinstance(cause, OSError)
+            reason = (str(cause) if told else "") or kind
+            return InterruptedStream(f"stream interrupted: {reason}", timed_out="Timeout" in kind)
         cause = cause.__cause__
     return None
 
 
 _TRANSPORT_MODULES = ("httpx", "httpcore", "h11")
+_QUOTED_ERRORS = frozenset({"RemoteProtocolError", "ReadError", "WriteError", "CloseError"})
 
 
 def _delta(event: RawContentBlockDeltaEvent, so_far: Message) -> Delta | None:

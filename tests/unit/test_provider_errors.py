@@ -11,6 +11,7 @@ import email.utils
 import time
 
 import anthropic
+import h11
 import httpx
 import httpx2
 import pytest
@@ -158,6 +159,14 @@ def test_a_stream_silent_past_the_read_timeout_is_a_retryable_timeout(wrapped: b
     failure = classify(cut)
     assert failure is not None
     assert (failure.kind, failure.message) == ("timeout", "stream interrupted: ReadTimeout")
+
+
+def test_a_cut_stream_quotes_no_error_that_could_quote_the_request() -> None:
+    # h11 names the header value it refuses; the API key must not reach a log or the page.
+    refused = h11.LocalProtocolError("Illegal header value b'sk-ant-secret '")
+    cut = interruption(sdk_wrapped(httpx2.LocalProtocolError(str(refused))))
+    assert cut is not None
+    assert str(cut) == "stream interrupted: LocalProtocolError"
 
 
 def test_a_connection_error_with_no_transport_cause_is_not_a_cut_stream() -> None:
