@@ -111,26 +111,39 @@ class ReplyStream:
 
 
 def interruption(exc: BaseException) -> InterruptedStream | None:
-    """The stream's failure if the connection under it failed, else None. SDK versions
-    differ in shape: up to 2.16 the HTTP library's error comes through as is, from 2.17 it
-    is the cause of the SDK's `APIConnectionError` (or `APITimeoutError`)."""
+    """The stream's failure if the connection under it failed, else None. Versions and
+    transports differ in shape: up to SDK 2.16 the HTTP library's error comes through as
+    is, from 2.17 it is the cause of the SDK's `APIConnectionError` (or
+    `APITimeoutError`), and over aiohttp that is in turn caused by aiohttp's own."""
+    chain: list[BaseException] = []
     cause: BaseException | None = exc
     while cause is not None:
-        kind = type(cause).__name__
         if type(cause).__module__.startswith(_TRANSPORT_MODULES) or isinstance(
             cause, ConnectionError
         ):
-            # Only what the other side did is quoted: the text of other errors (h11's on
-            # a header it refuses) can quote the request, and with it the API key.
-            told = kind in _QUOTED_ERRORS or isinstance(cause, OSError)
-            reason = (str(cause) if told else "") or kind
-            return InterruptedStream(f"stream interrupted: {reason}", timed_out="Timeout" in kind)
+            chain.append(cause)
         cause = cause.__cause__
-    return None
+    if not chain:
+        return None
+    # Only what the other side did is quoted, the deepest account of it: the text of other
+    # errors (h11's on a header it refuses) can quote the request, and with it the API key.
+    told = [e for e in chain if type(e).__name__ in _QUOTED_ERRORS or isinstance(e, OSError)]
+    reason = (str(told[-1]) if told else "") or type(chain[-1]).__name__
+    timed_out = any("Timeout" in type(e).__name__ for e in chain)
+    return InterruptedStream(f"stream interrupted: {reason}", timed_out=timed_out)
 
 
-_TRANSPORT_MODULES = ("httpx", "httpcore", "h11")
-_QUOTED_ERRORS = frozenset({"RemoteProtocolError", "ReadError", "WriteError", "CloseError"})
+_TRANSPORT_MODULES = ("httpx", "httpcore", "h11", "aiohttp")
+_QUOTED_ERRORS = frozenset(
+    {
+        "RemoteProtocolError",
+        "ReadError",
+        "WriteError",
+        "CloseError",
+        "ServerDisconnectedError",
+        "ClientPayloadError",
+    }
+)
 
 
 def _delta(event: RawContentBlockDeltaEvent, so_far: Message) -> Delta | None:

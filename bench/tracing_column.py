@@ -91,6 +91,7 @@ async def traced_duragent(bench: Bench) -> AsyncIterator[Bench]:
             yield dataclasses.replace(
                 bench, settings=settings, client=DuragentClient(temporal, db, settings)
             )
+        await model.close()
         provider.force_flush()
         with urllib.request.urlopen(endpoint) as answer:
             print(f"spans exported with tracing on: {json.load(answer)['spans']}")

@@ -29,7 +29,7 @@ FAILURES: dict[str, tuple[dict[str, Any], str, int | None]] = {
     "500-server-error": ({"error": {"status": 500}}, "500 api_error", None),
     "stream-cut": (
         {"chunk_delay_ms": 20, "cut_after_chunks": 3, "reply": [{"text": LONG}]},
-        "stream interrupted: peer closed connection",
+        "stream interrupted: Response payload is not completed",
         None,
     ),
 }

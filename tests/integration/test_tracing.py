@@ -154,13 +154,18 @@ class Traced:
     exporter: InMemorySpanExporter
     provider: TracerProvider
 
-    def worker(self) -> Worker:
+    @contextlib.asynccontextmanager
+    async def worker(self) -> AsyncIterator[Worker]:
         """An in-process worker on the traced client, its model client tracing too."""
         model = model_client(self.stack.settings)
         model = model.with_options(
             open_telemetry={**model.open_telemetry, "tracer_provider": self.provider}
         )
-        return self.stack.worker(model=model)
+        try:
+            async with self.stack.worker(model=model) as worker:
+                yield worker
+        finally:
+            await model.close()  # the worker closes only a model client it made
 
     def client_spans(self) -> list[Span]:
         return [Span.of(s) for s in self.exporter.get_finished_spans()]

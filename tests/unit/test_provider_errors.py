@@ -10,6 +10,7 @@ from __future__ import annotations
 import email.utils
 import time
 
+import aiohttp
 import anthropic
 import h11
 import httpx
@@ -177,3 +178,40 @@ def test_a_connection_error_with_no_transport_cause_is_not_a_cut_stream() -> Non
 @pytest.mark.parametrize("exc", [ValueError("bad tool args"), KeyError("x"), RuntimeError()])
 def test_other_exceptions_are_not_provider_failures(exc: BaseException) -> None:
     assert classify(exc) is None
+
+
+def over_aiohttp(cause: Exception, as_httpx: type[httpx2.TransportError]) -> Exception:
+    """A failure mid-stream over the aiohttp transport: aiohttp's error, mapped by the
+    transport to httpx's (`as_httpx`, with aiohttp's text), wrapped by the SDK."""
+    mapped = as_httpx(str(cause))
+    mapped.__cause__ = cause
+    return sdk_wrapped(mapped)
+
+
+def test_a_stream_cut_over_aiohttp_quotes_aiohttp() -> None:
+    truncated = aiohttp.http_exceptions.TransferEncodingError("Not enough data")
+    payload = aiohttp.ClientPayloadError(f"Response payload is not completed: {truncated!r}")
+    payload.__cause__ = truncated
+    for cause, as_httpx, said in [
+        (payload, httpx2.ReadError, "Response payload is not completed: <TransferEncodingError"),
+        # A disconnect is mapped to httpx's ConnectError, whose text is not quoted.
+        (aiohttp.ServerDisconnectedError(), httpx2.ConnectError, "Server disconnected"),
+    ]:
+        cut = interruption(over_aiohttp(cause, as_httpx))
+        assert cut is not None and not cut.timed_out
+        failure = classify(cut)
+        assert failure is not None
+        assert (failure.kind, failure.retryable) == ("network", True)
+        assert failure.message.startswith(f"stream interrupted: {said}"), failure.message
+
+
+def test_a_stream_silent_past_the_read_timeout_over_aiohttp_is_a_timeout() -> None:
+    stall = aiohttp.SocketTimeoutError("Timeout on reading data from socket")
+    cut = interruption(over_aiohttp(stall, httpx2.ReadTimeout))
+    assert cut is not None and cut.timed_out
+    failure = classify(cut)
+    assert failure is not None
+    assert (failure.kind, failure.message) == (
+        "timeout",
+        "stream interrupted: Timeout on reading data from socket",
+    )
