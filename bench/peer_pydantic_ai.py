@@ -19,7 +19,8 @@ The settings come from the environment, read at import (workflow code runs in Te
 sandbox, which refuses reading it): PEER_TEMPORAL_ADDRESS, PEER_TASK_QUEUE,
 PEER_MODEL_URL, PEER_MODEL, PEER_MAX_TOKENS, PEER_WORKSPACE, PEER_SYSTEM_PROMPT, and the
 worker's tuning: PEER_MAX_ACTIVITIES, PEER_MAX_WORKFLOW_TASKS, PEER_CACHED_RUNS,
-PEER_POLLERS.
+PEER_POLLERS; and PEER_HTTP=aiohttp for the model client over aiohttp (else httpx, as
+pydantic-ai's provider ships).
 
     PEER_...=... python bench/peer_pydantic_ai.py
 """
@@ -53,13 +54,19 @@ WORKSPACE = Path(os.environ.get("PEER_WORKSPACE", "."))
 MAX_TOKENS = _setting("PEER_MAX_TOKENS", 8192)
 LS_LIMIT = 500
 
+
+def _provider() -> AnthropicProvider:
+    url = os.environ.get("PEER_MODEL_URL", "http://127.0.0.1:1")
+    if os.environ.get("PEER_HTTP") == "aiohttp":
+        from anthropic import AsyncAnthropic, DefaultAioHttpClient
+
+        client = AsyncAnthropic(base_url=url, api_key="offline", http_client=DefaultAioHttpClient())
+        return AnthropicProvider(anthropic_client=client)
+    return AnthropicProvider(base_url=url, api_key="offline")
+
+
 agent = Agent(
-    AnthropicModel(
-        os.environ.get("PEER_MODEL", "claude-sonnet-4-5"),
-        provider=AnthropicProvider(
-            base_url=os.environ.get("PEER_MODEL_URL", "http://127.0.0.1:1"), api_key="offline"
-        ),
-    ),
+    AnthropicModel(os.environ.get("PEER_MODEL", "claude-sonnet-4-5"), provider=_provider()),
     name="peer",
     instructions=os.environ.get("PEER_SYSTEM_PROMPT") or None,
     capabilities=[TemporalDurability()],

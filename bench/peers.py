@@ -13,7 +13,10 @@ here; the peer's a function doing the same). The bench process is the client of 
 pydantic-ai goes into a virtual environment of its own, made on first use (under
 `~/.cache/duragent-bench/`, or `--peer-venv`), with the same `temporalio` and `anthropic`
 versions as duragent's, so both sides run the same Temporal SDK and model client; its
-worker runs with that environment's python. Nothing of duragent imports it. (The
+worker runs with that environment's python. Each side's model client speaks HTTP as the
+side ships it: duragent's over aiohttp (`worker.model_client`), pydantic-ai's over httpx;
+`--peer-http aiohttp` gives the peer duragent's transport, to see what the rest of the
+two costs. Nothing of duragent imports it. (The
 deprecated `TemporalAgent` wrapper schedules the same activities with the same payloads.)
 
 What the two do per turn is not the same work, and the figures say what it costs: both
@@ -44,7 +47,7 @@ times), so noise on this machine hits both:
 
     python bench/peers.py [--ks 10,50,100] [--turns 50] [--latency-ms 50] [--rounds 3]
                           [--batch-turns 5] [--batch-latency-ms 1000] [--peer-venv DIR]
-                          [--peer-version 2.68.0]
+                          [--peer-version 2.68.0] [--peer-http httpx|aiohttp]
 
 The defaults take about 8 minutes on a 2-core machine (the first run a minute more, to
 install pydantic-ai).
@@ -97,7 +100,10 @@ def default_venv(version: str) -> Path:
 
 def peer_requirements(version: str) -> list[str]:
     """pydantic-ai, with the Temporal SDK and model client duragent runs on here."""
-    same = [f"{name}=={importlib.metadata.version(name)}" for name in ("temporalio", "anthropic")]
+    same = [
+        f"temporalio=={importlib.metadata.version('temporalio')}",
+        f"anthropic[aiohttp]=={importlib.metadata.version('anthropic')}",  # for --peer-http
+    ]
     return [f"{PEER_PACKAGE}=={version}", *same]
 
 
@@ -198,9 +204,10 @@ class Duragent(Side):
 class PydanticAI(Side):
     name = "pydantic-ai"
 
-    def __init__(self, bench: Bench, workspace: Path, python: Path) -> None:
+    def __init__(self, bench: Bench, workspace: Path, python: Path, http: str) -> None:
         super().__init__(bench, workspace)
         self.python = python
+        self.http = http
         self.queue = f"peer-{uuid.uuid4().hex[:8]}"
         self.log = bench.home / "peer-worker.log"
 
@@ -219,6 +226,7 @@ class PydanticAI(Side):
             PEER_MAX_WORKFLOW_TASKS=str(settings.worker_max_workflow_tasks),
             PEER_CACHED_RUNS=str(settings.worker_cached_runs),
             PEER_POLLERS=str(settings.worker_pollers),
+            PEER_HTTP=self.http,
         )
         env.pop("ANTHROPIC_API_KEY", None)
         with self.log.open("wb") as log:
@@ -416,6 +424,7 @@ def report(ks: list[int], sides: dict[str, SideFigures], args: argparse.Namespac
 
     print()
     print(", ".join(peer_requirements(args.peer_version)))
+    print(f"model client HTTP: duragent over aiohttp, pydantic-ai over {args.peer_http}")
     print(row("", "duragent", "pydantic-ai"))
     print(
         f"one session, {args.turns} tool turns and an answer, model latency {args.latency_ms} ms:"
@@ -468,6 +477,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--peer-version", default="2.68.0", help="of pydantic-ai-slim")
     parser.add_argument("--peer-venv", type=Path, help="pydantic-ai's virtual environment")
+    parser.add_argument(
+        "--peer-http",
+        choices=("httpx", "aiohttp"),
+        default="httpx",
+        help="the peer's HTTP transport: httpx (as pydantic-ai ships) or aiohttp (duragent's)",
+    )
     return parser.parse_args()
 
 
@@ -492,7 +507,10 @@ async def main() -> None:
         for i in range(20):
             (workspace / f"file{i:02d}.txt").write_text("x\n")
             (workspace / f"dir{i:02d}").mkdir()
-        sides: list[Side] = [Duragent(bench, workspace), PydanticAI(bench, workspace, python)]
+        sides: list[Side] = [
+            Duragent(bench, workspace),
+            PydanticAI(bench, workspace, python, args.peer_http),
+        ]
         figures = {side.name: SideFigures() for side in sides}
         with running(sides):
             for side in sides:
