@@ -14,6 +14,7 @@ from duragent.client.workers import (
     model_client,
     private_paths,
     run_worker,
+    settle_worker_process,
     tool_registry,
 )
 from duragent.client.workflow_runner import workflow_runner
@@ -31,6 +32,7 @@ __all__ = [
 
 
 def main() -> None:
+    settle_worker_process()
     asyncio.run(run_worker(Settings.from_env()))
 
 

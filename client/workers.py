@@ -9,6 +9,7 @@ one way: the worker process (`worker.py`) imports the client, never the reverse.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -378,6 +379,20 @@ class SessionWorker(Worker):
             await super().shutdown()
             return
         await asyncio.gather(super().shutdown(), self.host_worker.shutdown())
+
+
+def settle_worker_process() -> None:
+    """Garbage collection for a process that is a worker and nothing else (`duragent
+    worker`, `python -m duragent.worker`), called once its modules are loaded.
+
+    What is loaded by then (the SDKs, the models, the workflows) lives as long as the
+    process: frozen, full collections no longer walk it (one took 150 ms with the event
+    loop stopped). Young collections run every 10,000 allocations instead of 700: a
+    worker allocates fast and most of it is gone by the end of its call. Together about
+    4 % of a busy worker's CPU; memory is what a few thousand more objects take, at most.
+    """
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
 
 
 async def run_worker(settings: Settings) -> None:

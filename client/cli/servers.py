@@ -25,9 +25,10 @@ def worker(ctx: typer.Context, plugin: command.PluginOption = None) -> None:
     Ctrl-C or SIGTERM stop it with the tool processes it runs; their runs go on with the
     next worker.
     """
-    from duragent.client.workers import run_worker
+    from duragent.client.workers import run_worker, settle_worker_process
 
-    settings = command.with_plugins(ctx.obj, plugin)
+    settings = command.with_plugins(ctx.obj, plugin)  # plugins loaded too
+    settle_worker_process()
 
     async def main() -> None:
         async with ensure_model(settings, announce) as ready:
