@@ -65,7 +65,7 @@ from duragent.workflows.session_structure import SessionCompaction, SessionNavig
 
 def model_client(settings: Settings) -> anthropic.AsyncAnthropic:
     """The worker's model client. Its HTTP goes over aiohttp (the SDK's `aiohttp` extra):
-    with a hundred replies streaming at once it takes well under half the CPU per reply of
+    with a hundred replies streaming at once it takes less than half the CPU per reply of
     the default transport, whose connection pool is pure Python. Close it when done
     (`await client.close()`); a worker closes the one it made when it stops."""
     return anthropic.AsyncAnthropic(
@@ -164,6 +164,7 @@ def build_worker(
     host = None if settings.shared_workspaces else settings.host
     bookkeeping = Bookkeeping(db, hooks, taker, host)
     anthropic_client = model or model_client(settings)
+    own_model = None if model is not None else anthropic_client  # closed when it stops
     # Entries and paths read by one activity are there for the next: they never change.
     cache = EntryCache()
     # Replies the model calls staged, read by the tool calls that follow on this worker.
@@ -214,7 +215,7 @@ def build_worker(
             client,
             hints=hints,
             lease=lease,
-            own_model=anthropic_client if model is None else None,
+            own_model=own_model,
             **host_options,
         )
     host_worker = Worker(client, **host_options) if host_options is not None else None
@@ -225,7 +226,7 @@ def build_worker(
         client,
         hints=hints,
         lease=lease,
-        own_model=anthropic_client if model is None else None,
+        own_model=own_model,
         task_queue=settings.task_queue,
         workflows=[
             SessionRun,
