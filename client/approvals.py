@@ -29,10 +29,12 @@ from duragent.domain.approvals import (
     ApprovalPolicy,
     DecisionKind,
     PendingApproval,
+    already_decided_text,
 )
 from duragent.domain.entries import ApprovalPolicyChangeEntry
+from duragent.domain.events import ApprovalDecided
 from duragent.domain.messages import AssistantMessage
-from duragent.store import staging
+from duragent.store import events, staging
 from duragent.workflows.session_run import SessionRun
 
 DECIDE_TIMEOUT = timedelta(seconds=10)
@@ -111,7 +113,18 @@ class Approvals(ClientPart):
             timeout=DECIDE_TIMEOUT,
             refused=ApprovalRefused,
             not_taken=lambda detail: ApprovalNotRecorded(session_id, detail),
+            settled=lambda: self._decided(session_id, call_id),
         )
+
+    def _decided(self, session_id: str, call_id: str) -> str | None:
+        """Why a decision on tool call `call_id` comes too late, if the store shows it
+        decided (by a person, a timeout, or withdrawn with its run)."""
+        with self._client.db.transaction() as db:
+            payload = events.latest_for_call(db, session_id, "approval_decided", call_id)
+        if payload is None:
+            return None
+        decided = ApprovalDecided.model_validate(payload)
+        return already_decided_text(call_id, decided.decision, decided.by)
 
     def _with_arguments(self, pending: list[PendingApproval]) -> list[PendingApproval]:
         ids = sorted({p.assistant_entry_id for p in pending})

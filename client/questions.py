@@ -22,7 +22,14 @@ from duragent.client.errors import (
     WorkerNotAnswering,
 )
 from duragent.client.part import ClientPart
-from duragent.domain.questions import AnswerOutcome, PendingQuestion, UserAnswer
+from duragent.domain.events import QuestionAnswered
+from duragent.domain.questions import (
+    AnswerOutcome,
+    PendingQuestion,
+    UserAnswer,
+    question_ended_text,
+)
+from duragent.store import events
 from duragent.workflows.session_run import SessionRun
 
 ANSWER_TIMEOUT = timedelta(seconds=10)
@@ -65,4 +72,15 @@ class Questions(ClientPart):
             timeout=ANSWER_TIMEOUT,
             refused=AnswerRefused,
             not_taken=lambda detail: AnswerNotRecorded(session_id, detail),
+            settled=lambda: self._ended(session_id, call_id),
         )
+
+    def _ended(self, session_id: str, call_id: str) -> str | None:
+        """Why an answer to question `call_id` comes too late, if the store shows that
+        question ended (answered, timed out or withdrawn)."""
+        with self._client.db.transaction() as db:
+            payload = events.latest_for_call(db, session_id, "question_answered", call_id)
+        if payload is None:
+            return None
+        ended = QuestionAnswered.model_validate(payload)
+        return question_ended_text(call_id, answered=ended.status == "answered", by=ended.by)

@@ -160,12 +160,43 @@ class SessionWorkflows(ClientPart):
         timeout: timedelta,
         refused: Callable[[str], DuragentError],
         not_taken: Callable[[str], DuragentError],
+        settled: Callable[[], str | None] | None = None,
     ) -> ResultT:
         """Send a person's word (a decision, an answer, a raise) to the session's open run
         as `update`, acknowledged once the run took it. `SessionIdle` (naming `what`) when
         no run is open, the store shows it ended, or it ended meanwhile; `refused(why)`
-        when the run refuses it; `not_taken(detail)` when no worker answers, or none took
-        it within `timeout`: nothing was recorded then, and it may be sent again."""
+        when the run refuses it, or when no run is open and `settled()` (read from the
+        store) says why the word comes too late: a second answer to a question whose first
+        answer let the run finish is refused as the run would have refused it.
+        `not_taken(detail)` when no worker answers, or none took it within `timeout`:
+        nothing was recorded then, and it may be sent again."""
+        try:
+            return await self._update_open_run(
+                session_id,
+                update,
+                arg,
+                what=what,
+                timeout=timeout,
+                refused=refused,
+                not_taken=not_taken,
+            )
+        except SessionIdle:
+            why = await asyncio.to_thread(settled) if settled is not None else None
+            if why is None:
+                raise
+            raise refused(why) from None
+
+    async def _update_open_run(
+        self,
+        session_id: str,
+        update: UpdateMethodMultiParam[[SessionRun, ArgT], ResultT],
+        arg: ArgT,
+        *,
+        what: str,
+        timeout: timedelta,
+        refused: Callable[[str], DuragentError],
+        not_taken: Callable[[str], DuragentError],
+    ) -> ResultT:
         handle = await self.settled_open_run(session_id)
         if handle is None:
             raise SessionIdle(session_id, what)

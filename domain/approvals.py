@@ -123,6 +123,13 @@ def refusal_by_person(reason: str | None) -> str:
     return f"{text} Reason: {reason}" if reason else text
 
 
+def already_decided_text(call_id: str, decision: str, by: str | None) -> str:
+    """Why a decision on a call decided before is refused: the run's gate says it while
+    the run is open, the client from the stored record once the run is over."""
+    who = f" by {by}" if by else ""
+    return f"tool call {call_id!r} was already decided ({decision}{who}); nothing changed"
+
+
 def timed_out_text(timeout_s: float) -> str:
     return (
         f"Not run: no one approved this call within {timeout_s:g} s "

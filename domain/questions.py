@@ -26,6 +26,17 @@ input limit, since it travels in the workflow's history."""
 AnswerStatus = Literal["answered", "timeout", "withdrawn"]
 
 
+def question_ended_text(call_id: str, *, answered: bool, by: str | None) -> str:
+    """Why an answer to a question that no longer waits is refused: the run's gate says
+    it while the run is open, the client from the stored record once the run is over."""
+    how = (
+        "was already answered" + (f" by {by}" if by else "")
+        if answered
+        else "no longer waits (it timed out or the run stopped waiting)"
+    )
+    return f"question {call_id!r} {how}; nothing changed"
+
+
 class UserQuestion(BaseModel):
     """What the model asks: the `ask_user` tool's arguments, as the workflow sees them."""
 

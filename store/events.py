@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel
 from sqlalchemy import func, select
@@ -86,6 +87,22 @@ def read_events(
     if run_id is not None:
         query = query.where(RunEventRow.run_id == run_id)
     return [StoredEvent.model_validate(row) for row in db.scalars(query)]
+
+
+def latest_for_call(
+    db: Session, session_id: str, event_type: str, call_id: str
+) -> dict[str, Any] | None:
+    """The payload of the session's newest event of `event_type` about tool call
+    `call_id` (an approval decided, a question answered), if any."""
+    query = (
+        select(RunEventRow.payload)
+        .where(RunEventRow.session_id == session_id, RunEventRow.type == event_type)
+        .order_by(RunEventRow.seq.desc())
+    )
+    for payload in db.scalars(query):
+        if payload.get("call_id") == call_id:
+            return dict(payload)
+    return None
 
 
 def events_page(

@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
         ApprovalOutcome,
         ApprovalPolicy,
         PendingApproval,
+        already_decided_text,
         has_control_operator,
         refusal_by_person,
         timed_out_text,
@@ -64,11 +65,7 @@ class ApprovalGate:
         call_id = decision.call_id
         earlier = self._decided.get(call_id)
         if earlier is not None:
-            raise ApprovalRefused(
-                f"tool call {call_id!r} was already decided ({earlier.decision}"
-                + (f" by {earlier.by}" if earlier.by else "")
-                + "); nothing changed"
-            )
+            raise ApprovalRefused(already_decided_text(call_id, earlier.decision, earlier.by))
         if call_id not in self._waiting:
             waiting = ", ".join(self._waiting) or "none"
             raise ApprovalRefused(

@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         StageAnswerInput,
         UserAnswer,
         UserQuestion,
+        question_ended_text,
     )
     from duragent.domain.tools import ToolCallRef
     from duragent.domain.turns import ToolCallOutcome
@@ -64,12 +65,8 @@ class QuestionGate:
         call_id = answer.call_id
         if call_id in self._answered:
             earlier = self._answered[call_id]
-            how = (
-                "no longer waits (it timed out or the run stopped waiting)"
-                if earlier is None
-                else "was already answered" + (f" by {earlier.by}" if earlier.by else "")
-            )
-            raise AnswerRefused(f"question {call_id!r} {how}; nothing changed")
+            by = earlier.by if earlier is not None else None
+            raise AnswerRefused(question_ended_text(call_id, answered=earlier is not None, by=by))
         waiting = self._waiting.get(call_id)
         if waiting is None:
             listed = ", ".join(self._waiting) or "none"

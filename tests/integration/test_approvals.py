@@ -123,6 +123,10 @@ async def test_abort_while_waiting(stack: Stack) -> None:
         result = await stack.client.runs.abort(session.id)
         assert result.status == "aborted"
         assert await stack.client.approvals.pending(session.id) == []
+        with pytest.raises(
+            ApprovalRefused, match=r"'call_write' was already decided \(withdrawn\)"
+        ):
+            await stack.client.approvals.approve(session.id, "call_write")
     assert events_of(stack, session.id, "tool_execution_start") == []
     aborted = stored_result(stack, session.id, "call_write")
     assert aborted.is_error and text_of(aborted.content) == ABORTED_TOOL_TEXT
@@ -168,8 +172,11 @@ async def test_a_timeout_denies_the_call(stack: Stack) -> None:
         run = await stack.client.runs.prompt(session.id, "write it")
         await waiting_calls(stack, session.id)
         result = await asyncio.wait_for(run.result(), timeout=60)
-        with pytest.raises(SessionIdle, match="cannot approve tool call 'call_write'"):
-            await stack.client.approvals.approve(session.id, "call_write")  # the run is over
+        # The run is over: the store says why the decision comes too late.
+        with pytest.raises(ApprovalRefused, match=r"'call_write' was already decided \(timeout\)"):
+            await stack.client.approvals.approve(session.id, "call_write")
+        with pytest.raises(SessionIdle, match="cannot approve tool call 'nope'"):
+            await stack.client.approvals.approve(session.id, "nope")
     assert result.status == "completed", result.error
     assert not (Path(session.workspace) / "out.txt").exists()
     [sent] = tool_results_sent(stack, session.id)
@@ -294,6 +301,16 @@ async def test_api_approvals_and_their_owner(stack: Stack, api: ApiServer) -> No
         again = await alice.post(f"/api/sessions/{session_id}/approvals/call_write/approve")
         assert again.status_code == 409 and "already decided" in again.json()["detail"]
         await eventually(lambda: event_seen(stack, session_id, "agent_end"))
+
+        async def run_closed() -> bool:
+            return await stack.client.workflows.open_run(session_id) is None
+
+        await eventually(run_closed)
+        late = await alice.post(f"/api/sessions/{session_id}/approvals/call_write/approve")
+        assert late.status_code == 409
+        assert "'call_write' was already decided (deny by alice)" in late.json()["detail"]
+        unknown = await alice.post(f"/api/sessions/{session_id}/approvals/nope/deny")
+        assert unknown.status_code == 409 and "no run in progress" in unknown.json()["detail"]
     [decided] = events_of(stack, session_id, "approval_decided")
     assert decided["by"] == "alice"
 

@@ -68,9 +68,13 @@ async def test_answered_from_the_command_line(stack: Stack) -> None:
         code, out, err = await stack.cli("answer", session.id, "call_ask", "PostgreSQL, v16")
         assert code == 0 and out.strip() == "answered: call_ask", err
         code, _, err = await stack.cli("answer", session.id, "call_ask", "SQLite")
-        # Refused: already answered (or, once the run is over, no run to answer).
-        assert code == 2 and ("already answered" in err or "no run in progress" in err), err
+        # Refused for what it is, whether the run is still open or already over.
+        assert code == 2 and "question 'call_ask' was already answered" in err, err
         result = await asyncio.wait_for(run.result(), timeout=60)
+        code, _, err = await stack.cli("answer", session.id, "call_ask", "SQLite")
+        assert code == 2 and "question 'call_ask' was already answered" in err, err
+        code, _, err = await stack.cli("answer", session.id, "call_other", "SQLite")
+        assert code == 2 and "has no run in progress" in err, err
     assert result.status == "completed", result.error
     assert result.final_text == "Thanks: I will go with your answer."
     sent = answer_sent(stack, session.id)
@@ -186,6 +190,8 @@ async def test_abort_withdraws_the_question(stack: Stack) -> None:
         result = await stack.client.runs.abort(session.id)
         assert result.status == "aborted"
         assert await stack.client.questions.pending(session.id) == []
+        with pytest.raises(AnswerRefused, match="'call_ask' no longer waits"):
+            await stack.client.questions.answer(session.id, "call_ask", "SQLite")
     aborted = stored_result(stack, session.id, "call_ask")
     assert aborted.is_error and text_of(aborted.content) == ABORTED_TOOL_TEXT
     [ended] = events_of(stack, session.id, "question_answered")
