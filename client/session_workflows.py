@@ -170,41 +170,14 @@ class SessionWorkflows(ClientPart):
         answer let the run finish is refused as the run would have refused it.
         `not_taken(detail)` when no worker answers, or none took it within `timeout`:
         nothing was recorded then, and it may be sent again."""
-        try:
-            return await self._update_open_run(
-                session_id,
-                update,
-                arg,
-                what=what,
-                timeout=timeout,
-                refused=refused,
-                not_taken=not_taken,
-            )
-        except SessionIdle:
-            why = await asyncio.to_thread(settled) if settled is not None else None
-            if why is None:
-                raise
-            raise refused(why) from None
-
-    async def _update_open_run(
-        self,
-        session_id: str,
-        update: UpdateMethodMultiParam[[SessionRun, ArgT], ResultT],
-        arg: ArgT,
-        *,
-        what: str,
-        timeout: timedelta,
-        refused: Callable[[str], DuragentError],
-        not_taken: Callable[[str], DuragentError],
-    ) -> ResultT:
         handle = await self.settled_open_run(session_id)
         if handle is None:
-            raise SessionIdle(session_id, what)
+            raise await self._idle(session_id, what, refused, settled)
         answering = await self._client.sessions.worker_answering(session_id)
         if not answering:
             # None: the run closed since it was found (its last step was under way).
             if answering is None or await self.open_run(session_id) is None:
-                raise SessionIdle(session_id, what)
+                raise await self._idle(session_id, what, refused, settled)
             raise not_taken("no worker answers")
         try:
             # The RPC timeout alone is not a bound: a server-side deadline error is retried.
@@ -216,5 +189,17 @@ class SessionWorkflows(ClientPart):
             raise refused(failure_text(err)) from err
         except (RPCError, TimeoutError) as err:
             if await self.open_run(session_id) is None:
-                raise SessionIdle(session_id, what) from err
+                raise await self._idle(session_id, what, refused, settled) from err
             raise not_taken(f"no worker took it within {timeout.total_seconds():g} s") from err
+
+    @staticmethod
+    async def _idle(
+        session_id: str,
+        what: str,
+        refused: Callable[[str], DuragentError],
+        settled: Callable[[], str | None] | None,
+    ) -> DuragentError:
+        """The error for a word that found no run open: `refused` when the store says why
+        it comes too late, `SessionIdle` otherwise."""
+        why = await asyncio.to_thread(settled) if settled is not None else None
+        return SessionIdle(session_id, what) if why is None else refused(why)
