@@ -19,6 +19,7 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Res
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.exc import InterfaceError, OperationalError
+from temporalio.service import RPCError, RPCStatusCode
 
 from duragent.api.agui_mount import AGUI_PATH, AGUI_TOO_LARGE, MAX_AGUI_BYTES, mount_agui
 from duragent.api.body_limit import BodyLimit
@@ -121,6 +122,11 @@ _STORE_UNREACHABLE = (
     "the database is unreachable or busy; nothing was lost (runs wait for it and go on): "
     "try again in a few seconds"
 )
+_TEMPORAL_UNREACHABLE = (
+    "the Temporal server cannot be reached or did not answer in time; nothing was lost "
+    "(runs wait for it and go on): try again in a few seconds"
+)
+_UNAVAILABLE = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED)
 _STORE_DISK_FULL = (
     "the database's disk is full (or refuses writes); nothing was lost (runs wait for "
     "space and go on): free space on it, then try again"
@@ -231,6 +237,16 @@ def create_app(
         logger.warning("%s for %s %s: %s", trouble, request.method, request.url.path, error)
         detail = _STORE_DISK_FULL if disk_refuses(error) else _STORE_UNREACHABLE
         return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": "5"})
+
+    @app.exception_handler(RPCError)
+    async def temporal_unreachable(request: Request, error: RPCError) -> JSONResponse:
+        # Temporal's own words go to the log: they may name addresses.
+        logger.warning("Temporal for %s %s: %s", request.method, request.url.path, error)
+        if error.status in _UNAVAILABLE:
+            return JSONResponse(
+                {"detail": _TEMPORAL_UNREACHABLE}, status_code=503, headers={"Retry-After": "5"}
+            )
+        return JSONResponse({"detail": "Internal Server Error"}, status_code=500)
 
     @app.post("/api/sessions", status_code=201)
     def create_session(body: CreateSession, owner: User) -> SessionView:

@@ -23,7 +23,7 @@ from typing import Literal
 from sqlalchemy.orm import Session
 
 from duragent.client.bounds import bounded
-from duragent.client.errors import TriggerNotFound
+from duragent.client.errors import SessionNotFound, TriggerNotFound
 from duragent.client.part import ClientPart
 from duragent.client.run_control import RunHandle
 from duragent.client.workspaces import WorkspacePolicy
@@ -200,14 +200,26 @@ class Triggers(ClientPart):
             if isinstance(sent, RunHandle):
                 return Delivered(delivery_id, trigger.session_id, "started", run_id=sent.run_id)
             return Delivered(delivery_id, trigger.session_id, "queued", item_id=sent.id)
-        session = await asyncio.to_thread(
-            self._client.sessions.create,
-            name=f"{trigger.name}: {delivery_id}"[:MAX_NAME_CHARS],
-            owner=trigger.owner,
-            policy=policy if trigger.owner is not None else None,
-        )
-        handle = await self._client.runs.prompt(session.id, prompt)
-        return Delivered(delivery_id, session.id, "started", run_id=handle.run_id)
+        # The delivery's session, the same for every attempt: a sender's retry of a
+        # delivery that failed midway finds the session made then (rather than leaving it
+        # empty beside a second one), and the run in it if that attempt started one.
+        key = f"trigger/{trigger.id}/{delivery_id}"
+        session_id = uuid.uuid5(uuid.NAMESPACE_URL, key).hex
+        try:
+            earlier = await asyncio.to_thread(self._client.runs.list, session_id)
+        except SessionNotFound:
+            earlier = []
+            await asyncio.to_thread(
+                self._client.sessions.create,
+                name=f"{trigger.name}: {delivery_id}"[:MAX_NAME_CHARS],
+                owner=trigger.owner,
+                policy=policy if trigger.owner is not None else None,
+                session_id=session_id,
+            )
+        if earlier:
+            return Delivered(delivery_id, session_id, "started", run_id=earlier[-1].run_id)
+        handle = await self._client.runs.prompt(session_id, prompt)
+        return Delivered(delivery_id, session_id, "started", run_id=handle.run_id)
 
 
 def new_secret() -> str:
