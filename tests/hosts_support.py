@@ -33,8 +33,8 @@ def host_env(stack: Stack, host: Host) -> dict[str, str]:
 def start_host(stack: Stack, host: Host) -> subprocess.Popen[bytes]:
     """The host's worker, in a process of its own (its log in the host's home)."""
     host.home.mkdir(parents=True, exist_ok=True)
-    log = open(host.home / "worker.log", "ab")  # noqa: SIM115
-    host.process = spawn_python(WORKER_ARGS, host_env(stack, host), log)
+    with open(host.home / "worker.log", "ab") as log:  # the child has its own
+        host.process = spawn_python(WORKER_ARGS, host_env(stack, host), log)
     stack.processes.append(host.process)
     return host.process
 

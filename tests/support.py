@@ -51,10 +51,14 @@ class Stack:
     def env(self) -> dict[str, str]:
         return stack_env(self.settings, self.model.base_url)
 
-    def spawn_worker(self) -> subprocess.Popen[bytes]:
-        """A worker in its own process (its own process group), for crash tests."""
-        log = open(self.settings.home / f"worker-{len(self.processes)}.log", "wb")  # noqa: SIM115
-        process = spawn_python(WORKER_ARGS, self.env(), log)
+    def spawn_worker(
+        self, env: dict[str, str] | None = None, name: str | None = None
+    ) -> subprocess.Popen[bytes]:
+        """A worker in its own process (its own process group), for crash tests, with
+        `env` on top of the stack's environment; its output goes to `<name>.log`."""
+        name = name or f"worker-{len(self.processes)}"
+        with open(self.settings.home / f"{name}.log", "wb") as log:  # the child has its own
+            process = spawn_python(WORKER_ARGS, {**self.env(), **(env or {})}, log)
         self.processes.append(process)
         return process
 

@@ -27,7 +27,6 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
-from processes import WORKER_ARGS, spawn_python
 from support import REPO, Stack, eventually, open_stack
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -315,15 +314,11 @@ KILLED_IN_TURN_TWO = {
 def spawn_traced_worker(stack: Stack, receiver: Receiver, name: str) -> subprocess.Popen[bytes]:
     """A worker process that exports its spans over OTLP/HTTP to `receiver`, quickly."""
     env = {
-        **stack.env(),
         "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
         "OTEL_SERVICE_NAME": "duragent-test-worker",
         "OTEL_BSP_SCHEDULE_DELAY": "50",
     }
-    log = open(stack.settings.home / f"{name}.log", "wb")  # noqa: SIM115
-    process = spawn_python(WORKER_ARGS, env, log)
-    stack.processes.append(process)
-    return process
+    return stack.spawn_worker(env, name)
 
 
 def stored_events(stack: Stack, session_id: str, event_type: str) -> list[dict[str, Any]]:
