@@ -240,9 +240,13 @@ def create_app(
 
     @app.exception_handler(RPCError)
     async def temporal_unreachable(request: Request, error: RPCError) -> JSONResponse:
-        # Temporal's own words go to the log: they may name addresses.
-        logger.warning("Temporal for %s %s: %s", request.method, request.url.path, error)
-        if error.status in _UNAVAILABLE:
+        # Temporal's own words go to the log (they may name addresses), with the trace
+        # when it is not an outage.
+        outage = error.status in _UNAVAILABLE
+        logger.warning(
+            "Temporal for %s %s: %s", request.method, request.url.path, error, exc_info=not outage
+        )
+        if outage:
             return JSONResponse(
                 {"detail": _TEMPORAL_UNREACHABLE}, status_code=503, headers={"Retry-After": "5"}
             )
