@@ -206,9 +206,15 @@ class Triggers(ClientPart):
         key = f"trigger/{trigger.id}/{delivery_id}"
         session_id = uuid.uuid5(uuid.NAMESPACE_URL, key).hex
         try:
-            earlier = await asyncio.to_thread(self._client.runs.list, session_id)
+            found = await asyncio.to_thread(self._client.sessions.get, session_id)
         except SessionNotFound:
-            earlier = []
+            found = None
+        if found is not None and found.owner != trigger.owner:
+            # Someone else's session under that id (an import keeps its file's ids): not
+            # this delivery's, and its prompt must not go there.
+            session_id, found = uuid.uuid4().hex, None
+        earlier = await asyncio.to_thread(self._client.runs.list, session_id) if found else []
+        if found is None:
             await asyncio.to_thread(
                 self._client.sessions.create,
                 name=f"{trigger.name}: {delivery_id}"[:MAX_NAME_CHARS],

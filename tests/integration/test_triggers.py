@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import json
 import time
+import uuid
 from typing import Any
 
 import httpx
@@ -229,6 +230,17 @@ async def test_a_new_session_per_delivery_and_triggers_are_their_owners_only(
         assert (await bob.get(f"/api/sessions/{made}")).status_code == 404
         await eventually(lambda: run_finished(stack, made))
         assert "Fix the parser" in user_texts(stack.model.requests_for(made)[0].body)[-1]
+
+        # bob made a session under the id alice's next delivery would get (an import keeps
+        # its file's ids): the delivery goes to a new session of alice's, nothing to bob's.
+        derived = uuid.uuid5(uuid.NAMESPACE_URL, f"trigger/{trigger}/e-3").hex
+        stack.client.sessions.create(owner="bob", session_id=derived)
+        elsewhere = await deliver(api, trigger, body, duragent_form(secret, body, "e-3"))
+        assert elsewhere.status_code == 202, elsewhere.text
+        assert elsewhere.json()["session_id"] not in (derived, made)
+        assert (await alice.get(f"/api/sessions/{elsewhere.json()['session_id']}")).is_success
+        assert stack.client.runs.list(derived) == []
+        await eventually(lambda: run_finished(stack, elsewhere.json()["session_id"]))
 
         assert (await alice.delete(f"/api/triggers/{trigger}")).status_code == 204
         gone = await deliver(api, trigger, body, duragent_form(secret, body, "e-2"))
