@@ -5,7 +5,7 @@
 |---|---|
 | `DURAGENT_HOME` | `./.duragent` (state: database, dev server, workspaces) |
 | `DURAGENT_DATABASE_URL` | `sqlite:///$DURAGENT_HOME/duragent.db` |
-| `TEMPORAL_ADDRESS` | `127.0.0.1:7233` |
+| `TEMPORAL_ADDRESS` | this home's own dev server: `127.0.0.1:7233`, or the port its record names |
 | `TEMPORAL_NAMESPACE` | `default` |
 | `DURAGENT_TASK_QUEUE` | `duragent` |
 | `DURAGENT_MODEL` | `claude-sonnet-5-5` |
@@ -51,13 +51,21 @@ import socket
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from duragent.domain.hosts import HOST_NAME_RULE, host_task_queue, is_host_name, sanitized_host_name
 from duragent.domain.prices import PriceFileError, PriceTable, parse_price_table
+from duragent.temporal_dev.record import read_record, record_path
 
 ToolSandbox = Literal["none", "bwrap"]
 TOOL_SANDBOXES: tuple[ToolSandbox, ...] = ("none", "bwrap")
@@ -90,6 +98,8 @@ class Settings(BaseSettings):
     database_url: str = ""
     """Empty: `sqlite:///$DURAGENT_HOME/duragent.db`."""
     temporal_address: str = _env("TEMPORAL_ADDRESS", "127.0.0.1:7233")
+    """Unset: this home's own dev server (`home_dev_server`), at 7233 unless its record
+    (beside its database file) names the port it took when 7233 was another's."""
     temporal_namespace: str = _env("TEMPORAL_NAMESPACE", "default")
     task_queue: str = "duragent"
     model: str = "claude-sonnet-5-5"
@@ -312,6 +322,27 @@ class Settings(BaseSettings):
         if not self.database_url:
             self.database_url = f"sqlite:///{self.home / 'duragent.db'}"
         return self
+
+    _home_dev_server: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="after")
+    def _home_temporal(self) -> Self:
+        if "temporal_address" in self.model_fields_set:
+            return self
+        self._home_dev_server = True
+        record = read_record(record_path(self.dev_server_db))
+        if record is not None:
+            self.temporal_address = record.address
+            if self.temporal_ui_port is None:
+                self.temporal_ui_port = record.ui_port
+        return self
+
+    @property
+    def home_dev_server(self) -> bool:
+        """Whether Temporal is this home's own dev server (no `TEMPORAL_ADDRESS` given):
+        commands start it when it is not running, and never use a server another home
+        started, even at the default port (`client.services.ensure_temporal`)."""
+        return self._home_dev_server
 
     @model_validator(mode="after")
     def _check_temporal_tls(self) -> Self:

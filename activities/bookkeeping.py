@@ -70,8 +70,12 @@ class Bookkeeping:
             # Recorded on its own first: a run whose prompt cannot be resolved still has
             # a run state and an agent_start to match its agent_end.
             if sessions.get_session(db, data.session_id) is None:
+                # Another store's session: workers of two stores poll one task queue.
                 raise ApplicationError(
-                    str(SessionNotFound(data.session_id)),
+                    f"{SessionNotFound(data.session_id)} in this worker's store: workers of "
+                    f"different stores poll task queue {activity.info().task_queue!r} on "
+                    "this Temporal; give each store a task queue of its own "
+                    "(DURAGENT_TASK_QUEUE) or a namespace of its own (TEMPORAL_NAMESPACE)",
                     type="SessionNotFound",
                     non_retryable=True,
                 )

@@ -19,6 +19,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS, ClientConnectConfig
 from temporalio.runtime import Runtime
 
+from duragent.client.home_temporal import running_home_server
 from duragent.settings import Settings
 from duragent.store.db import Database
 from duragent.telemetry import tracing
@@ -103,25 +104,40 @@ async def connect_when_up(
     *,
     runtime: Runtime | None = None,
     notice: Callable[[str], None] = stderr_notice,
-) -> tuple[Client, Database]:
+) -> tuple[Client, Database, Settings]:
     """Temporal and the store, waiting for each that is not up yet (a worker started
     with or before them, or while one restarts): a long-running process outlives its
-    services' restarts rather than exiting. It says once what it waits for, and why."""
+    services' restarts rather than exiting. It says once what it waits for, and why.
+    Also returns the settings Temporal was reached with: with no `TEMPORAL_ADDRESS`, the
+    home's own dev server, wherever its record says it runs (`client.home_temporal`)."""
+    reached = settings
 
     async def temporal() -> Client:
+        nonlocal reached
+        if settings.home_dev_server:
+            running = await running_home_server(settings)
+            if running is None:
+                raise RuntimeError(
+                    "not running (`duragent dev-server`, or any command that needs it, starts it)"
+                )
+            reached = running
         # A quick look first: the SDK's own connect tries for many seconds before failing.
-        if not await temporal_reachable(settings):
+        elif not await temporal_reachable(settings):
             raise RuntimeError(f"no answer for namespace {settings.temporal_namespace}")
-        return await connect_temporal(settings, runtime=runtime)
+        return await connect_temporal(reached, runtime=runtime)
 
-    what = f"Temporal at {settings.temporal_address}"
+    what = (
+        f"this folder's Temporal dev server (on {settings.dev_server_db})"
+        if settings.home_dev_server
+        else f"Temporal at {settings.temporal_address}"
+    )
     client = await _when_up(what, temporal, (RuntimeError,), notice)
     url = make_url(settings.database_url)
     # A local SQLite file that cannot be opened is a setting to fix, not a server to wait for.
     waits_for = (OperationalError,) if url.get_backend_name() != "sqlite" else ()
     where = f"the database at {url.host}:{url.port or 5432}" if url.host else "the database"
     db = await _when_up(where, lambda: asyncio.to_thread(open_store, settings), waits_for, notice)
-    return client, db
+    return client, db, reached
 
 
 async def _when_up(

@@ -29,12 +29,12 @@ from temporalio.service import RPCError
 from duragent.activities.leases import RENEW_S, lease_owner
 from duragent.client.connection import connect_temporal, open_store, temporal_reachable
 from duragent.client.errors import DuragentError
+from duragent.client.home_temporal import home_dev_server, start_dev_server
 from duragent.client.service_users import ServiceUsers
 from duragent.offline_model import DEMO_SCRIPT, OfflineModelServer
 from duragent.settings import Settings
 from duragent.store import leases
-from duragent.store.db import Database
-from duragent.temporal_dev import DevServer
+from duragent.store.db import Database, missing_sqlite_file
 
 Announce = Callable[[str], None]
 LIVE_POLLER_S = 70
@@ -96,6 +96,8 @@ async def _lapsed(settings: Settings, identities: set[str]) -> set[str]:
     it stays live."""
     if not settings.worker_lease_s or not identities:
         return set()
+    if missing_sqlite_file(settings.database_url) is not None:
+        return set()  # no store: no lease to tell (and none is made by looking)
     db = Database(settings.database_url, run_migrations=False, pool_size=1)
 
     def read() -> dict[str, int]:
@@ -153,17 +155,23 @@ def _seconds(stamp: Timestamp) -> float:
 
 
 @contextlib.asynccontextmanager
-async def ensure_temporal(settings: Settings, announce: Announce) -> AsyncIterator[None]:
-    """Temporal at the settings' address, or a dev server started here when it is a local
-    one that does not answer. Either way this command counts among the users of the
-    local services (`client.service_users`) while inside."""
+async def ensure_temporal(settings: Settings, announce: Announce) -> AsyncIterator[Settings]:
+    """Temporal for `settings`; yields the settings to reach it with. With no
+    `TEMPORAL_ADDRESS` set, that is the home's own dev server, started here when it is not
+    running (`client.home_temporal`); with one, Temporal there, or a dev server started
+    here when it is a local address that does not answer. Either way this command counts
+    among the users of the local services (`client.service_users`) while inside."""
     users = ServiceUsers(settings.home)
     with users.registered():
+        if settings.home_dev_server:
+            async with home_dev_server(settings, announce, users) as ready:
+                yield ready
+            return
         if await temporal_reachable(settings):
-            yield
+            yield settings
             return
         async with _dev_server(settings, announce, users):
-            yield
+            yield settings
 
 
 @contextlib.asynccontextmanager
@@ -178,14 +186,7 @@ async def _dev_server(
             f"Temporal at {settings.temporal_address} is not reachable{over} "
             f"(namespace {settings.temporal_namespace})"
         )
-    server = DevServer(
-        settings.dev_server_db, port=port, ui_port=settings.web_ui_port, headless=False
-    )
-    await server.astart()
-    announce(
-        f"Started a Temporal dev server at {server.address} (history in {settings.dev_server_db});"
-        f" web UI: {server.ui_url}"
-    )
+    server = await start_dev_server(settings, announce, port=port, ui_port=settings.web_ui_port)
     try:
         yield
         await users.wait_for_later("the Temporal dev server", announce)
@@ -353,7 +354,7 @@ async def local_services(
 ) -> AsyncIterator[Settings]:
     """Temporal and (optionally) a worker, started here if missing."""
     async with contextlib.AsyncExitStack() as stack:
-        await stack.enter_async_context(ensure_temporal(settings, announce))
+        settings = await stack.enter_async_context(ensure_temporal(settings, announce))
         if worker:
             await stack.enter_async_context(ensure_worker(settings, announce))
         yield settings

@@ -402,7 +402,7 @@ async def run_worker(settings: Settings) -> None:
     plugins = load_plugins(settings)  # once, for the tools and the hooks
     # A sandbox that cannot run, or a bad plugin, fails before anything starts.
     tools = tool_registry(settings, plugins)
-    client, db = await connect_when_up(settings, runtime=worker_runtime(settings))
+    client, db, settings = await connect_when_up(settings, runtime=worker_runtime(settings))
     try:
         async with build_worker(client, db, settings, tools=tools, plugins=plugins):
             await asyncio.Event().wait()

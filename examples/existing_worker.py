@@ -38,7 +38,10 @@ class Greeting:
 
 async def main() -> None:
     settings = duragent.Settings.from_env()
-    async with ensure_temporal(settings, print), ensure_model(settings, print) as settings:
+    async with (
+        ensure_temporal(settings, print) as settings,
+        ensure_model(settings, print) as settings,
+    ):
         plugin = duragent.TemporalPlugin(settings)
         client = await Client.connect(
             settings.temporal_address, namespace=settings.temporal_namespace, plugins=[plugin]

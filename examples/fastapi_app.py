@@ -28,7 +28,7 @@ agents: dict[str, duragent.DuragentClient] = {}
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     async with AsyncExitStack() as stack:
         settings = duragent.Settings.from_env()
-        await stack.enter_async_context(ensure_temporal(settings, print))
+        settings = await stack.enter_async_context(ensure_temporal(settings, print))
         settings = await stack.enter_async_context(ensure_model(settings, print))
         client = await duragent.DuragentClient.connect(settings)
         await stack.enter_async_context(duragent.build_worker(client.temporal, client.db, settings))

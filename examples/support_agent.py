@@ -54,7 +54,10 @@ POLICY = duragent.ApprovalPolicy(
 
 async def main(question: str) -> None:
     settings = duragent.Settings.from_env(offline_script=HERE / "support_agent.yaml")
-    async with ensure_temporal(settings, print), ensure_model(settings, print) as settings:
+    async with (
+        ensure_temporal(settings, print) as settings,
+        ensure_model(settings, print) as settings,
+    ):
         client = await duragent.DuragentClient.connect(settings, plugins=[plugin])
         async with duragent.build_worker(client.temporal, client.db, settings, plugins=[plugin]):
             session = client.sessions.create(name="support")

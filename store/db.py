@@ -43,6 +43,17 @@ def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
 
 
+def missing_sqlite_file(url: str) -> Path | None:
+    """The SQLite file `url` names, when it does not exist: opening it would make an
+    empty store, which a reader must not do as a side effect. None when it exists, or
+    the store is in memory or no SQLite file."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    path = Path(parsed.database)
+    return None if path.exists() else path
+
+
 def create_store_engine(url: str, pool_size: int = DEFAULT_POOL_SIZE) -> Engine:
     """An engine for `url` keeping `pool_size` connections, and as many more under a
     burst (a worker's store steps run in threads, one connection each). Statements'

@@ -33,8 +33,8 @@ NoteOption = Annotated[str, typer.Option("--note", help="Why (shown in the list)
 
 @contextlib.asynccontextmanager
 async def _client(settings: Settings) -> AsyncIterator[DuragentClient]:
-    async with ensure_temporal(settings, announce):
-        yield await DuragentClient.connect(settings)
+    async with ensure_temporal(settings, announce) as ready:
+        yield await DuragentClient.connect(ready)
 
 
 def _run(settings: Settings, act: Callable[[DuragentClient], Awaitable[Any]]) -> Any:

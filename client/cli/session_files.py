@@ -58,7 +58,7 @@ def import_session(
     is refused with its line number and the reason, and nothing is stored; a good one is
     stored in one transaction. The model then sees the same context it saw before.
     """
-    client = store_client(ctx.obj)
+    client = store_client(ctx.obj, create=True)
     data = _read(file)
     with client_errors():
         imported = client.session_files.import_file(

@@ -85,7 +85,7 @@ def show(
     """
     settings: Settings = ctx.obj
     client = store_client(settings)
-    with client_errors():
+    with client_errors(settings):
         record = client.sessions.get(session)
     path = client.tree.path(session)
     if as_json:
@@ -170,8 +170,8 @@ def history(
         # Checked before a dev server is started here: that one stops when we exit.
         ui_base = await _served_web_ui(settings)
         # The histories live in the dev server's file: start it if it is not running.
-        async with ensure_temporal(settings, announce):
-            client = await DuragentClient.connect(settings)
+        async with ensure_temporal(settings, announce) as ready:
+            client = await DuragentClient.connect(ready)
             timelines = await session_timelines(client.temporal, session, run, ui_base=ui_base)
         price_timelines(timelines, store.prices)
         if as_json:
@@ -180,7 +180,13 @@ def history(
         elif timelines:
             render(timelines, console)
         else:
-            err.print(f"no workflow history for {f'run {run}' if run else 'this session'}")
+            err.print(
+                f"no workflow history for {f'run {run}' if run else 'this session'} in Temporal "
+                f"at {client.settings.temporal_address} (namespace "
+                f"{client.settings.temporal_namespace}): its runs ran on another Temporal, or "
+                "their histories were removed (a dev server keeps them in its database file; "
+                "Temporal deletes a closed run's history after its namespace's retention)"
+            )
         return 0 if timelines else 1
 
     raise typer.Exit(command.run(main()))
@@ -213,6 +219,8 @@ def status(
 ) -> None:
     """Phase, config, queued messages and pending writes of a session, and what its
     latest run and all its runs cost (with the prompt cache's hit rate)."""
+
+    require_session(store_client(ctx.obj), session)
 
     async def main() -> None:
         client = await DuragentClient.connect(ctx.obj)

@@ -59,7 +59,7 @@ def add(
         except (OSError, UnicodeDecodeError) as err:
             fail(f"cannot read the template file {str(template_file)!r}: {err}")
     assert template is not None
-    client = store_client(ctx.obj)
+    client = store_client(ctx.obj, create=True)
     if session is not None:
         require_session(client, session)
     with client_errors():

@@ -67,11 +67,11 @@ def cli_env(home: Path, script: Path | None = None, **extra: str) -> dict[str, s
 
 
 def duragent(
-    env: dict[str, str], *args: str, timeout: float = 120
+    env: dict[str, str], *args: str, timeout: float = 120, cwd: Path = REPO
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "duragent.client.cli", *args],
-        cwd=REPO,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -83,10 +83,10 @@ class Command:
     """A command in its own session, as a shell job (Ctrl-C goes to its process group),
     its output read as it comes: select and os.read, so no line waits in a buffer."""
 
-    def __init__(self, env: dict[str, str], *args: str) -> None:
+    def __init__(self, env: dict[str, str], *args: str, cwd: Path = REPO) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "duragent.client.cli", *args],
-            cwd=REPO,
+            cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from duragent.client.cli import app
 from duragent.settings import Settings
+from duragent.temporal_dev.record import DevServerRecord, record_path, write_record
 
 VARIABLES = {
     "DURAGENT_DATABASE_URL": (
@@ -66,6 +67,27 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert (settings.worker_max_activities, settings.worker_max_workflow_tasks) == (500, 10)
     assert (settings.worker_cached_runs, settings.worker_pollers) == (1000, 5)
     assert settings.database_pool_size == 10
+
+
+def test_without_an_address_temporal_is_the_homes_own_dev_server(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No TEMPORAL_ADDRESS: the home's dev server, at the port its record names once one
+    was started elsewhere than 7233; an address given is used as it is."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TEMPORAL_ADDRESS", raising=False)
+    assert Settings.from_env().home_dev_server
+    record = DevServerRecord(port=23456, ui_port=24567, cluster_id="c1")
+    write_record(record_path(tmp_path / ".duragent" / "temporal.db"), record)
+    settings = Settings.from_env()
+    assert settings.home_dev_server and settings.temporal_address == "127.0.0.1:23456"
+    assert settings.web_ui_port == 24567
+    moved = settings.model_copy(update={"temporal_address": "127.0.0.1:1"})
+    assert moved.home_dev_server  # still the home's: only its port moved
+    given = Settings.from_env(temporal_address="127.0.0.1:7233")
+    assert not given.home_dev_server and given.temporal_address == "127.0.0.1:7233"
+    monkeypatch.setenv("TEMPORAL_ADDRESS", "temporal.example:7233")
+    assert not Settings.from_env().home_dev_server
 
 
 def test_every_variable_is_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
