@@ -18,7 +18,29 @@ from duragent.settings import Settings
 from duragent.temporal_dev import DevServer
 
 
+SUITE_CONTROLS = (
+    "DURAGENT_TEST_",
+    "DURAGENT_REQUIRE_",
+    "DURAGENT_CHROMIUM",
+    "DURAGENT_TEMPORAL_BIN",
+    "DURAGENT_SOAK_SEED",
+    "DURAGENT_SCREENSHOTS",
+)
+"""The variables that steer the suite itself (what it requires, where it finds servers and
+binaries); every other duragent, Temporal, model-provider or tracing variable of the shell
+is cleared, so that no test depends on the caller's environment (a task queue, an address
+or a real API key set there)."""
+CLEARED = ("DURAGENT_", "TEMPORAL_", "ANTHROPIC_", "OTEL_")
+
+
+def clear_callers_environment() -> None:
+    for name in list(os.environ):
+        if name.startswith(CLEARED) and not name.startswith(SUITE_CONTROLS):
+            del os.environ[name]
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    clear_callers_environment()
     # The CLI tests press Ctrl-C as a terminal does for its foreground job. A suite started
     # as a shell's background job (`make test &`) has SIGINT ignored, its children inherit
     # that, and the CLI rightly keeps a signal its parent ignores: the commands the tests
