@@ -30,22 +30,33 @@ def tree(ctx: typer.Context, session: SessionArg) -> None:
         record = client.sessions.get(session)
         entries = client.tree.entries(session)
     labels = client.tree.labels(session)
+    # A label entry is stored in the tree like any other (below the leaf it was added
+    # at, and what follows goes below it), but it is shown on its target, not as a line:
+    # what hangs below a label hangs below the nearest entry above it that is a line,
+    # and a leaf that is a label is that entry.
+    above: dict[str, str | None] = {}
     children: dict[str | None, list[SessionEntry]] = {}
-    for entry in entries:
-        if entry.type != "label":
-            children.setdefault(entry.parent_id, []).append(entry)
-
-    def walk(parent: str | None, depth: int) -> None:
-        for entry in children.get(parent, []):
-            line = Text(f"{'  ' * depth}{entry.id[:12]} {one_line(entry)}")
-            if entry.id in labels:
-                line.append(f" [{labels[entry.id]}]", style="green")
-            if entry.id == record.leaf_id:
-                line.append(" <- leaf", style="bold magenta")
-            say(line)
-            walk(entry.id, depth + 1 if len(children.get(entry.id, [])) > 1 else depth)
-
-    walk(None, 0)
+    for entry in entries:  # stored order: a parent before its children
+        parent = entry.parent_id if entry.parent_id in above else None
+        if entry.type == "label":
+            above[entry.id] = above[parent] if parent is not None else None
+            continue
+        above[entry.id] = entry.id
+        children.setdefault(above[parent] if parent is not None else None, []).append(entry)
+    leaf = above.get(record.leaf_id) if record.leaf_id is not None else None
+    # Depth-first without recursion: a line of thousands of turns is one deep path.
+    stack = [(root, 0) for root in reversed(children.get(None, []))]
+    while stack:
+        entry, depth = stack.pop()
+        line = Text(f"{'  ' * depth}{entry.id[:12]} {one_line(entry)}")
+        if entry.id in labels:
+            line.append(f" [{labels[entry.id]}]", style="green")
+        if entry.id == leaf:
+            line.append(" <- leaf", style="bold magenta")
+        say(line)
+        kids = children.get(entry.id, [])
+        deeper = depth + 1 if len(kids) > 1 else depth
+        stack.extend((child, deeper) for child in reversed(kids))
 
 
 def fork(

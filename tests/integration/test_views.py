@@ -1,0 +1,39 @@
+"""What the command line shows of a session is what the session is: its tree past a
+label."""
+
+from __future__ import annotations
+
+import pytest
+from support import Stack
+
+from duragent.domain.entries import MessageEntry
+
+TWO_ANSWERS = {
+    "conversations": {
+        "*": [{"reply": [{"text": "first answer"}]}, {"reply": [{"text": "second answer"}]}]
+    }
+}
+
+
+@pytest.mark.script(TWO_ANSWERS)
+async def test_tree_shows_what_follows_a_label_and_marks_the_leaf(stack: Stack) -> None:
+    session = stack.client.sessions.create()
+    async with stack.worker():
+        await (await stack.client.runs.prompt(session.id, "first question")).result()
+        question, answer = (e.id[:12] for e in stack.client.tree.path(session.id))
+        # The label entry goes below the leaf, and the next run's prompt below it.
+        assert await stack.cli_ok("label", session.id, question, "start") == "labelled\n"
+        assert (await stack.cli_ok("tree", session.id)).splitlines() == [
+            f"{question} user: first question [start]",
+            f"{answer} assistant: first answer <- leaf",
+        ]
+        await (await stack.client.runs.prompt(session.id, "second question")).result()
+    again, reply = (
+        e.id[:12] for e in stack.client.tree.path(session.id)[-2:] if isinstance(e, MessageEntry)
+    )
+    assert (await stack.cli_ok("tree", session.id)).splitlines() == [
+        f"{question} user: first question [start]",
+        f"{answer} assistant: first answer",
+        f"{again} user: second question",
+        f"{reply} assistant: second answer <- leaf",
+    ]
