@@ -11,6 +11,7 @@ from pathlib import Path
 from duragent.client.bounds import bounded
 from duragent.client.errors import IdsInUse, InvalidSessionName, SessionNotFound
 from duragent.client.part import ClientPart
+from duragent.client.sessions import current_config
 from duragent.client.workspaces import WorkspacePolicy
 from duragent.domain.session_file import (
     ExportedSession,
@@ -49,6 +50,7 @@ class SessionFiles(ClientPart):
             except StoreSessionNotFound as err:
                 raise SessionNotFound(session_id) from err
             stored = exported_entries(db, session_id)
+            config = current_config(db, record)
         header = ExportHeader(
             version=1,
             source=ExportSource(
@@ -56,7 +58,7 @@ class SessionFiles(ClientPart):
             ),
             session=ExportedSession(
                 name=record.name,
-                config=record.config,
+                config=config,
                 leaf_id=record.leaf_id,
                 created_at=record.created_at,
             ),

@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import builtins
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy.orm import Session
 from temporalio.service import RPCError
 
 from duragent.activities.resources import load_resources
@@ -60,6 +62,15 @@ class SessionStatus:
         if self.phase != "awaiting_host":
             return None
         return (self.run.awaiting_host if self.run else None) or self.host
+
+
+def current_config(db: Session, session: SessionRecord) -> SessionConfig:
+    """The session's latest config as the store has it: its stored config (session-wide
+    settings, and the defaults of the branch-scoped ones) with what the path to its leaf
+    set (`domain.config.BRANCH_SCOPED`)."""
+    state = derive_path_state(entries.load_config_path(db, session.leaf_id), session.config)
+    # dict(state), not model_dump(): nested models (the approval policy) stay models.
+    return session.config.model_copy(update=dict(state))
 
 
 class Sessions(ClientPart):
@@ -282,11 +293,17 @@ class Sessions(ClientPart):
         session = self.get(session_id)
         with self._client.db.transaction() as db:
             waiting = input_queue.list_items(db, session_id, kind="next_turn")
-            config_path = entries.load_config_path(db, session.leaf_id)
+            config = current_config(db, session)
             running = runs.running_runs(db, session_id)
-        state = derive_path_state(config_path, session.config)
-        # dict(state), not model_dump(): nested models (the approval policy) stay models.
-        return session.config.model_copy(update=dict(state)), waiting, running
+        return config, waiting, running
+
+    def configs(self, records: Iterable[SessionRecord]) -> builtins.list[SessionConfig]:
+        """Each session's latest config, as `status` has it when no run is open: its
+        stored config with what its current branch set (model, thinking level, tools,
+        approval policy). A record's own `config` holds only the defaults its branches
+        start from, so a session list that shows a model reads it here."""
+        with self._client.db.transaction() as db:
+            return [current_config(db, record) for record in records]
 
     async def worker_answering(self, session_id: str) -> bool | None:
         """Whether a worker answers for the session's open run (None when no run is open).

@@ -5,9 +5,11 @@ The format, `duragent-session` version 1:
 - line 1, the header: `{"format": "duragent-session", "version": 1, "source": {...},
   "session": {"name", "config", "leaf_id", "created_at"}, "entries": N}`. `source` says
   where it came from (this program and its version, the session's id, when it was
-  exported); `config` is the session's config (model, thinking level, system prompt,
-  tools, queue modes, approval policy, MCP server names, budget), which the paths start
-  from; `entries` counts the lines that follow, so a file cut short is refused.
+  exported); `config` is the session's config as its current branch has it (model,
+  thinking level, system prompt, tools, queue modes, approval policy, MCP server names,
+  budget: what `duragent status` shows), which the imported session's paths start from
+  (a branch that never changed a setting takes the current branch's); `entries` counts
+  the lines that follow, so a file cut short is refused.
 - then one line per entry, in the order they were stored (a parent before its
   children): the entry as `domain.entries` has it (`id`, `parent_id`, `timestamp`,
   `type` and its fields: messages with their usage, config changes, compactions, branch

@@ -55,15 +55,18 @@ def sessions(ctx: typer.Context) -> None:
         Column("updated", drop=2),
         Column("workspace", wrap=True, drop=3),
     ]
+    listed = client.sessions.list()
+    # The model each session's next turn uses: its current branch's, not its first.
+    configs = client.sessions.configs(listed)
     rows = [
         [
             record.id,
             record.name or "",
-            record.config.model,
+            config.model,
             when(record.updated_at),
             record.workspace,
         ]
-        for record in client.sessions.list()
+        for record, config in zip(listed, configs, strict=True)
     ]
     print_table(console, columns, rows)
 
@@ -95,7 +98,8 @@ def show(
         return
     say(Text.assemble(("session", "bold"), f" {record.id}  {record.name or ''}"))
     host = f"   host {record.host}" if record.host else ""
-    say(Text(f"workspace {record.workspace}{host}   model {record.config.model}"))
+    (config,) = client.sessions.configs([record])
+    say(Text(f"workspace {record.workspace}{host}   model {config.model}"))
     if record.parent_tool_call_id and record.parent_session_id:
         say(
             Text(

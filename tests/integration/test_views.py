@@ -1,7 +1,9 @@
 """What the command line shows of a session is what the session is: its tree past a
-label."""
+label, the model it was configured with, the times an import keeps."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from support import Stack
@@ -37,3 +39,19 @@ async def test_tree_shows_what_follows_a_label_and_marks_the_leaf(stack: Stack) 
         f"{again} user: second question",
         f"{reply} assistant: second answer <- leaf",
     ]
+
+
+async def test_a_configured_model_shows_in_the_list_the_header_and_the_export(
+    stack: Stack,
+) -> None:
+    session = stack.client.sessions.create(name="configured")
+    first = session.config.model
+    async with stack.worker():
+        configured = await stack.cli_ok("configure", session.id, "--model", "claude-other-9")
+    assert configured.startswith("model claude-other-9,")
+    row = next(line for line in (await stack.cli_ok("sessions")).splitlines() if session.id in line)
+    assert "claude-other-9" in row and first not in row, row
+    header = (await stack.cli_ok("show", session.id)).splitlines()[1]
+    assert header.endswith("model claude-other-9"), header
+    exported = await stack.cli_ok("export", session.id)
+    assert json.loads(exported.splitlines()[0])["session"]["config"]["model"] == "claude-other-9"
