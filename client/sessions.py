@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -178,6 +179,18 @@ class Sessions(ClientPart):
         if "active_tools" in given:
             given["active_tools"] = list(given["active_tools"])
         return config.model_copy(update=given) if given else config
+
+    def discard_unused(self, session_id: str) -> bool:
+        """Delete a session its caller made and could not use (its run did not start), if
+        nothing was stored in it since (`store.sessions.delete_unused`), and its workspace
+        folder if that is still empty. True if it was deleted."""
+        with self._client.db.transaction() as db:
+            record = sessions.get_session(db, session_id)
+            deleted = record is not None and sessions.delete_unused(db, session_id)
+        if deleted and record is not None:
+            with contextlib.suppress(OSError):  # not empty, or not on this machine: kept
+                Path(record.workspace).rmdir()
+        return deleted
 
     def fork(self, session_id: str, entry_id: str, *, name: str | None = None) -> SessionRecord:
         """A new session continuing from `entry_id` of this one (its path copied)."""

@@ -13,6 +13,7 @@ starts a run, a busy one queues it for its next), or to a new session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import time
 import uuid
@@ -23,7 +24,7 @@ from typing import Literal
 from sqlalchemy.orm import Session
 
 from duragent.client.bounds import bounded
-from duragent.client.errors import SessionNotFound, TriggerNotFound
+from duragent.client.errors import SessionBusy, SessionNotFound, TriggerNotFound
 from duragent.client.part import ClientPart
 from duragent.client.run_control import RunHandle
 from duragent.client.workspaces import WorkspacePolicy
@@ -201,8 +202,8 @@ class Triggers(ClientPart):
                 return Delivered(delivery_id, trigger.session_id, "started", run_id=sent.run_id)
             return Delivered(delivery_id, trigger.session_id, "queued", item_id=sent.id)
         # The delivery's session, the same for every attempt: a sender's retry of a
-        # delivery that failed midway finds the session made then (rather than leaving it
-        # empty beside a second one), and the run in it if that attempt started one.
+        # delivery that failed midway finds the run that attempt started, if it did
+        # (rather than starting a second); one whose run did not start left no session.
         key = f"trigger/{trigger.id}/{delivery_id}"
         session_id = uuid.uuid5(uuid.NAMESPACE_URL, key).hex
         try:
@@ -224,7 +225,19 @@ class Triggers(ClientPart):
             )
         if earlier:
             return Delivered(delivery_id, session_id, "started", run_id=earlier[-1].run_id)
-        handle = await self._client.runs.prompt(session_id, prompt)
+        try:
+            handle = await self._client.runs.prompt(session_id, prompt)
+        except SessionBusy:
+            raise  # a run of an earlier attempt holds the session: it is not empty
+        except Exception:
+            # The run did not start: the session made for it goes too, rather than
+            # staying empty in the owner's list (a retry of the delivery makes it again,
+            # under the same id). Kept if anything reached it meanwhile, or if the store
+            # cannot be reached either (the retry then finds it): the caller hears of
+            # the failure that stopped the run, not of this.
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self._client.sessions.discard_unused, session_id)
+            raise
         return Delivered(delivery_id, session_id, "started", run_id=handle.run_id)
 
 

@@ -5,7 +5,7 @@ Read and written with Core statements only (see `store.statements`).
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import bindparam, delete, exists, or_, select, update
 from sqlalchemy.orm import Session
 
 from duragent.domain.config import SessionConfig
@@ -13,7 +13,7 @@ from duragent.store.clock import now_ms
 from duragent.store.errors import SessionNotFound
 from duragent.store.records import SessionRecord
 from duragent.store.statements import execute
-from duragent.store.tables import SessionRow, table_of
+from duragent.store.tables import InputQueueRow, RunStateRow, SessionRow, table_of
 
 _sessions = table_of(SessionRow)
 # Built once: a turn reads its session and moves its leaf.
@@ -128,6 +128,26 @@ def set_session_wide_config(db: Session, session_id: str, config: SessionConfig)
         .where(_sessions.c.id == session_id)
         .values(config=stored.model_dump(), updated_at=now_ms()),
     )
+
+
+def delete_unused(db: Session, session_id: str) -> bool:
+    """Delete the session if nothing was ever stored in it: no entry (its leaf is unset),
+    no run, no event, no queued input. True if it was deleted. A run that starts at the
+    same moment either finds no session (and fails before doing anything) or has
+    recorded itself first (and the session stays)."""
+    runs, queued = table_of(RunStateRow), table_of(InputQueueRow)
+    deleted = execute(
+        db,
+        delete(_sessions).where(
+            _sessions.c.id == session_id,
+            _sessions.c.leaf_id.is_(None),
+            _sessions.c.last_event_seq == 0,
+            _sessions.c.last_message_seq == 0,
+            ~exists().where(runs.c.session_id == session_id),
+            ~exists().where(queued.c.session_id == session_id),
+        ),
+    )
+    return bool(deleted.rowcount)
 
 
 def set_name(db: Session, session_id: str, name: str) -> None:

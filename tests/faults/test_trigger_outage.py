@@ -1,7 +1,8 @@
 """A trigger delivery in new-session mode that fails midway (the Temporal server is down,
-so its run cannot start) is refused with a 503 that says so, and the sender's retry of the
-same delivery runs in the session made for it then: no empty session beside a second one,
-and no second run when the run did start."""
+so its run cannot start) is refused with a 503 that says so and leaves no session behind
+(neither in the owner's list nor as a workspace folder); the sender's retry of the same
+delivery makes its session and runs there, and a retry after a run did start finds that
+run: no empty session, and no second run."""
 
 from __future__ import annotations
 
@@ -43,8 +44,10 @@ async def test_a_delivery_refused_in_an_outage_runs_in_its_session_when_resent(
                 assert refused.status_code == 503, refused.text
                 assert "Temporal server cannot be reached" in refused.json()["detail"]
                 assert refused.headers["Retry-After"] == "5"
-                [kept] = stack.client.sessions.list()
-                assert kept.name == "pr-review: d-1" and stack.client.runs.list(kept.id) == []
+                async with api.client(ApiServer.OPERATOR_TOKEN) as operator:
+                    listed = await operator.get("/api/sessions")
+                assert listed.status_code == 200 and listed.json() == [], listed.text
+                assert _folders(stack.settings.workspaces) == []
                 await outage.end()
 
                 worker = stack.spawn_worker()
@@ -53,6 +56,8 @@ async def test_a_delivery_refused_in_an_outage_runs_in_its_session_when_resent(
                 )
                 assert resent.status_code == 202, resent.text
                 delivered = resent.json()
+                [kept] = stack.client.sessions.list()
+                assert kept.name == "pr-review: d-1"
                 assert (delivered["action"], delivered["session_id"]) == ("started", kept.id)
                 replayed = await sender.post(
                     f"/api/triggers/{trigger}", content=body, headers=headers
@@ -77,3 +82,8 @@ async def test_a_delivery_refused_in_an_outage_runs_in_its_session_when_resent(
         assert [r.run_id for r in stack.client.runs.list(kept.id)] == [delivered["run_id"]]
         [request] = stack.model.requests_for(kept.id)
         assert "Fix the parser" in user_texts(request.body)[-1]
+
+
+def _folders(root: Path) -> list[Path]:
+    """The session workspace folders under `root` (none before the first is made)."""
+    return sorted(root.iterdir()) if root.exists() else []
