@@ -7,30 +7,54 @@ it) to its end, or to a wait for a person, where it finishes with the interrupt 
 - `agent_start` (or joining a run in progress): `RUN_STARTED`, `STATE_SNAPSHOT`;
 - an assistant message's text deltas: `TEXT_MESSAGE_START` / `_CONTENT` / `_END` (its
   entry id as the message id);
+- its thinking deltas: a reasoning span of one reasoning message, `REASONING_START`,
+  `REASONING_MESSAGE_START` / `_CONTENT` / `_END`, `REASONING_END` (both ids
+  `<entry id>:reasoning:<block index>`);
 - the tool calls of a finished assistant message: `TOOL_CALL_START` / `_ARGS` / `_END`;
 - a tool result message: `TOOL_CALL_RESULT` (its entry id as the message id);
-- a user message (steering, a follow-up; not the prompt the client sent): a text message
-  of role `user`;
+- a user message someone else sent (steering, a follow-up, the page's composer): a text
+  message of role `user`; one the client sent itself: a `MESSAGES_SNAPSHOT` (below);
 - `turn_start`, `phase_changed`, a reply's usage: `STATE_DELTA` of the run header's state
   (`HeaderState`);
 - a phase that waits for a person: `RUN_FINISHED` with the interrupt outcome;
 - `agent_end`: `RUN_FINISHED` (`success`; `cancelled` when aborted) or `RUN_ERROR`;
 - every other event (tools running, retries, guidance, approvals decided, ...): `CUSTOM`
-  named `duragent.<type>`, its payload as the value.
+  named `duragent.<type>`, its payload as the value; a resume entry that answered nothing
+  is a `CUSTOM` `duragent.warning`.
 
 A tool call's arguments come whole when its message ends: duragent streams them without
 the call's id, which every AG-UI tool call event needs.
+
+The conversation itself (`api/agui_messages.py`) is restated as a `MESSAGES_SNAPSHOT`
+before every `RUN_FINISHED` or `RUN_ERROR`, and when a message the client sent itself
+reaches the transcript. A client adds its own message to its list when it sends it, under
+an id of its own, where it sent it; the transcript puts it where a run took it, under the
+entry's id (two messages sent while a run was busy, or one sent during a reply, land
+after what the run said meanwhile). The snapshot drops the client's copy and appends the
+stored one, which at that moment is the transcript's last message: the client's list and
+the transcript (`duragent show`) then have the same messages in the same order, and a tool
+result that failed or was denied carries AG-UI's `error`, which `TOOL_CALL_RESULT` has no
+field for. What the client holds already (its input's messages, what a snapshot gave it)
+is never streamed again.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import (
     BaseEvent,
     CustomEvent,
     Interrupt,
+    Message,
+    MessagesSnapshotEvent,
+    ReasoningEndEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
@@ -46,13 +70,17 @@ from ag_ui.core import (
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
+    ToolMessage,
 )
 from ag_ui.core.version import PROTOCOL_VERSION
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
 
-from duragent.api.agui_waits import WAIT_PHASES, at_position
+from duragent.api.agui_messages import as_message
+from duragent.api.agui_waits import WAIT_PHASES, Ignored, at_position
 from duragent.domain.messages import (
+    AgentMessage,
     AssistantMessage,
+    ThinkingContent,
     ToolResultMessage,
     Usage,
     UserMessage,
@@ -61,6 +89,9 @@ from duragent.domain.messages import (
 from duragent.store.records import StoredEvent
 
 CUSTOM_PREFIX = "duragent."
+_STORED: TypeAdapter[AgentMessage] = TypeAdapter(AgentMessage)
+WARNING = CUSTOM_PREFIX + "warning"
+"""The `CUSTOM` event that warns of something the run went on without."""
 
 
 class HeaderState(BaseModel):
@@ -74,12 +105,26 @@ class HeaderState(BaseModel):
     model: str | None = None
 
 
+@dataclass(frozen=True)
+class _Open:
+    """The streamed message open now: its kind and its AG-UI id."""
+
+    kind: str
+    """`text` or `reasoning`."""
+    message_id: str
+    entry_id: str
+
+
 class AguiRun:
     """Translates the stored events of one AG-UI run, in `seq` order.
 
     `thread_id` is the session's id; `run_id` names the AG-UI run (the client's, or else
-    the duragent run's); `sent_text` is the prompt the client sent itself: the first user
-    message with that text is not echoed back."""
+    the duragent run's); `held` are the messages the client sent with its input (what it
+    holds): none is streamed to it again, and a stored user message with the text of one
+    of its user messages is its own (`MESSAGES_SNAPSHOT` rather than a text message).
+
+    Some events need the conversation from the store: after `translate` or `interrupt`,
+    when `wants_messages` is set, the caller reads it and sends `with_messages(...)`."""
 
     def __init__(
         self,
@@ -87,7 +132,7 @@ class AguiRun:
         state: HeaderState,
         *,
         run_id: str | None = None,
-        sent_text: str | None = None,
+        held: list[Message] | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.state = state
@@ -97,10 +142,20 @@ class AguiRun:
         self.waiting: str | None = None
         """A phase of `WAIT_PHASES` the run just entered: the caller lists what waits and
         calls `interrupt`."""
-        self._sent_text = sent_text
-        self._text_open: str | None = None
+        self.wants_messages = False
+        """The caller owes the client the conversation (`with_messages`)."""
+        self._waits_on: set[str] = set()
+        """The entry ids of the replies whose calls the run waits on (`interrupt`)."""
+        self._held = list(held or [])
+        self._held_texts = {_user_text(m.content) for m in self._held if m.role == "user"}
+        self._told: dict[str, Message] = {}
+        """The messages this stream told, by entry id."""
+        self._open: _Open | None = None
         self._streamed: set[str] = set()
-        self._done: set[str] = set()
+        self._done: set[str] = {m.id for m in held or []}
+        """Entries the client has: never told again."""
+        self._closing: list[BaseEvent] = []
+        """The `RUN_FINISHED` or `RUN_ERROR` that follows the conversation."""
 
     def start(self, run_id: str | None) -> list[BaseEvent]:
         """`RUN_STARTED` and the state (once)."""
@@ -115,23 +170,72 @@ class AguiRun:
             StateSnapshotEvent(snapshot=self.state.model_dump(mode="json")),
         ]
 
+    def warn(self, ignored: list[Ignored]) -> list[BaseEvent]:
+        """A warning for each resume entry that answered nothing: the run went on."""
+        return [
+            CustomEvent(
+                name=WARNING,
+                value={"code": "resume_ignored", "interrupt_id": i.interrupt_id, "message": i.why},
+            )
+            for i in ignored
+        ]
+
     def interrupt(self, interrupts: list[Interrupt], position: int) -> list[BaseEvent]:
         """Finish the AG-UI run: the duragent run waits for these (nothing, when none is
         left to wait for). Each interrupt's id ends with `@position`, the seq of the last
         stored event told: the run that answers it goes on from there, so what happened
-        between the two AG-UI runs (calls that needed no approval) is told too."""
+        between the two AG-UI runs (calls that needed no approval) is told too. The
+        `RUN_FINISHED` follows the conversation (`with_messages`)."""
         self.waiting = None
         if not interrupts:
             return []
         placed = [i.model_copy(update={"id": at_position(i.id, position)}) for i in interrupts]
-        return [
-            *self._close_text(),
-            self._finish(RunFinishedInterruptOutcome(interrupts=placed)),
-        ]
+        self._waits_on = {str((i.metadata or {}).get("message_id")) for i in interrupts}
+        return self._close(self._finish(RunFinishedInterruptOutcome(interrupts=placed)))
+
+    def finish_idle(self) -> list[BaseEvent]:
+        """Finish an AG-UI run that has nothing to follow (a resume whose run is over and
+        told): a success, once the conversation is restated."""
+        return self._close(self._finish(RunFinishedSuccessOutcome()))
+
+    def with_messages(self, conversation: list[Message], queued: list[str]) -> list[BaseEvent]:
+        """The conversation as the client is to hold it, then the run's end if it ends.
+
+        `conversation` is the session's transcript (oldest first); `queued` the texts of
+        the input waiting for a run. A run that waits on tool calls has their turn still
+        waiting for its save point, out of the transcript: its reply and the results so far
+        follow it, as the client holds them or this stream told them. Then the client's
+        own messages that wait in the input queue stay, under the client's ids."""
+        self.wants_messages = False
+        told = {m.id for m in conversation}
+        turn = [m for m in [*self._held, *self._told.values()] if m.id in self._waits_on]
+        calls = {c.id for m in turn for c in getattr(m, "tool_calls", None) or []}
+        staged: list[Message] = []
+        for message in [*self._held, *self._told.values()]:
+            ours = message.id in self._waits_on or (
+                isinstance(message, ToolMessage) and message.tool_call_id in calls
+            )
+            if ours and message.id not in told:
+                told.add(message.id)
+                staged.append(message)
+        waiting = list(queued)
+        mine: list[Message] = []
+        for message in self._held:
+            if message.role != "user" or message.id in told:
+                continue
+            text = _user_text(message.content)
+            if text in waiting:
+                waiting.remove(text)
+                mine.append(message)
+        self._done.update(told)
+        closing, self._closing = self._closing, []
+        if closing:
+            self.finished = True
+        return [MessagesSnapshotEvent(messages=[*conversation, *staged, *mine]), *closing]
 
     def translate(self, event: StoredEvent) -> list[BaseEvent]:
         """The AG-UI events of one stored event (none for what was already told)."""
-        if self.finished or not (self.started or event.run_id):
+        if self.finished or self._closing or not (self.started or event.run_id):
             return []  # what no run did (a compaction of an idle session) opens no run
         out = self.start(event.run_id)
         p = event.payload
@@ -145,8 +249,8 @@ class AguiRun:
             if p["phase"] in WAIT_PHASES:
                 self.waiting = p["phase"]
         elif kind == "message_start":
-            if p["entry_id"] == self._text_open:  # the model call is made again
-                out += self._close_text()
+            if self._open and self._open.entry_id == p["entry_id"]:  # the call made again
+                out += self._close_open()
         elif kind == "message_update":
             out += self._delta(p)
         elif kind == "message_end":
@@ -158,26 +262,37 @@ class AguiRun:
         return out
 
     def _delta(self, p: dict[str, Any]) -> list[BaseEvent]:
-        if p["kind"] != "text" or not p["delta"]:
-            return []  # thinking; tool calls come whole with their message's end
         entry_id = p["entry_id"]
+        kind = {"text": "text", "thinking": "reasoning"}.get(p["kind"])
+        if kind is None or not p["delta"] or entry_id in self._done:
+            return []  # tool calls come whole with their message's end
         attempt = p.get("attempt", 1)
         message_id = entry_id if attempt == 1 else f"{entry_id}:{attempt}"
+        if kind == "reasoning":
+            message_id = f"{message_id}:reasoning:{p['content_index']}"
         out: list[BaseEvent] = []
-        if self._text_open != message_id:
-            out += self._close_text()
-            out.append(TextMessageStartEvent(message_id=message_id, role="assistant"))
-            self._text_open = message_id
+        if self._open is None or self._open.message_id != message_id:
+            out += self._close_open()
+            out += _opening(kind, message_id)
+            self._open = _Open(kind, message_id, entry_id)
             self._streamed.add(entry_id)
-        out.append(TextMessageContentEvent(message_id=message_id, delta=p["delta"]))
+        if kind == "reasoning":
+            out.append(ReasoningMessageContentEvent(message_id=message_id, delta=p["delta"]))
+        else:
+            out.append(TextMessageContentEvent(message_id=message_id, delta=p["delta"]))
         return out
 
-    def _close_text(self) -> list[BaseEvent]:
-        if self._text_open is None:
+    def _close_open(self) -> list[BaseEvent]:
+        if self._open is None:
             return []
-        ended = TextMessageEndEvent(message_id=self._text_open)
-        self._text_open = None
-        return [ended]
+        message_id, kind = self._open.message_id, self._open.kind
+        self._open = None
+        if kind == "reasoning":
+            return [
+                ReasoningMessageEndEvent(message_id=message_id),
+                ReasoningEndEvent(message_id=message_id),
+            ]
+        return [TextMessageEndEvent(message_id=message_id)]
 
     def _message_end(self, entry_id: str, message: dict[str, Any]) -> list[BaseEvent]:
         if entry_id in self._done:
@@ -185,12 +300,18 @@ class AguiRun:
         self._done.add(entry_id)
         role = message.get("role")
         out: list[BaseEvent] = []
+        if (told := as_message(entry_id, _STORED.validate_python(message))) is not None:
+            self._told[entry_id] = told
         if role == "assistant":
             reply = AssistantMessage.model_validate(message)
-            out += self._close_text()
+            out += self._close_open()
             text = text_of(reply.content)
-            if entry_id not in self._streamed and text:  # joined after its deltas
-                out += _whole_text(entry_id, "assistant", text)
+            if entry_id not in self._streamed:  # joined after its deltas
+                for index, block in enumerate(reply.content):
+                    if isinstance(block, ThinkingContent) and block.thinking:
+                        out += _whole_reasoning(f"{entry_id}:reasoning:{index}", block.thinking)
+                if text:
+                    out += _whole_text(entry_id, "assistant", text)
             for call in reply.tool_calls:
                 out += [
                     ToolCallStartEvent(
@@ -212,29 +333,34 @@ class AguiRun:
             )
         elif role == "user":
             text = text_of(UserMessage.model_validate(message).content)
-            if text == self._sent_text:
-                self._sent_text = None  # the client has it
+            if text in self._held_texts:
+                # The client's own: it holds a copy where it sent it, under its own id.
+                # The conversation replaces that copy with this one, last, where it is.
+                self.wants_messages = True
             elif text:
                 out += _whole_text(entry_id, "user", text)
         return out
 
     def _end(self, p: dict[str, Any]) -> list[BaseEvent]:
-        out = [
-            *self._close_text(),
-            *self._set(phase="idle", usage=Usage.model_validate(p["usage"])),
-        ]
+        out = self._set(phase="idle", usage=Usage.model_validate(p["usage"]))
         status = p["status"]
         if status == "error":
-            self.finished = True
-            out.append(RunErrorEvent(message=p.get("error") or "the run failed", code="error"))
+            ended: BaseEvent = RunErrorEvent(
+                message=p.get("error") or "the run failed", code="error"
+            )
         elif status == "aborted":
-            out.append(self._finish(RunFinishedCancelledOutcome()))
+            ended = self._finish(RunFinishedCancelledOutcome())
         else:
-            out.append(self._finish(RunFinishedSuccessOutcome()))
-        return out
+            ended = self._finish(RunFinishedSuccessOutcome())
+        return [*self._close(ended), *out]
+
+    def _close(self, ended: BaseEvent) -> list[BaseEvent]:
+        """Close what is open; `ended` follows the conversation (`with_messages`)."""
+        self._closing = [ended]
+        self.wants_messages = True
+        return self._close_open()
 
     def _finish(self, outcome: Any) -> RunFinishedEvent:
-        self.finished = True
         return RunFinishedEvent(
             thread_id=self.thread_id, run_id=self.run_id or self.thread_id, outcome=outcome
         )
@@ -250,6 +376,31 @@ class AguiRun:
             if before[key] != value
         ]
         return [StateDeltaEvent(delta=ops)] if ops else []
+
+
+def _opening(kind: str, message_id: str) -> list[BaseEvent]:
+    if kind == "reasoning":  # one span of one message
+        return [
+            ReasoningStartEvent(message_id=message_id),
+            ReasoningMessageStartEvent(message_id=message_id, role="reasoning"),
+        ]
+    return [TextMessageStartEvent(message_id=message_id, role="assistant")]
+
+
+def _whole_reasoning(message_id: str, text: str) -> list[BaseEvent]:
+    return [
+        *_opening("reasoning", message_id),
+        ReasoningMessageContentEvent(message_id=message_id, delta=text),
+        ReasoningMessageEndEvent(message_id=message_id),
+        ReasoningEndEvent(message_id=message_id),
+    ]
+
+
+def _user_text(content: Any) -> str:
+    """The text of an AG-UI user message (its text parts, one per line)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.text for part in content or [] if getattr(part, "type", None) == "text")
 
 
 def _whole_text(message_id: str, role: Any, text: str) -> list[BaseEvent]:

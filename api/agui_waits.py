@@ -8,6 +8,17 @@ by the wait its interrupt id names (`<kind>:<id>@<position>`, the position being
 of the last stored event the interrupted AG-UI run told: the answering run goes on from
 there, so nothing that happened in between is missed).
 
+What a client holds as an interrupt may have been settled meanwhile by someone else (the
+page, the CLI, the REST API, a timeout, Stop). AG-UI's interrupt rules (1.0, "Interrupts
+and Resume") say what a producer does with an entry naming an interrupt it does not hold
+open: the run proceeds without it and the producer warns. Refusing it instead would wedge
+the official client, which keeps an interrupt pending until a run on the thread finishes
+and sends nothing else until every pending one is answered. So such an entry is
+`Ignored`, the caller surfaces it as a warning event, and the run goes on. An entry for an
+interrupt that still waits is checked against the `responseSchema` that interrupt
+advertised, strictly (`"yes"` is not a boolean): a payload that does not fit is refused
+before anything is decided, and the interrupt stays open for a right answer.
+
 A new kind of wait is one `Wait` in `WAITS`: the phase it shows as, the prefix of its
 interrupt ids, how to list what waits and how to take an answer.
 """
@@ -23,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from duragent.client.api import DuragentClient
 from duragent.client.bounds import one_line
-from duragent.client.errors import InvalidChange
+from duragent.client.errors import AnswerRefused, ApprovalRefused, InvalidChange, SessionIdle
 from duragent.domain.approvals import MAX_REASON_CHARS, PendingApproval
 from duragent.domain.questions import MAX_ANSWER_CHARS, PendingQuestion
 
@@ -38,7 +49,9 @@ QUESTION_REASON = "ask_user"
 class ApprovalAnswer(BaseModel):
     """The `payload` of a resume entry that answers an approval."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Strict: the payload is JSON checked against the schema the interrupt advertised,
+    # where `"yes"` is no boolean and `1` no string.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     approved: bool
     always: bool = False
@@ -66,6 +79,7 @@ def approval_interrupt(pending: PendingApproval) -> Interrupt:
         tool_call_id=pending.call_id,
         response_schema=APPROVAL_SCHEMA,
         metadata={
+            "message_id": pending.assistant_entry_id,
             "tool_name": pending.tool_name,
             "arguments": pending.arguments,
             "rule": pending.rule,
@@ -78,17 +92,23 @@ async def approval_interrupts(client: DuragentClient, session_id: str) -> list[I
     return [approval_interrupt(p) for p in await client.approvals.pending(session_id)]
 
 
-async def answer_approval(
-    client: DuragentClient, session_id: str, call_id: str, entry: ResumeEntry, by: str
-) -> None:
+def check_approval(entry: ResumeEntry, interrupt: Interrupt) -> ApprovalAnswer | None:
+    """The answer an entry gives a waiting approval (None: cancelled, which denies it);
+    `InvalidChange` when its payload does not fit the interrupt's `responseSchema`."""
     if entry.status == "cancelled":
-        await client.approvals.deny(session_id, call_id, "the person cancelled it", by=by)
-        return
+        return None
     try:
-        answer = ApprovalAnswer.model_validate(entry.payload)
+        return ApprovalAnswer.model_validate(entry.payload)
     except ValidationError as err:
-        raise InvalidChange(f"resume {entry.interrupt_id!r}: {one_line(err)}") from err
-    if answer.approved:
+        raise InvalidChange(f"resume {entry.interrupt_id!r}: {_schema_error(err)}") from err
+
+
+async def answer_approval(
+    client: DuragentClient, session_id: str, call_id: str, answer: Any, by: str
+) -> None:
+    if answer is None:
+        await client.approvals.deny(session_id, call_id, "the person cancelled it", by=by)
+    elif answer.approved:
         await client.approvals.approve(session_id, call_id, always=answer.always, by=by)
     else:
         await client.approvals.deny(session_id, call_id, answer.reason, by=by)
@@ -97,7 +117,7 @@ async def answer_approval(
 class QuestionAnswer(BaseModel):
     """The `payload` of a resume entry that answers an `ask_user` question."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     answer: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
     """One of the choices, or the person's own words where the question allows them."""
@@ -115,6 +135,7 @@ def question_interrupt(pending: PendingQuestion) -> Interrupt:
         tool_call_id=pending.call_id,
         response_schema=schema,
         metadata={
+            "message_id": pending.assistant_entry_id,
             "choices": pending.choices,
             "allow_other": pending.allow_other,
             "timeout_s": pending.timeout_s,
@@ -126,9 +147,9 @@ async def question_interrupts(client: DuragentClient, session_id: str) -> list[I
     return [question_interrupt(q) for q in await client.questions.pending(session_id)]
 
 
-async def answer_question(
-    client: DuragentClient, session_id: str, call_id: str, entry: ResumeEntry, by: str
-) -> None:
+def check_question(entry: ResumeEntry, interrupt: Interrupt) -> QuestionAnswer:
+    """The answer an entry gives a waiting question; `InvalidChange` when it is cancelled or
+    its payload does not fit the interrupt's `responseSchema` (its choices included)."""
     if entry.status == "cancelled":  # a question has no refusal: it waits on
         raise InvalidChange(
             f"resume {entry.interrupt_id!r}: a question is answered, not cancelled"
@@ -137,8 +158,27 @@ async def answer_question(
     try:
         answer = QuestionAnswer.model_validate(entry.payload)
     except ValidationError as err:
-        raise InvalidChange(f"resume {entry.interrupt_id!r}: {one_line(err)}") from err
+        raise InvalidChange(f"resume {entry.interrupt_id!r}: {_schema_error(err)}") from err
+    schema = interrupt.response_schema or {}
+    choices = schema.get("properties", {}).get("answer", {}).get("enum")
+    if choices is not None and answer.answer not in choices:
+        listed = ", ".join(repr(choice) for choice in choices)
+        raise InvalidChange(
+            f"resume {entry.interrupt_id!r}: the payload does not fit the interrupt's"
+            f" responseSchema: answer must be one of the choices ({listed}),"
+            f" not {answer.answer!r}"
+        )
+    return answer
+
+
+async def answer_question(
+    client: DuragentClient, session_id: str, call_id: str, answer: Any, by: str
+) -> None:
     await client.questions.answer(session_id, call_id, answer.answer, by=by)
+
+
+def _schema_error(err: ValidationError) -> str:
+    return f"the payload does not fit the interrupt's responseSchema: {one_line(err)}"
 
 
 def at_position(interrupt_id: str, position: int) -> str:
@@ -165,15 +205,23 @@ class Wait:
     """Its interrupts' ids are `<prefix>:<id of what waits>`."""
     interrupts: Callable[[DuragentClient, str], Awaitable[list[Interrupt]]]
     """What waits now, as interrupts (asks the run)."""
-    answer: Callable[[DuragentClient, str, str, ResumeEntry, str], Awaitable[None]]
-    """Take a resume entry for the thing of this id (the user is the last argument)."""
+    check: Callable[[ResumeEntry, Interrupt], Any]
+    """The answer a resume entry gives the interrupt it names, checked against the
+    interrupt's `responseSchema` (`InvalidChange` when it does not fit)."""
+    answer: Callable[[DuragentClient, str, str, Any, str], Awaitable[None]]
+    """Take a checked answer for the thing of this id (the user is the last argument)."""
 
 
 WAITS = (
-    Wait("awaiting_approval", "approval", approval_interrupts, answer_approval),
-    Wait("awaiting_input", "question", question_interrupts, answer_question),
+    Wait("awaiting_approval", "approval", approval_interrupts, check_approval, answer_approval),
+    Wait("awaiting_input", "question", question_interrupts, check_question, answer_question),
 )
 WAIT_PHASES = {wait.phase: wait for wait in WAITS}
+KNOWN_IDS = ", ".join(f"{wait.prefix}:<id>" for wait in WAITS)
+NO_LONGER_WAITS = (
+    "no longer waits (decided or answered elsewhere, timed out, or its run ended or was"
+    " stopped); this answer was not used"
+)
 
 
 async def waiting_interrupts(
@@ -186,24 +234,70 @@ async def waiting_interrupts(
     return [found for wait in WAITS for found in await wait.interrupts(client, session_id)]
 
 
+@dataclass(frozen=True)
+class Ignored:
+    """A resume entry that answered nothing, and why: the AG-UI run warns of it and goes
+    on (AG-UI 1.0: an entry for an interrupt the producer does not hold open)."""
+
+    interrupt_id: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Resumed:
+    positions: list[int]
+    """Where the answered interrupts were raised (`at_position`)."""
+    ignored: list[Ignored]
+
+
+@dataclass(frozen=True)
+class _Answer:
+    wait: Wait
+    key: str
+    interrupt_id: str
+    answer: Any
+    entry_id: str
+
+
 async def resume(
     client: DuragentClient, session_id: str, entries: list[ResumeEntry], by: str
-) -> list[int]:
-    """Take the answers, in order; an interrupt id no wait knows is refused. The positions
-    the answered interrupts were raised at (`at_position`)."""
+) -> Resumed:
+    """Take the answers, in order, once every entry for an interrupt that still waits has
+    been checked (a payload that does not fit its schema refuses the whole input, nothing
+    decided). Entries for interrupts that no longer wait, or that this API never raises,
+    are ignored; so is one whose interrupt was settled elsewhere while it was taken."""
     if len(entries) > MAX_RESUME_ENTRIES:
         raise InvalidChange(f"resume: at most {MAX_RESUME_ENTRIES} entries, not {len(entries)}")
-    positions = []
+    positions: list[int] = []
+    ignored: list[Ignored] = []
+    answers: list[_Answer] = []
+    waiting: dict[str, dict[str, Interrupt]] = {}
     for entry in entries:
         interrupt_id, position = position_of(entry.interrupt_id)
-        if position is not None:
-            positions.append(position)
         prefix, _, key = interrupt_id.partition(":")
         wait = next((w for w in WAITS if w.prefix == prefix), None)
         if wait is None or not key:
-            known = ", ".join(f"{w.prefix}:<id>" for w in WAITS)
-            raise InvalidChange(
-                f"resume: interrupt id {entry.interrupt_id!r} is not one of this API's ({known})"
-            )
-        await wait.answer(client, session_id, key, entry, by)
-    return positions
+            why = f"not an interrupt of this API ({KNOWN_IDS}); this answer was not used"
+            ignored.append(Ignored(entry.interrupt_id, why))
+            continue
+        if position is not None:
+            positions.append(position)  # the run goes on from there, answered or not
+        if prefix not in waiting:
+            waiting[prefix] = {i.id: i for i in await wait.interrupts(client, session_id)}
+        interrupt = waiting[prefix].get(interrupt_id)
+        if interrupt is None:
+            ignored.append(Ignored(entry.interrupt_id, NO_LONGER_WAITS))
+            continue
+        answer = wait.check(entry, interrupt)
+        answers.append(_Answer(wait, key, interrupt_id, answer, entry.interrupt_id))
+    for item in answers:
+        try:
+            await item.wait.answer(client, session_id, item.key, item.answer, by)
+        except (ApprovalRefused, AnswerRefused, SessionIdle) as err:
+            # Settled meanwhile (or answered twice in this input): ignored, as above. One
+            # that still waits was refused for another reason, which the caller hears.
+            still = await item.wait.interrupts(client, session_id)
+            if any(i.id == item.interrupt_id for i in still):
+                raise
+            ignored.append(Ignored(item.entry_id, f"{NO_LONGER_WAITS}: {err}"))
+    return Resumed(positions, ignored)

@@ -4,8 +4,9 @@
 answers with the AG-UI events of one AG-UI run, as Server-Sent Events: its last user
 message goes to the session as the page's composer sends it (an idle session starts a
 run, a busy one queues it for the run's next turn), or its `resume` answers what the run
-waits for (`api/agui_waits.py`). `GET /api/sessions/{id}/agui` watches the run in
-progress (or the next one) the same way, without sending anything.
+waits for (`api/agui_waits.py`; an entry for an interrupt that no longer waits is a
+warning, and the run goes on). `GET /api/sessions/{id}/agui` watches the run in progress
+(or the next one) the same way, without sending anything.
 
 Every event translated from the stored event `seq` is written together, the last of
 them with `id: seq`: a dropped stream resumes with `Last-Event-ID` (or `?after=`) on the
@@ -26,6 +27,7 @@ from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
 
 from duragent.api.agui_events import AguiRun, HeaderState
+from duragent.api.agui_messages import conversation
 from duragent.api.agui_mount import AGUI_PATH, AGUI_WATCH_PATH
 from duragent.api.agui_waits import WAIT_PHASES, resume, waiting_interrupts
 from duragent.api.models import Cursor
@@ -52,15 +54,18 @@ def agui_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
         # The cursor is read first, so the stream misses nothing the input causes; a
         # resume goes on from where the interrupted AG-UI run stopped.
         cursor = await asyncio.to_thread(client.events.cursor, session_id)
-        sent = None
+        run = AguiRun(session_id, state, run_id=body.run_id, held=list(body.messages))
         if body.resume:
-            cursor = min([cursor, *await resume(client, session_id, body.resume, owner)])
+            resumed = await resume(client, session_id, body.resume, owner)
+            cursor = min([cursor, *resumed.positions])
+            opened = [*run.start(None), *run.warn(resumed.ignored)]
         else:
-            sent = last_user_text(body)
-            await client.inputs.send(session_id, sent)
-        run = AguiRun(session_id, state, run_id=body.run_id, sent_text=sent)
+            await client.inputs.send(session_id, last_user_text(body))
+            opened = run.start(None)
         return StreamingResponse(
-            agui_stream(client, session_id, run, cursor, opened=run.start(None)),
+            agui_stream(
+                client, session_id, run, cursor, opened=opened, idle_ends=bool(body.resume)
+            ),
             media_type=EventEncoder().get_content_type(),
             headers=_HEADERS,
         )
@@ -124,11 +129,14 @@ async def agui_stream(
     cursor: int,
     *,
     opened: list[BaseEvent] | None = None,
+    idle_ends: bool = False,
 ) -> AsyncIterator[str]:
     """The AG-UI run's events from the stored events after `cursor`, until it finishes.
 
     Once the stored events are caught up with, a run in progress is opened if no event of
-    it came yet, and a run that waits for a person finishes the AG-UI run at once."""
+    it came yet, and a run that waits for a person finishes the AG-UI run at once; with
+    `idle_ends` (a resume), so does one that finds no run in progress: nothing more of it
+    will come."""
     if opened:
         yield frame(opened)
     caught_up = False
@@ -142,6 +150,7 @@ async def agui_stream(
                 if run.waiting:
                     waits = await waiting_interrupts(client, session_id, run.waiting)
                     out += run.interrupt(waits, position)
+                out += await restated(client, session_id, run)
                 yield frame(out, event.seq)
                 if run.finished:
                     return
@@ -150,7 +159,7 @@ async def agui_stream(
                 continue
             if not caught_up:
                 caught_up = True
-                out = await join(client, session_id, run, position)
+                out = await join(client, session_id, run, position, idle_ends=idle_ends)
                 if out:
                     yield frame(out)
                 if run.finished:
@@ -165,10 +174,11 @@ async def agui_stream(
 
 
 async def join(
-    client: DuragentClient, session_id: str, run: AguiRun, position: int
+    client: DuragentClient, session_id: str, run: AguiRun, position: int, *, idle_ends: bool
 ) -> list[BaseEvent]:
     """Open the session's run in progress (when none of its events came yet) and, when it
-    waits for a person, finish the AG-UI run with what it waits for."""
+    waits for a person, finish the AG-UI run with what it waits for; with `idle_ends`,
+    finish it when no run is in progress."""
     state = await header_state(client, session_id)
     out: list[BaseEvent] = []
     if not run.started and state.run_id is not None:
@@ -176,7 +186,18 @@ async def join(
         out += run.start(state.run_id)
     if run.started and state.phase in WAIT_PHASES:
         out += run.interrupt(await waiting_interrupts(client, session_id, state.phase), position)
-    return out
+    elif run.started and idle_ends and state.run_id is None:
+        out += run.finish_idle()
+    return [*out, *await restated(client, session_id, run)]
+
+
+async def restated(client: DuragentClient, session_id: str, run: AguiRun) -> list[BaseEvent]:
+    """The conversation, when the AG-UI run owes it to the client (and the run's end, when
+    that follows it)."""
+    if not run.wants_messages:
+        return []
+    messages, queued = await conversation(client, session_id)
+    return run.with_messages(messages, queued)
 
 
 def frame(events: list[BaseEvent], seq: int | None = None) -> str:

@@ -1,11 +1,18 @@
 """The AG-UI endpoint, driven with the protocol's own types (`ag_ui.core`): a run whose
 tool call waits for approval ends its AG-UI run with an interrupt, a watcher joining then
 sees the same interrupt, the answer's `resume` runs the call and the rest of the run, and
-the stream resumes from a `Last-Event-ID`."""
+the stream resumes from a `Last-Event-ID`. A resume for an interrupt settled elsewhere is
+a warning and the run goes on; the messages a client keeps by the protocol's rules are the
+transcript's, in its order. The official client, `@ag-ui/client`'s HttpAgent in node
+(`tests/agui_client/`), drives it too."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +21,8 @@ from ag_ui.core import (
     BaseEvent,
     CustomEvent,
     Event,
+    MessagesSnapshotEvent,
+    ReasoningMessageContentEvent,
     ResumeEntry,
     RunAgentInput,
     RunFinishedCancelledOutcome,
@@ -29,19 +38,28 @@ from ag_ui.core import (
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
+    ToolMessage,
     UserMessage,
 )
 from approval_support import ASK_BASH, bash_call
 from pydantic import TypeAdapter
-from support import ApiServer, Stack
+from support import REPO, ApiServer, Stack, eventually, run_finished
 
 from duragent.api.agui_waits import position_of
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import text_of
 
 EVENT: TypeAdapter[Any] = TypeAdapter(Event)
 SCRIPT = {
     "conversations": {
         "*": [
-            {"reply": [{"text": "Writing it."}, bash_call("echo ran > out.txt", "call_write")]},
+            {
+                "reply": [
+                    {"thinking": "A file, then."},
+                    {"text": "Writing it."},
+                    bash_call("echo ran > out.txt", "call_write"),
+                ]
+            },
             {"reply": [{"text": "All done."}]},
         ]
     }
@@ -50,12 +68,17 @@ SCRIPT = {
 Frames = list[tuple[int | None, BaseEvent]]
 
 
-async def read_run(http: Any, method: str, url: str, **kwargs: Any) -> Frames:
+async def read_run(
+    http: Any, method: str, url: str, *, answered: asyncio.Event | None = None, **kwargs: Any
+) -> Frames:
     """One AG-UI run's events as they arrived, each with the SSE id it came with, read
-    until its RUN_FINISHED (or RUN_ERROR)."""
+    until its RUN_FINISHED (or RUN_ERROR). `answered` is set once the response began (the
+    input was taken)."""
     frames: Frames = []
     event_id: int | None = None
     async with http.stream(method, url, **kwargs) as stream:
+        if answered is not None:
+            answered.set()
         assert stream.status_code == 200, await stream.aread()
         assert stream.headers["content-type"].startswith("text/event-stream")
         async for line in stream.aiter_lines():
@@ -70,10 +93,78 @@ async def read_run(http: Any, method: str, url: str, **kwargs: Any) -> Frames:
     raise AssertionError(f"the stream ended before its run finished: {frames}")
 
 
-def run_input(session_id: str, run_id: str, **fields: Any) -> dict[str, Any]:
-    messages = [UserMessage(id="user-1", content="write it")]
+def run_input(
+    session_id: str, run_id: str, messages: list[Any] | None = None, **fields: Any
+) -> dict[str, Any]:
+    messages = messages or [UserMessage(id="user-1", content="write it")]
     body = RunAgentInput(thread_id=session_id, run_id=run_id, messages=messages, **fields)
     return body.model_dump(mode="json", by_alias=True)
+
+
+def resume_input(
+    session_id: str, run_id: str, interrupt_id: str, payload: Any, status: str = "resolved"
+) -> dict[str, Any]:
+    entry = ResumeEntry(interrupt_id=interrupt_id, status=status, payload=payload)
+    return run_input(session_id, run_id, resume=[entry.model_dump(by_alias=True)])
+
+
+def warnings(frames: Frames) -> list[dict[str, Any]]:
+    return [e.value for e in of(frames, CustomEvent) if e.name == "duragent.warning"]
+
+
+class ClientMessages:
+    """The messages an AG-UI client holds, kept by the protocol's rules (AG-UI 1.0): its
+    own message is added when it sends it, streamed messages and tool results are added,
+    and a MESSAGES_SNAPSHOT replaces the messages it names in place, drops those it
+    does not (reasoning aside, when it has none) and appends the new ones."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+
+    def send(self, message: UserMessage) -> None:
+        self.messages.append(message.model_dump(mode="json", by_alias=True))
+
+    def apply(self, frames: Frames) -> None:
+        for _, event in frames:
+            self._apply(event)
+
+    def _find(self, message_id: str) -> dict[str, Any] | None:
+        return next((m for m in self.messages if m["id"] == message_id), None)
+
+    def _apply(self, event: BaseEvent) -> None:
+        if isinstance(event, TextMessageStartEvent) and not self._find(event.message_id):
+            self.messages.append({"id": event.message_id, "role": event.role, "content": ""})
+        elif isinstance(event, TextMessageContentEvent):
+            found = self._find(event.message_id)
+            assert found is not None, event
+            found["content"] += event.delta
+        elif isinstance(event, ToolCallResultEvent):
+            self.messages.append(
+                {"id": event.message_id, "role": "tool", "toolCallId": event.tool_call_id}
+            )
+        elif isinstance(event, MessagesSnapshotEvent):
+            given = [m.model_dump(mode="json", by_alias=True) for m in event.messages]
+            by_id = {m["id"]: m for m in given}
+            keep_reasoning = not any(m["role"] == "reasoning" for m in given)
+            kept = [
+                by_id.get(m["id"], m)
+                for m in self.messages
+                if m["id"] in by_id or (m["role"] == "reasoning" and keep_reasoning)
+            ]
+            held = {m["id"] for m in kept}
+            self.messages = kept + [m for m in given if m["id"] not in held]
+
+    def user_texts(self) -> list[str]:
+        return [m["content"] for m in self.messages if m["role"] == "user"]
+
+
+def transcript_user_texts(stack: Stack, session_id: str) -> list[str]:
+    """The user messages of the session's transcript (`duragent show`), in order."""
+    return [
+        text_of(entry.message.content)
+        for entry in stack.client.tree.path(session_id)
+        if isinstance(entry, MessageEntry) and entry.message.role == "user"
+    ]
 
 
 def of(frames: Frames, kind: type[BaseEvent]) -> list[Any]:
@@ -114,6 +205,15 @@ async def test_the_agui_stream_of_a_run_with_a_tool_call_and_an_approval(
         [text_start] = of(first, TextMessageStartEvent)  # the prompt is not echoed back
         assert text_start.role == "assistant"
         assert "".join(e.delta for e in of(first, TextMessageContentEvent)) == "Writing it."
+        thought = "".join(e.delta for e in of(first, ReasoningMessageContentEvent))
+        assert thought == "A file, then."  # thinking, as AG-UI reasoning
+        # The client's own prompt, restated as the transcript has it (under its entry's
+        # id), then the conversation again before the run finishes.
+        restated = of(first, MessagesSnapshotEvent)
+        assert [[m.role for m in r.messages] for r in restated] == [
+            ["user"],
+            ["user", "assistant"],
+        ]
         [call] = of(first, ToolCallStartEvent)
         assert (call.tool_call_id, call.tool_call_name) == ("call_write", "bash")
         assert call.parent_message_id == text_start.message_id
@@ -142,9 +242,14 @@ async def test_the_agui_stream_of_a_run_with_a_tool_call_and_an_approval(
         assert [type(e) for _, e in watched] == [
             RunStartedEvent,
             StateSnapshotEvent,
+            MessagesSnapshotEvent,
             RunFinishedEvent,
         ]
-        [(_, joined), (_, snapshot), (_, waits)] = watched
+        [(_, joined), (_, snapshot), (_, messages), (_, waits)] = watched
+        # It has the transcript (the turn that waits is not saved yet: the interrupt tells
+        # its call).
+        assert isinstance(messages, MessagesSnapshotEvent)
+        assert messages.messages == restated[-1].messages[:1]
         assert isinstance(joined, RunStartedEvent) and joined.run_id == run_id
         assert isinstance(snapshot, StateSnapshotEvent)
         assert snapshot.snapshot["phase"] == "awaiting_approval"
@@ -198,7 +303,7 @@ def without_state(frames: Frames) -> list[dict[str, Any]]:
 
 
 @pytest.mark.script(SCRIPT)
-async def test_a_resume_that_denies_and_resumes_that_are_refused(
+async def test_a_resume_that_denies_and_resumes_that_answer_nothing(
     stack: Stack, api: ApiServer
 ) -> None:
     async with stack.worker(), api.client() as http:
@@ -208,30 +313,93 @@ async def test_a_resume_that_denies_and_resumes_that_are_refused(
         finished = first[-1][1]
         assert isinstance(finished, RunFinishedEvent)
         assert isinstance(finished.outcome, RunFinishedInterruptOutcome)
+        [interrupt] = finished.outcome.interrupts
 
         def answer(interrupt_id: str, payload: Any) -> dict[str, Any]:
-            entry = ResumeEntry(interrupt_id=interrupt_id, status="resolved", payload=payload)
-            return run_input(session, "agui-2", resume=[entry.model_dump(by_alias=True)])
+            return resume_input(session, "agui-2", interrupt_id, payload)
 
-        unknown = await http.post("/api/agui", json=answer("survey:1", {"approved": True}))
-        assert (
-            unknown.status_code == 422
-            and "approval:<id>, question:<id>" in unknown.json()["detail"]
-        )
-        bad = await http.post("/api/agui", json=answer("approval:call_write", {"ok": True}))
+        # A payload is checked against the schema the interrupt advertised: refused by
+        # name, nothing decided, the interrupt still open.
+        bad = await http.post("/api/agui", json=answer(interrupt.id, {"ok": True}))
         assert bad.status_code == 422 and "approved" in bad.json()["detail"]
-        nothing = await http.post("/api/agui", json=answer("approval:nope", {"approved": True}))
-        assert nothing.status_code == 409  # no such call waits: nothing decided
+        yes = await http.post("/api/agui", json=answer(interrupt.id, {"approved": "yes"}))
+        assert yes.status_code == 422, yes.text
+        assert "responseSchema" in yes.json()["detail"] and "boolean" in yes.json()["detail"]
         assert [p.call_id for p in await stack.client.approvals.pending(session)] == ["call_write"]
 
-        deny = answer("approval:call_write", {"approved": False, "reason": "not on a Friday"})
+        # An interrupt this API never raised, or one that waits no more: a warning, and the
+        # run goes on (here: it still waits, so the AG-UI run ends with its interrupt).
+        for unknown, why in (
+            ("survey:1", "approval:<id>, question:<id>"),
+            ("approval:nope", "no longer waits"),
+        ):
+            again = await read_run(http, "POST", "/api/agui", json=answer(unknown, {}))
+            [warned] = warnings(again)
+            assert warned["code"] == "resume_ignored" and warned["interrupt_id"] == unknown
+            assert why in warned["message"]
+            last = again[-1][1]
+            assert isinstance(last, RunFinishedEvent)
+            assert isinstance(last.outcome, RunFinishedInterruptOutcome)
+            assert [position_of(i.id)[0] for i in last.outcome.interrupts] == [
+                "approval:call_write"
+            ]
+
+        deny = answer(interrupt.id, {"approved": False, "reason": "not on a Friday"})
         second = await read_run(http, "POST", "/api/agui", json=deny)
         [result] = of(second, ToolCallResultEvent)
         assert result.tool_call_id == "call_write" and "not on a Friday" in result.content
+        # The denied result is an error in the conversation the run finishes with.
+        [*_, conversation] = of(second, MessagesSnapshotEvent)
+        [told] = [m for m in conversation.messages if isinstance(m, ToolMessage)]
+        assert told.tool_call_id == "call_write" and told.error
+        assert "not on a Friday" in told.error
         last = second[-1][1]
         assert isinstance(last, RunFinishedEvent)
         assert isinstance(last.outcome, RunFinishedSuccessOutcome)
         assert not (Path(stack.client.sessions.get(session).workspace) / "out.txt").exists()
+
+
+@pytest.mark.script(SCRIPT)
+async def test_a_resume_for_an_approval_decided_elsewhere_goes_on_with_a_warning(
+    stack: Stack, api: ApiServer
+) -> None:
+    """The client holds the interrupt; someone approves the call on the REST API (as the
+    page and the CLI do); the client's own answer then comes late: it is a warning, and
+    its AG-UI run tells what happened since and finishes with the run."""
+    async with stack.worker(), api.client() as http:
+        session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
+        await stack.client.approvals.set_policy(session, ASK_BASH)
+        first = await read_run(http, "POST", "/api/agui", json=run_input(session, "agui-1"))
+        finished = first[-1][1]
+        assert isinstance(finished, RunFinishedEvent)
+        assert isinstance(finished.outcome, RunFinishedInterruptOutcome)
+        [interrupt] = finished.outcome.interrupts
+        approved = await http.post(f"/api/sessions/{session}/approvals/call_write/approve")
+        assert approved.status_code == 200, approved.text
+
+        late = resume_input(session, "agui-2", interrupt.id, {"approved": False})
+        second = await read_run(http, "POST", "/api/agui", json=late)
+        assert isinstance(second[0][1], RunStartedEvent) and second[0][1].run_id == "agui-2"
+        [warned] = warnings(second)
+        assert warned["interrupt_id"] == interrupt.id and "no longer waits" in warned["message"]
+        decided = [e for e in of(second, CustomEvent) if e.name == "duragent.approval_decided"]
+        assert [e.value["decision"] for e in decided] == ["approve"]  # not the late deny
+        [result] = of(second, ToolCallResultEvent)
+        assert result.tool_call_id == "call_write"
+        assert "".join(e.delta for e in of(second, TextMessageContentEvent)) == "All done."
+        last = second[-1][1]
+        assert isinstance(last, RunFinishedEvent)
+        assert isinstance(last.outcome, RunFinishedSuccessOutcome)
+        assert (Path(stack.client.sessions.get(session).workspace) / "out.txt").exists()
+
+        # Once the run is over, a stale answer (no position: no run to follow) still opens
+        # and finishes an AG-UI run of its own.
+        stale = resume_input(session, "agui-3", "approval:call_write", {"approved": True})
+        third = await read_run(http, "POST", "/api/agui", json=stale)
+        assert [w["interrupt_id"] for w in warnings(third)] == ["approval:call_write"]
+        ended = third[-1][1]
+        assert isinstance(ended, RunFinishedEvent)
+        assert isinstance(ended.outcome, RunFinishedSuccessOutcome)
 
 
 @pytest.mark.script(SCRIPT)
@@ -251,6 +419,19 @@ async def test_a_run_stopped_while_it_waits_finishes_cancelled(
         assert isinstance(last, RunFinishedEvent)
         assert isinstance(last.outcome, RunFinishedCancelledOutcome)
         assert state_after(after)["phase"] == "idle"
+
+        # The client that held the interrupt cancels it: a warning, and its AG-UI run goes
+        # on from where it stopped, to the run's end.
+        finished = first[-1][1]
+        assert isinstance(finished, RunFinishedEvent)
+        assert isinstance(finished.outcome, RunFinishedInterruptOutcome)
+        [interrupt] = finished.outcome.interrupts
+        cancel = resume_input(session, "agui-2", interrupt.id, None, status="cancelled")
+        cancelled = await read_run(http, "POST", "/api/agui", json=cancel)
+        assert [w["interrupt_id"] for w in warnings(cancelled)] == [interrupt.id]
+        ended = cancelled[-1][1]
+        assert isinstance(ended, RunFinishedEvent)
+        assert isinstance(ended.outcome, RunFinishedCancelledOutcome)
 
 
 ASK_SCRIPT = {
@@ -300,21 +481,233 @@ async def test_an_ask_user_question_is_an_interrupt_its_resume_answers(
         assert state_after(first)["phase"] == "awaiting_input"
 
         def answering(payload: Any, status: str = "resolved") -> dict[str, Any]:
-            entry = ResumeEntry(interrupt_id=interrupt.id, status=status, payload=payload)
-            return run_input(session, "ask-2", resume=[entry])
+            return resume_input(session, "ask-2", interrupt.id, payload, status)
 
-        # Not one of the choices, no answer, a cancel: refused by name, nothing answered.
+        # Not one of the choices the schema lists, no answer, a cancel: refused by name,
+        # nothing answered.
         wrong = await http.post("/api/agui", json=answering({"answer": "MySQL"}))
-        assert wrong.status_code == 409 and "one of the choices" in wrong.text
+        assert wrong.status_code == 422 and "one of the choices" in wrong.text
         assert (await http.post("/api/agui", json=answering({}))).status_code == 422
+        number = await http.post("/api/agui", json=answering({"answer": 1}))
+        assert number.status_code == 422 and "responseSchema" in number.text
         cancelled = await http.post("/api/agui", json=answering(None, "cancelled"))
         assert cancelled.status_code == 422 and "answered, not cancelled" in cancelled.text
         assert [q.call_id for q in await stack.client.questions.pending(session)] == ["call_ask"]
 
-        second = await read_run(http, "POST", "/api/agui", json=answering({"answer": "PostgreSQL"}))
+        # Answered elsewhere (as the CLI does) before the client's answer comes: the
+        # client's is a warning, the run goes on with the first answer.
+        await stack.client.questions.answer(session, "call_ask", "PostgreSQL", by="alice")
+        second = await read_run(http, "POST", "/api/agui", json=answering({"answer": "SQLite"}))
+        assert [w["interrupt_id"] for w in warnings(second)] == [interrupt.id]
         [result] = of(second, ToolCallResultEvent)
         assert result.tool_call_id == "call_ask" and "PostgreSQL" in result.content
         assert "".join(e.delta for e in of(second, TextMessageContentEvent)) == "Noted."
         done = second[-1][1]
         assert isinstance(done, RunFinishedEvent)
         assert isinstance(done.outcome, RunFinishedSuccessOutcome)
+
+
+ORDER_SCRIPT = {
+    "conversations": {
+        "*": [
+            {"wait_for": "go", "reply": [{"text": "Working on it."}]},
+            {"reply": [{"text": "Noted."}]},
+        ]
+    }
+}
+
+
+@pytest.mark.script(ORDER_SCRIPT)
+async def test_messages_sent_while_a_run_is_busy_keep_the_transcripts_order(
+    stack: Stack, api: ApiServer
+) -> None:
+    """Two messages a client sends while a run is busy (then a third): the messages the
+    client holds by the protocol's rules are, in the end, the transcript's, in its order,
+    each once; `duragent show --full` prints them in that order too."""
+    async with stack.worker(), api.client() as http:
+        session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
+        await stack.client.runs.prompt(session, "start")  # another client's run
+        await eventually(lambda: bool(stack.model.requests_for(session)))
+        mine = ClientMessages()
+        sent: list[UserMessage] = []
+
+        async def send(message_id: str, text: str) -> asyncio.Task[Frames]:
+            message = UserMessage(id=message_id, content=text)
+            mine.send(message)
+            sent.append(message)
+            body = run_input(session, f"agui-{message_id}", messages=list(sent))
+            answered = asyncio.Event()
+            stream = asyncio.create_task(
+                read_run(http, "POST", "/api/agui", json=body, answered=answered)
+            )
+            await answered.wait()  # taken: the next one is sent after it
+            return stream
+
+        first = await send("mine-1", "first thing")
+        second = await send("mine-2", "second thing")
+        stack.model.release("go")
+        for stream in (first, second):
+            mine.apply(await stream)
+        third = await send("mine-3", "third thing")
+        mine.apply(await third)
+
+        def settled() -> bool:
+            return run_finished(stack, session) and not stack.client.inputs.queue(session)
+
+        await eventually(settled)
+        transcript = transcript_user_texts(stack, session)
+        assert transcript == ["start", "first thing", "second thing", "third thing"]
+        assert mine.user_texts() == transcript
+        shown = await stack.cli_ok("show", session, "--full")
+        assert shown.index("first thing") < shown.index("second thing") < shown.index("third")
+
+
+AGUI_CLIENT = REPO / "tests" / "agui_client"
+"""The official AG-UI client's folder: `npm ci` there installs `@ag-ui/client`."""
+REQUIRE_AGUI_CLIENT = "DURAGENT_REQUIRE_AGUI_CLIENT"
+
+
+def agui_client_command() -> list[str]:
+    """How to start `drive.mjs`: node and the installed client, or the test is skipped
+    (failed when `DURAGENT_REQUIRE_AGUI_CLIENT` is set, as CI sets it)."""
+    node = shutil.which("node")
+    installed = (AGUI_CLIENT / "node_modules" / "@ag-ui" / "client" / "package.json").exists()
+    if node and installed:
+        return [node, str(AGUI_CLIENT / "drive.mjs")]
+    reason = (
+        "the official AG-UI client is not installed: it needs node (20 or later) and "
+        f"`npm ci` in {AGUI_CLIENT}"
+    )
+    if os.environ.get(REQUIRE_AGUI_CLIENT):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+class OfficialClient:
+    """`@ag-ui/client`'s HttpAgent on one thread, in node (`tests/agui_client/drive.mjs`)."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self._process = process
+
+    @classmethod
+    async def start(cls, api: ApiServer, thread_id: str) -> OfficialClient:
+        url = f"http://127.0.0.1:{api.port}/api/agui"
+        process = await asyncio.create_subprocess_exec(
+            *agui_client_command(),
+            url,
+            ApiServer.TOKEN,
+            thread_id,
+            cwd=AGUI_CLIENT,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=sys.stderr,
+        )
+        return cls(process)
+
+    async def ask(self, **command: Any) -> dict[str, Any]:
+        """Send a command (`send` a text, `resume` every pending interrupt) and wait for the
+        client's run to end: its events, messages and pending interrupts."""
+        assert self._process.stdin and self._process.stdout
+        self._process.stdin.write(json.dumps(command).encode() + b"\n")
+        await self._process.stdin.drain()
+        line = await asyncio.wait_for(self._process.stdout.readline(), timeout=60)
+        assert line, "the AG-UI client exited"
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    async def close(self) -> None:
+        if self._process.stdin:
+            self._process.stdin.close()
+        await asyncio.wait_for(self._process.wait(), timeout=10)
+
+
+def custom(answer: dict[str, Any], name: str) -> list[Any]:
+    return [e["value"] for e in answer["events"] if e["type"] == "CUSTOM" and e["name"] == name]
+
+
+def finished(answer: dict[str, Any]) -> dict[str, Any]:
+    [end] = [e for e in answer["events"] if e["type"] == "RUN_FINISHED"]
+    outcome: dict[str, Any] = end.get("outcome") or {"type": "success"}
+    return outcome
+
+
+OFFICIAL_SCRIPT = {
+    "conversations": {
+        "*": [
+            {
+                "reply": [
+                    {"thinking": "A file, then."},
+                    {"text": "Writing it."},
+                    bash_call("echo ran > out.txt", "call_write"),
+                ]
+            },
+            {"reply": [{"text": "All done."}]},
+            {"reply": [{"text": "You are welcome."}]},
+            {"reply": [bash_call("rm out.txt", "call_remove")]},
+            {"reply": [{"text": "Left it there."}]},
+        ]
+    }
+}
+
+
+@pytest.mark.script(OFFICIAL_SCRIPT)
+async def test_the_official_client_is_not_wedged_by_an_interrupt_decided_elsewhere(
+    stack: Stack, api: ApiServer
+) -> None:
+    """`@ag-ui/client`'s HttpAgent holds an approval as an interrupt; the call is approved
+    on the REST API meanwhile; the client's resume is taken (a warning), the run goes on,
+    and the client is free: its next message runs. Its messages are the transcript's, in
+    order, a denied call's result marked as an error, its thinking as a reasoning
+    message."""
+    async with stack.worker(), api.client() as http:
+        session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
+        await stack.client.approvals.set_policy(session, ASK_BASH)
+        agent = await OfficialClient.start(api, session)
+        try:
+            first = await agent.ask(op="send", text="write it")
+            assert first["ok"], first
+            assert finished(first)["type"] == "interrupt"
+            [held] = first["pendingInterrupts"]
+            assert held["toolCallId"] == "call_write"
+
+            approved = await http.post(f"/api/sessions/{session}/approvals/call_write/approve")
+            assert approved.status_code == 200, approved.text
+
+            resumed = await agent.ask(op="resume", status="resolved", payload={"approved": True})
+            assert resumed["ok"], resumed  # before: a 409, and the thread stuck for good
+            [warned] = custom(resumed, "duragent.warning")
+            assert warned["interrupt_id"] == held["id"]
+            assert [d["by"] for d in custom(resumed, "duragent.approval_decided")] == ["alice"]
+            assert finished(resumed)["type"] == "success"
+            assert resumed["pendingInterrupts"] == []
+            assert (Path(stack.client.sessions.get(session).workspace) / "out.txt").exists()
+
+            thanks = await agent.ask(op="send", text="thanks")
+            assert thanks["ok"], thanks  # not "Thread has 1 pending interrupt(s) ..."
+            assert finished(thanks)["type"] == "success"
+
+            # A call the client denies: its result is an error in the client's messages.
+            again = await agent.ask(op="send", text="now remove it")
+            assert finished(again)["type"] == "interrupt"
+            denied = await agent.ask(
+                op="resume", status="resolved", payload={"approved": False, "reason": "keep it"}
+            )
+            assert denied["ok"] and finished(denied)["type"] == "success", denied
+        finally:
+            await agent.close()
+
+        messages = denied["messages"]
+        [tool_error] = [m["error"] for m in messages if m.get("toolCallId") == "call_remove"]
+        assert "keep it" in tool_error
+        [fine] = [m for m in messages if m.get("toolCallId") == "call_write"]
+        assert "error" not in fine
+        [reasoning] = [m for m in messages if m["role"] == "reasoning"]
+        assert reasoning["content"] == "A file, then."
+        path = [e for e in stack.client.tree.path(session) if isinstance(e, MessageEntry)]
+        conversation = [m for m in messages if m["role"] != "reasoning"]
+        assert [m["id"] for m in conversation] == [e.id for e in path]
+        assert [m["content"] for m in conversation if m["role"] == "user"] == [
+            "write it",
+            "thanks",
+            "now remove it",
+        ]

@@ -1,6 +1,7 @@
 """Run events as AG-UI events (`api/agui_events.py`): what the integration test's run does
 not meet. A model call made again, a message a save point tells again, events of no run,
-and an interrupt's position."""
+an interrupt's position, thinking as reasoning, the client's own messages, and the
+conversation as AG-UI messages (`api/agui_messages.py`)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,33 @@ from typing import Any
 
 import pytest
 from ag_ui.core import (
+    AssistantMessage,
     CustomEvent,
     Interrupt,
+    MessagesSnapshotEvent,
+    ReasoningMessageContentEvent,
     RunFinishedEvent,
     RunStartedEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
+    ToolMessage,
+    UserMessage,
 )
 
 from duragent.api.agui_events import AguiRun, HeaderState
+from duragent.api.agui_messages import as_messages, newest
 from duragent.api.agui_waits import position_of
+from duragent.domain.entries import MessageEntry
+from duragent.domain.messages import (
+    AssistantMessage as StoredReply,
+)
+from duragent.domain.messages import (
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    user_text,
+)
 from duragent.store.records import StoredEvent
 
 pytestmark = pytest.mark.fast
@@ -77,13 +94,21 @@ def test_a_model_call_made_again_is_a_new_message_and_a_repeat_is_told_once() ->
     assert run.translate(stored(5, "message_end", entry_id="e1", message=reply("Hello"))) == []
 
 
-def test_a_joined_reply_comes_whole_and_the_clients_own_prompt_is_not_echoed() -> None:
-    run = AguiRun("s", HeaderState(), sent_text="hi")
+def test_a_joined_reply_comes_whole_and_the_clients_own_message_is_restated() -> None:
+    mine = UserMessage(id="client-1", content="hi")
+    run = AguiRun("s", HeaderState(), held=[mine])
     user = {"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1}
     opened = run.translate(stored(1, "message_end", entry_id="u", message=user))
-    assert [e.type for e in opened] == ["RUN_STARTED", "STATE_SNAPSHOT"]  # no text
-    other = run.translate(stored(2, "message_end", entry_id="u2", message=user))
-    assert isinstance(other[0], TextMessageStartEvent) and other[0].role == "user"  # a 2nd one
+    # Not echoed as a text message: the client holds it, where it sent it; the
+    # conversation replaces that copy with the stored one, where the transcript has it.
+    assert [e.type for e in opened] == ["RUN_STARTED", "STATE_SNAPSHOT"]
+    assert run.wants_messages
+    [snapshot] = run.with_messages([UserMessage(id="u", content="hi")], [])
+    assert isinstance(snapshot, MessagesSnapshotEvent)
+    assert [m.id for m in snapshot.messages] == ["u"] and not run.wants_messages
+    other = {"role": "user", "content": [{"type": "text", "text": "and you?"}], "timestamp": 1}
+    theirs = run.translate(stored(2, "message_end", entry_id="u2", message=other))
+    assert isinstance(theirs[0], TextMessageStartEvent) and theirs[0].role == "user"
     whole = run.translate(stored(3, "message_end", entry_id="e2", message=reply("Done.")))
     assert [type(e) for e in whole][:3] == [
         TextMessageStartEvent,
@@ -91,15 +116,133 @@ def test_a_joined_reply_comes_whole_and_the_clients_own_prompt_is_not_echoed() -
         TextMessageEndEvent,
     ]
     assert isinstance(whole[1], TextMessageContentEvent) and whole[1].delta == "Done."
+    # What the client holds (its input, a snapshot) is never told again.
+    assert run.translate(stored(4, "message_end", entry_id="u", message=user)) == []
+    assert run.translate(stored(5, "message_update", **text("u", "x"))) == []
+
+
+def test_the_clients_queued_messages_stay_until_a_run_takes_them() -> None:
+    """The conversation keeps the client's own messages that wait in the input queue (in
+    its order, under its ids) and drops its copies of those the transcript holds."""
+    a, b = UserMessage(id="a", content="first"), UserMessage(id="b", content="second")
+    run = AguiRun("s", HeaderState(), held=[UserMessage(id="p", content="go"), a, b])
+    run.start(None)
+    stored_p = UserMessage(id="p", content="go")
+    [snapshot] = run.with_messages([stored_p], ["first", "second"])
+    assert isinstance(snapshot, MessagesSnapshotEvent)
+    assert [m.id for m in snapshot.messages] == ["p", "a", "b"]
+    [snapshot] = run.with_messages([stored_p, UserMessage(id="e-a", content="first")], ["second"])
+    assert isinstance(snapshot, MessagesSnapshotEvent)
+    assert [m.id for m in snapshot.messages] == ["p", "e-a", "b"]
 
 
 def test_an_interrupt_names_where_its_run_stopped() -> None:
     run = AguiRun("s", HeaderState(), run_id="agui-1")
     run.start(None)
-    [finished] = run.interrupt([Interrupt(id="approval:c1", reason="tool_approval")], 41)
+    assert run.interrupt([Interrupt(id="approval:c1", reason="tool_approval")], 41) == []
+    assert run.wants_messages and not run.finished  # the conversation comes first
+    [snapshot, finished] = run.with_messages([], [])
+    assert isinstance(snapshot, MessagesSnapshotEvent)
     assert isinstance(finished, RunFinishedEvent) and run.finished
     assert finished.outcome is not None and finished.outcome.type == "interrupt"
     [interrupt] = finished.outcome.interrupts
     assert position_of(interrupt.id) == ("approval:c1", 41)
     assert position_of("approval:c1") == ("approval:c1", None)
     assert run.interrupt([], 42) == []
+
+
+def thinking(entry_id: str, delta: str, index: int = 0) -> dict[str, Any]:
+    return {**text(entry_id, delta), "kind": "thinking", "content_index": index}
+
+
+def test_thinking_is_a_reasoning_span_before_the_text() -> None:
+    run = AguiRun("s", HeaderState(), run_id="agui-1")
+    run.start(None)
+    events = [
+        *run.translate(stored(1, "message_update", **thinking("e1", "Let me "))),
+        *run.translate(stored(2, "message_update", **thinking("e1", "see."))),
+        *run.translate(stored(3, "message_update", **{**text("e1", "Hi"), "content_index": 1})),
+        *run.translate(stored(4, "message_end", entry_id="e1", message=reply("Hi"))),
+    ]
+    assert [e.type for e in events if e.type != "STATE_DELTA"] == [
+        "REASONING_START",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "REASONING_END",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+    ]
+    said = [e.delta for e in events if isinstance(e, ReasoningMessageContentEvent)]
+    assert "".join(said) == "Let me see."
+    ids = {getattr(e, "message_id", None) for e in events if e.type.startswith("REASONING")}
+    assert ids == {"e1:reasoning:0"}  # apart from the text message "e1"
+    # A reply joined after its deltas brings its thinking whole, then its text.
+    joined = AguiRun("s", HeaderState(), run_id="agui-2")
+    joined.start(None)
+    message = {
+        **reply("Hi"),
+        "content": [{"type": "thinking", "thinking": "Hmm."}, {"type": "text", "text": "Hi"}],
+    }
+    whole = joined.translate(stored(5, "message_end", entry_id="e2", message=message))
+    assert [e.type for e in whole if e.type != "STATE_DELTA"][:5] == [
+        "REASONING_START",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "REASONING_END",
+    ]
+
+
+def test_a_run_that_ends_inside_its_thinking_closes_the_span() -> None:
+    run = AguiRun("s", HeaderState(), run_id="agui-1")
+    run.start(None)
+    run.translate(stored(1, "message_update", **thinking("e1", "Hmm")))
+    ended = run.translate(
+        stored(2, "agent_end", run_id="run-1", status="aborted", usage={}, error=None)
+    )
+    assert [e.type for e in ended][:2] == ["REASONING_MESSAGE_END", "REASONING_END"]
+    [_, finished] = run.with_messages([], [])
+    assert isinstance(finished, RunFinishedEvent)
+    assert finished.outcome is not None and finished.outcome.type == "cancelled"
+
+
+def test_a_failed_or_denied_tool_result_is_an_error_in_the_conversation() -> None:
+    call = ToolCall(id="c1", name="bash", arguments={"command": "rm -rf /"})
+    path = [
+        MessageEntry(id="u", parent_id=None, timestamp=1, message=user_text("go", 1)),
+        MessageEntry(
+            id="a",
+            parent_id="u",
+            timestamp=1,
+            message=StoredReply(content=[TextContent(text="On it."), call], timestamp=1),
+        ),
+        MessageEntry(
+            id="r",
+            parent_id="a",
+            timestamp=1,
+            message=ToolResultMessage(
+                tool_call_id="c1",
+                tool_name="bash",
+                content=[TextContent(text="Denied: not in prod")],
+                is_error=True,
+                timestamp=1,
+            ),
+        ),
+    ]
+    [user, assistant, result] = as_messages(path)
+    assert isinstance(user, UserMessage) and user.content == "go"
+    assert isinstance(assistant, AssistantMessage) and assistant.content == "On it."
+    assert assistant.tool_calls and assistant.tool_calls[0].function.name == "bash"
+    assert isinstance(result, ToolMessage) and result.error == "Denied: not in prod"
+    fine = path[2].model_copy(
+        update={"message": path[2].message.model_copy(update={"is_error": False})}
+    )
+    [*_, ok] = as_messages([*path[:2], fine])
+    assert isinstance(ok, ToolMessage) and ok.error is None
+    # Cut to fit: the newest messages, never a result without its call.
+    assert [m.id for m in newest(as_messages(path), limit=1)] == []
+    size = len(as_messages(path)[2].model_dump_json(by_alias=True)) + 1
+    assert newest(as_messages(path), limit=size) == []
