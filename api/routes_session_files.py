@@ -5,7 +5,7 @@ An export is the owner's only (another user's session is not found, as everywher
 import belongs to the user who sends it, in a workspace the policy gives them. A body
 over `MAX_IMPORT_BYTES` is refused (413) before it is read; a file that is refused is a
 422 naming the line and the reason, and nothing is stored; ids kept that are in use, a
-409.
+409. The answer says what of the file was dropped, kept as custom entries or changed.
 """
 
 # No `from __future__ import annotations`: FastAPI must see the local `User` dependency
@@ -21,7 +21,7 @@ from duragent.api.ownership import owned_session_async
 from duragent.client.api import DuragentClient
 from duragent.client.workspaces import WorkspacePolicy
 from duragent.domain.session_file import MEDIA_TYPE
-from duragent.domain.session_file_checks import MAX_FILE_BYTES, MAX_NAME_CHARS
+from duragent.domain.session_file_checks import MAX_FILE_BYTES, MAX_NAME_CHARS, ImportNote
 from duragent.store.records import SessionRecord
 
 IMPORT_PATH = "/api/sessions/import"
@@ -41,6 +41,8 @@ class ImportResult(BaseModel):
     entries: int
     format: str
     """The file's: `duragent` (an export) or `pi` (a pi session file)."""
+    notes: list[ImportNote]
+    """What of the file was dropped, kept as custom entries or changed, with how often."""
 
 
 def session_file_routes(
@@ -81,7 +83,10 @@ def session_file_routes(
             policy=policy,
         )
         return ImportResult(
-            session=imported.session, entries=imported.entries, format=imported.kind
+            session=imported.session,
+            entries=imported.entries,
+            format=imported.kind,
+            notes=imported.notes,
         )
 
     return router

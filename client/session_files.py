@@ -4,7 +4,7 @@ import one (ours or pi's) as a new session of this deployment (`domain.session_f
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from duragent.domain.session_file import (
     read_session_file,
     stored_entries,
 )
-from duragent.domain.session_file_checks import MAX_NAME_CHARS, check_id
+from duragent.domain.session_file_checks import MAX_NAME_CHARS, ImportNote, check_id
 from duragent.store import sessions
 from duragent.store.clock import now_ms
 from duragent.store.errors import SessionNotFound as StoreSessionNotFound
@@ -36,6 +36,9 @@ class Imported:
     entries: int
     kind: str
     """The file's format: `duragent` or `pi`."""
+    notes: list[ImportNote] = field(default_factory=list)
+    """What of the file was dropped, kept as custom entries or changed, each with how
+    often (a pi file's fields and entries with no place here; none for an export)."""
 
 
 class SessionFiles(ClientPart):
@@ -79,9 +82,11 @@ class SessionFiles(ClientPart):
         """A new session from a file's bytes (`read_session_file`: ours or pi's; checked
         whole first, `SessionFileRefused` naming the line and the reason), stored in one
         transaction. Its ids are new unless `keep_ids` (the file's, refused with
-        `IdsInUse` when this store has any of them). `workspace` as `sessions.create`
-        takes it (a fresh folder by default); the config is the file's (pi's files have
-        none: this deployment's defaults)."""
+        `IdsInUse` when this store has any of them). `Imported.notes` says what of the
+        file was dropped, kept as custom entries or changed. `workspace` as
+        `sessions.create` takes it (a fresh folder by default); the config is the file's
+        (pi's files have none: this deployment's defaults, with the model pi resumes the
+        file's leaf with)."""
         if workspace is not None:
             bounded("workspace", str(workspace))
         file = read_session_file(data)
@@ -101,6 +106,9 @@ class SessionFiles(ClientPart):
             session_id = uuid.uuid4().hex
             stored = stored_entries(file, ids, runs)
             leaf_id = ids[file.leaf_id] if file.leaf_id is not None else None
+        config = file.config or self._client.sessions.new_config()
+        if file.config is None and file.model is not None:
+            config = config.model_copy(update={"model": file.model})
         folder = self._client.sessions.new_workspace(
             session_id, workspace, owner=owner, policy=policy
         )
@@ -110,7 +118,7 @@ class SessionFiles(ClientPart):
                     db,
                     session_id=session_id,
                     workspace=str(folder),
-                    config=file.config or self._client.sessions.new_config(),
+                    config=config,
                     name=name or file.name,
                     owner=owner,
                     host=None,
@@ -120,4 +128,4 @@ class SessionFiles(ClientPart):
                 )
         except IdsTaken as err:  # taken between the check above and this transaction
             raise IdsInUse(err.taken, session_id) from err
-        return Imported(session=record, entries=len(stored), kind=file.kind)
+        return Imported(session=record, entries=len(stored), kind=file.kind, notes=file.notes)

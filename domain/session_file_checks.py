@@ -7,7 +7,9 @@ parses to an object of sane values (no NaN, no integers past 2^53, no NUL or lon
 surrogates, which PostgreSQL refuses or cannot encode, no deep nesting), ids of one shape,
 and a tree: unique ids, every parent and every entry an entry names (a label's target, a
 compaction's first kept entry, ...) on an earlier line, so there can be no cycle and no
-dangling link.
+dangling link. Two links may name their own entry: a compaction's first kept entry (it
+keeps nothing of the path before it) and a branch summary's origin (it came back to
+before the first entry).
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from duragent.domain.config import SessionConfig
 from duragent.domain.entries import (
@@ -163,6 +165,11 @@ class NumberedEntry:
     run_id: str | None = None
 
 
+SELF_LINKS = frozenset({"first_kept_entry_id", "from_entry_id"})
+"""The links that may name their own entry: a compaction that keeps nothing of the path
+before it, a branch summary back to before the first entry (no entry to come from)."""
+
+
 def references(entry: SessionEntry) -> list[tuple[str, str]]:
     """The (field, entry id) pairs an entry names besides its parent."""
     if isinstance(entry, LabelEntry | LeafEntry):
@@ -176,8 +183,8 @@ def references(entry: SessionEntry) -> list[tuple[str, str]]:
 
 def check_tree(entries: Sequence[NumberedEntry], leaf_id: str | None, leaf_line: int) -> None:
     """Ids of one shape and unique; each parent and each entry named on an earlier line
-    (so no cycle and no dangling link); the leaf one of the entries (`leaf_line` is
-    where the file names it)."""
+    (so no cycle and no dangling link), or for `SELF_LINKS` the entry itself; the leaf
+    one of the entries (`leaf_line` is where the file names it)."""
     seen: set[str] = set()
     for numbered in entries:
         entry, number = numbered.entry, numbered.line
@@ -185,11 +192,13 @@ def check_tree(entries: Sequence[NumberedEntry], leaf_id: str | None, leaf_line:
         if entry.id in seen:
             raise SessionFileRefused(number, f"id {entry.id!r} is used by an earlier entry")
         links = [("parent_id", entry.parent_id)] if entry.parent_id is not None else []
-        for field, target in [*links, *references(entry)]:
-            check_id(target, field, number)
+        for link, target in [*links, *references(entry)]:
+            check_id(target, link, number)
+            if target == entry.id and link in SELF_LINKS:
+                continue
             if target not in seen:
                 raise SessionFileRefused(
-                    number, f"{field} {target!r} is not the id of an entry on an earlier line"
+                    number, f"{link} {target!r} is not the id of an entry on an earlier line"
                 )
         if isinstance(entry, SessionInfoEntry) and len(entry.name) > MAX_NAME_CHARS:
             raise SessionFileRefused(number, f"the session name is over {MAX_NAME_CHARS} chars")
@@ -208,6 +217,23 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+class ImportNote(BaseModel):
+    """One thing an import did not take as it was: what, and on how many entries or
+    blocks. Reported with the import (the CLI prints them; the API returns them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["dropped", "custom", "changed"]
+    """`dropped`: not kept at all; `custom`: kept as custom entries (stored and exported,
+    never sent to the model); `changed`: kept with another meaning or value here."""
+    what: str
+    count: int = Field(ge=1)
+
+    def text(self) -> str:
+        label = {"dropped": "dropped", "custom": "kept as custom", "changed": "changed"}
+        return f"{label[self.kind]}: {self.what} ({self.count})"
+
+
 @dataclass(frozen=True)
 class SessionFile:
     """A file read and checked: what an import stores."""
@@ -220,3 +246,8 @@ class SessionFile:
     """None: the file has none (pi's); the importing deployment's defaults apply."""
     leaf_id: str | None
     entries: list[NumberedEntry]
+    model: str | None = None
+    """For a file without a config (pi's): the model its leaf's path resumes with there,
+    which the new session's config takes."""
+    notes: list[ImportNote] = field(default_factory=list)
+    """What of the file was dropped, kept as custom entries or changed (pi's files)."""

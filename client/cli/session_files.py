@@ -10,7 +10,7 @@ from typing import Annotated, BinaryIO
 import typer
 
 from duragent.client.cli.command import SessionArg, client_errors, fail, store_client
-from duragent.client.cli.views import console
+from duragent.client.cli.views import console, err
 from duragent.domain.session_file_checks import MAX_FILE_BYTES
 
 
@@ -57,6 +57,9 @@ def import_session(
     unknown entry types, bad ids, a parent or a label's target that is no earlier entry)
     is refused with its line number and the reason, and nothing is stored; a good one is
     stored in one transaction. The model then sees the same context it saw before.
+
+    Prints the new session's id; what of the file was dropped, kept as custom entries or
+    changed (a pi file's), one line each with how often, goes to stderr.
     """
     client = store_client(ctx.obj, create=True)
     data = _read(file)
@@ -65,6 +68,8 @@ def import_session(
             data, keep_ids=keep_ids, name=name, workspace=workspace
         )
     source = "pi session" if imported.kind == "pi" else "session"
+    for note in imported.notes:
+        err.print(note.text(), markup=False, highlight=False)
     console.print(f"imported {source} with {imported.entries} entries: {imported.session.id}")
 
 

@@ -5,6 +5,7 @@ session files import; bad files are refused by line, with nothing stored."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -353,6 +354,155 @@ async def test_a_pi_session_file_imports_and_the_model_reads_its_branch(
     assert texts[-1] == "next"
 
 
+PI_FIXTURES = Path(__file__).parents[1] / "fixtures" / "pi"
+PI_FILES = ["v2-session", "v2-compactions", "v3-session", "v3-compactions"]
+"""Files pi's own session writer made (tests/fixtures/pi/README.md), each beside what pi
+had: the leaf's path and the messages of the request pi would send Anthropic."""
+SUMMARIES = [
+    # pi's wording, then ours, around the same summary text.
+    (
+        "compaction",
+        r"The conversation history before this point was compacted into the "
+        r"following summary:\n\n<summary>\n(.*)\n</summary>",
+    ),
+    (
+        "branch",
+        r"The following is a summary of a branch that this conversation came back "
+        r"from:\n\n<summary>\n(.*)</summary>",
+    ),
+    (
+        "compaction",
+        r"The conversation before this point was compacted\. Summary of what "
+        r"happened:\n\n(.*)",
+    ),
+    (
+        "branch",
+        r"The user left another branch of this conversation\. Summary of that "
+        r"branch:\n\n(.*)",
+    ),
+]
+
+
+def pi_fixture(name: str) -> tuple[Path, list[dict[str, Any]], dict[str, Any]]:
+    """A fixture's path, its lines (the header first) and what pi had."""
+    file = PI_FIXTURES / f"{name}.jsonl"
+    lines = [json.loads(line) for line in file.read_text().splitlines()]
+    return file, lines, json.loads((PI_FIXTURES / f"{name}.expected.json").read_text())
+
+
+def request_blocks(messages: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """A request's messages as (role, block) pairs: what the model reads, whoever sends
+    it. Without cache markers; a text content as a text block; a tool result's text as
+    one string; a summary as its text alone (pi's wording around it is not ours)."""
+    blocks: list[tuple[str, Any]] = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        for block in content:
+            block = {k: v for k, v in block.items() if k != "cache_control"}
+            if block["type"] == "tool_result":
+                inner = block.get("content", "")
+                if isinstance(inner, list):
+                    inner = "".join(part.get("text", "") for part in inner)
+                block = {**block, "content": inner, "is_error": block.get("is_error", False)}
+            if block["type"] == "text":
+                for kind, wording in SUMMARIES:
+                    if match := re.fullmatch(wording, block["text"], re.DOTALL):
+                        block = {"type": f"{kind} summary", "text": match[1]}
+                        break
+            blocks.append((message["role"], block))
+    return blocks
+
+
+def message_texts(lines: list[dict[str, Any]], branch: list[str]) -> list[str]:
+    """The texts of the user and assistant messages on the path, in order."""
+    by_id = {line.get("id"): line for line in lines}
+    texts = []
+    for entry_id in branch:
+        message = by_id[entry_id].get("message", {})
+        content = message.get("content") if message.get("role") in ("user", "assistant") else None
+        if isinstance(content, str):
+            texts.append(content)
+        elif content:
+            texts += [block["text"] for block in content if block["type"] == "text"]
+    return texts
+
+
+@pytest.mark.parametrize("name", PI_FILES)
+@pytest.mark.script({"conversations": {"*": [NEXT]}})
+async def test_a_file_pi_wrote_imports_as_pi_had_it(stack: Stack, name: str) -> None:
+    file, lines, pi_had = pi_fixture(name)
+    session = lines[0]["id"]
+    code, out, err = await stack.cli("import", str(file), "--keep-ids")
+    assert code == 0, err
+    assert out.strip() == f"imported pi session with {len(lines) - 1} entries: {session}"
+    # The report: what of the file has no place here.
+    replies = sum(1 for line in lines if line.get("message", {}).get("role") == "assistant")
+    assert f"dropped: `usage.cost` of assistant messages ({replies})" in err
+    assert "dropped: `cwd` of the session header (1)" in err
+    if name.endswith("-session"):
+        assert "changed: thinking level `xhigh`, as `high` (1)" in err
+        assert "dropped: `details` of branch_summary entries (1)" in err
+
+    # The transcript `show` prints is the leaf's path as pi had it.
+    shown = json.loads(await stack.cli_ok("show", session, "--json"))
+    assert [entry["id"] for entry in shown] == pi_had["branch"]
+    printed = " ".join((await stack.cli_ok("show", session, "--full")).split())
+    at = 0
+    for text in message_texts(lines, pi_had["branch"]):
+        found = printed.find(" ".join(text.split()), at)
+        assert found >= 0, f"{text!r} is not shown (after {printed[at - 80 : at]!r})"
+        at = found + len(text)
+
+    # The model reads what pi would have sent it.
+    body = await next_request(stack, session)
+    assert body["model"] == pi_had["model"]["modelId"]
+    on_path = {line.get("id"): line["type"] for line in lines[1:]}
+    if "thinking_level_change" in (on_path[i] for i in pi_had["branch"]):
+        # (Without one pi resumes with its user's default, as we do with the deployment's.)
+        assert ("thinking" in body) == (pi_had["thinking_level"] != "off")
+    assert request_blocks(body["messages"]) == [
+        *request_blocks(pi_had["request"]),
+        ("user", {"type": "text", "text": "next"}),
+    ]
+
+
+@pytest.mark.parametrize("name", ["v2-compactions", "v3-session"])
+@pytest.mark.script({"conversations": {"*": [NEXT]}})
+async def test_a_pi_file_imports_over_http_and_its_export_moves_on(
+    stack: Stack, stack_factory: Callable[..., Any], api: ApiServer, name: str
+) -> None:
+    file, lines, pi_had = pi_fixture(name)
+    async with api.client() as http:
+        response = await http.post("/api/sessions/import", content=file.read_bytes())
+        assert response.status_code == 201, response.text
+        imported = response.json()
+        assert imported["format"] == "pi" and imported["entries"] == len(lines) - 1
+        replies = sum(1 for line in lines if line.get("message", {}).get("role") == "assistant")
+        assert {
+            "kind": "dropped",
+            "what": "`usage.cost` of assistant messages",
+            "count": replies,
+        } in imported["notes"]
+        session = imported["session"]["id"]
+        exported = (await http.get(f"/api/sessions/{session}/export")).text
+    assert len(stack.client.tree.path(session)) == len(pi_had["branch"])
+    before = await next_request(stack, session)
+    assert request_blocks(before["messages"])[:-1] == request_blocks(pi_had["request"])
+
+    # Exported, it moves to another deployment as any session does, ids and all.
+    moved = stack.settings.home / "moved.jsonl"
+    moved.write_text(exported)
+    async with stack_factory({"conversations": {"*": [NEXT]}}) as elsewhere:
+        code, out, err = await elsewhere.cli("import", str(moved), "--keep-ids")
+        assert code == 0 and out.strip().endswith(session) and err == "", err
+        again = await elsewhere.cli_ok("export", session)
+        assert again.splitlines()[1:] == exported.splitlines()[1:]
+        after = await next_request(elsewhere, session)
+    assert after == before
+
+
 def refused(stack: Stack, data: str | bytes) -> SessionFileRefused:
     """The refusal of importing `data`; the store must be as it was."""
     counts = store_counts(stack)
@@ -442,15 +592,21 @@ BAD_FILES: list[tuple[str, str | bytes, int | None, str]] = [
         "ISO 8601",
     ),
     (
-        "pi unknown role",
+        "pi role not a name",
         jsonl(
             [
                 PI_SESSION[0],
-                {**PI_SESSION[3], "parentId": None, "message": {"role": "oracle", "timestamp": 1}},
+                {**PI_SESSION[3], "parentId": None, "message": {"role": "or acle", "timestamp": 1}},
             ]
         ),
         2,
-        "oracle",
+        "or acle",
+    ),
+    (
+        "pi type not a name",
+        jsonl([PI_SESSION[0], {**PI_SESSION[1], "type": "context edit"}]),
+        2,
+        "context edit",
     ),
 ]
 

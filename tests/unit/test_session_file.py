@@ -10,13 +10,21 @@ import pytest
 from duragent.domain.config import SessionConfig
 from duragent.domain.context import build_context
 from duragent.domain.entries import (
+    BranchSummaryEntry,
     CompactionEntry,
+    CustomEntry,
     LabelEntry,
     LeafEntry,
     MessageEntry,
     SessionEntry,
 )
-from duragent.domain.messages import AssistantMessage, CustomMessage, ThinkingContent, user_text
+from duragent.domain.messages import (
+    AssistantMessage,
+    CustomMessage,
+    ThinkingContent,
+    text_of,
+    user_text,
+)
 from duragent.domain.session_file import (
     ExportedSession,
     ExportHeader,
@@ -197,3 +205,102 @@ def test_pi_entries_that_do_not_map_are_refused_by_line(
     with pytest.raises(SessionFileRefused) as refusal:
         read_session_file(pi(*entries))
     assert refusal.value.line == line and reason in str(refusal.value)
+
+
+def test_pi_entries_and_roles_of_no_known_kind_are_kept_as_custom_entries() -> None:
+    """A later pi's (or an extension's) entry types and message roles: kept whole in
+    custom entries, in the tree, never sent to the model, and reported."""
+    system = {"role": "system", "content": "You are pi.", "timestamp": 1}
+    read = read_session_file(
+        pi(
+            pi_entry("s", None, type="message", message=system),
+            pi_entry("w", "s", type="usage", input=900, cacheWrite=900),
+            pi_message("u", "w", {"role": "user", "content": "hi"}),
+            pi_entry("e", "u", type="context_edit", cleared=["s"]),
+            pi_entry("x", "e", type="context_edit", cleared=[]),
+            pi_message(
+                "a", "x", {"role": "assistant", "content": [{"type": "text", "text": "yo"}]}
+            ),
+        )
+    )
+    entries = [numbered.entry for numbered in read.entries]
+    custom = [(e.id, e.custom_type, e.data) for e in entries if isinstance(e, CustomEntry)]
+    assert custom == [
+        ("s", "pi_system_message", {"message": system}),
+        ("w", "pi_usage", {"input": 900, "cacheWrite": 900}),
+        ("e", "pi_context_edit", {"cleared": ["s"]}),
+        ("x", "pi_context_edit", {"cleared": []}),
+    ]
+    assert [e.parent_id for e in entries] == [None, "s", "w", "u", "e", "x"]
+    sent = build_context(entries, CONFIG).messages
+    assert [(m.role, text_of(m.content)) for m in sent] == [("user", "hi"), ("assistant", "yo")]
+    assert [note.text() for note in read.notes] == [
+        "dropped: `timestamp` of the session header (1)",
+        "kept as custom: pi `system` messages, as `pi_system_message` (not sent to the model) (1)",
+        "kept as custom: pi `usage` entries, as `pi_usage` (1)",
+        "kept as custom: pi `context_edit` entries, as `pi_context_edit` (2)",
+    ]
+
+
+def test_a_pi_compaction_that_keeps_nothing_names_itself() -> None:
+    """pi keeps from `firstKeptEntryId` only when it is on the path before the compaction:
+    the compaction itself, or an id of no earlier entry, keeps nothing."""
+
+    def compaction(entry_id: str, parent: str, first_kept: str) -> dict[str, Any]:
+        return pi_entry(
+            entry_id, parent, type="compaction", summary="S", firstKeptEntryId=first_kept
+        )
+
+    for first_kept, note in [("c", None), ("gone", "keeps nothing")]:
+        read = read_session_file(
+            pi(
+                pi_message("u", None, {"role": "user", "content": "old"}),
+                compaction("c", "u", first_kept),
+                pi_message("v", "c", {"role": "user", "content": "new"}),
+            )
+        )
+        entries = [numbered.entry for numbered in read.entries]
+        kept = entries[1]
+        assert isinstance(kept, CompactionEntry) and kept.first_kept_entry_id == "c"
+        texts = [text_of(m.content) for m in build_context(entries, CONFIG).messages]
+        assert len(texts) == 2 and texts[0].endswith("S") and texts[1] == "new"
+        changed = [n.what for n in read.notes if n.kind == "changed"]
+        assert (note in changed[0]) if note else not changed
+        # Exported as ours, it reads back: the one link that may name its own entry.
+        again = read_session_file(file_of(stored_entries(read), leaf="v"))
+        assert stored_entries(again) == stored_entries(read)
+
+
+def test_a_pi_import_reports_the_fields_it_drops() -> None:
+    """Each field we do not keep is named, with how often; one that held nothing is not."""
+    reply = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "a", "textSignature": "ts"},
+            {"type": "toolCall", "id": "c|1", "name": "ls", "thoughtSignature": "g"},
+            {"type": "thinking", "thinking": "t", "thinkingSignature": "rs"},
+        ],
+        "provider": "openai",
+        "usage": {"input": 1, "totalTokens": 1, "cost": {"total": 0.1}},
+        "responseId": "r1",
+    }
+    read = read_session_file(
+        pi(
+            pi_message("a", None, reply),
+            pi_message("b", "a", {**reply, "responseId": None}),
+            pi_entry("s", "b", type="branch_summary", fromId="b", summary="x", fromHook=True),
+            pi_entry("t", "s", type="branch_summary", fromId="root", summary="y", fromHook=False),
+        )
+    )
+    assert [note.text() for note in read.notes] == [
+        "dropped: `timestamp` of the session header (1)",
+        "dropped: `responseId` of assistant messages (1)",
+        "dropped: `textSignature` of text blocks (2)",
+        "dropped: `thoughtSignature` of toolCall blocks (2)",
+        "dropped: `usage.cost` of assistant messages (2)",
+        "changed: tool call ids with characters Anthropic's API refuses (each as `_`) (2)",
+        "dropped: thinking signatures not from Anthropic's API (2)",
+        "dropped: `fromHook` of branch_summary entries (1)",
+    ]
+    summary = read.entries[3].entry
+    assert isinstance(summary, BranchSummaryEntry) and summary.from_entry_id == "t"
