@@ -72,6 +72,7 @@ from ag_ui.core import (
     ToolCallStartEvent,
     ToolMessage,
 )
+from ag_ui.core import UserMessage as AguiUserMessage
 from ag_ui.core.version import PROTOCOL_VERSION
 from pydantic import BaseModel, Field, TypeAdapter
 
@@ -198,14 +199,17 @@ class AguiRun:
         told): a success, once the conversation is restated."""
         return self._close(self._finish(RunFinishedSuccessOutcome()))
 
-    def with_messages(self, conversation: list[Message], queued: list[str]) -> list[BaseEvent]:
+    def with_messages(
+        self, conversation: list[Message], queued: list[tuple[str, str]]
+    ) -> list[BaseEvent]:
         """The conversation as the client is to hold it, then the run's end if it ends.
 
-        `conversation` is the session's transcript (oldest first); `queued` the texts of
-        the input waiting for a run. A run that waits on tool calls has their turn still
-        waiting for its save point, out of the transcript: its reply and the results so far
-        follow it, as the client holds them or this stream told them. Then the client's
-        own messages that wait in the input queue stay, under the client's ids."""
+        `conversation` is the session's transcript (oldest first); `queued` the id and
+        text of each input item waiting for a run. A run that waits on tool calls has
+        their turn still waiting for its save point, out of the transcript: its reply and
+        the results so far follow it, as the client holds them or this stream told them.
+        Then the client's own messages that wait in the queue, under the item's id (the
+        id of the entry the run that takes it writes): last, where they will be."""
         self.wants_messages = False
         told = {m.id for m in conversation}
         turn = [m for m in [*self._held, *self._told.values()] if m.id in self._waits_on]
@@ -218,15 +222,17 @@ class AguiRun:
             if ours and message.id not in told:
                 told.add(message.id)
                 staged.append(message)
-        waiting = list(queued)
+        waiting = [(item_id, text) for item_id, text in queued if item_id not in told]
         mine: list[Message] = []
         for message in self._held:
             if message.role != "user" or message.id in told:
                 continue
             text = _user_text(message.content)
-            if text in waiting:
-                waiting.remove(text)
-                mine.append(message)
+            item = next((i for i in waiting if i[1] == text), None)
+            if item is not None:
+                waiting.remove(item)
+                told.add(item[0])
+                mine.append(AguiUserMessage(id=item[0], content=text))
         self._done.update(told)
         closing, self._closing = self._closing, []
         if closing:

@@ -39,12 +39,15 @@ FAILED = "the tool call failed"
 """The `error` of a failed call whose result has no text."""
 
 
-async def conversation(client: DuragentClient, session_id: str) -> tuple[list[Message], list[str]]:
-    """The session's transcript as AG-UI messages, oldest first, and the texts of the
-    input that waits for a run (next-turn messages, in queue order)."""
+async def conversation(
+    client: DuragentClient, session_id: str
+) -> tuple[list[Message], list[tuple[str, str]]]:
+    """The session's transcript as AG-UI messages, oldest first, and the id and text of
+    each input item that waits for a run (next-turn messages, in queue order)."""
     path = await asyncio.to_thread(client.tree.path, session_id)
     queue = await asyncio.to_thread(client.inputs.queue, session_id)
-    return newest(as_messages(path)), [i.text for i in queue if i.kind == "next_turn"]
+    waiting = [(item.id, item.text) for item in queue if item.kind == "next_turn"]
+    return newest(as_messages(path)), waiting
 
 
 def as_messages(path: Sequence[SessionEntry]) -> list[Message]:

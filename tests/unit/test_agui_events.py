@@ -121,19 +121,23 @@ def test_a_joined_reply_comes_whole_and_the_clients_own_message_is_restated() ->
     assert run.translate(stored(5, "message_update", **text("u", "x"))) == []
 
 
-def test_the_clients_queued_messages_stay_until_a_run_takes_them() -> None:
-    """The conversation keeps the client's own messages that wait in the input queue (in
-    its order, under its ids) and drops its copies of those the transcript holds."""
+def test_the_clients_queued_messages_move_last_under_their_items_ids() -> None:
+    """The client's own messages that wait in the input queue are last in the
+    conversation, under their items' ids (the ids of the entries the run that takes them
+    writes), in the queue's order; the client's copies go."""
     a, b = UserMessage(id="a", content="first"), UserMessage(id="b", content="second")
     run = AguiRun("s", HeaderState(), held=[UserMessage(id="p", content="go"), a, b])
     run.start(None)
     stored_p = UserMessage(id="p", content="go")
-    [snapshot] = run.with_messages([stored_p], ["first", "second"])
+    reply_ = AssistantMessage(id="r", content="Working.")
+    queued = [("q-a", "first"), ("q-other", "someone else's"), ("q-b", "second")]
+    [snapshot] = run.with_messages([stored_p, reply_], queued)
     assert isinstance(snapshot, MessagesSnapshotEvent)
-    assert [m.id for m in snapshot.messages] == ["p", "a", "b"]
-    [snapshot] = run.with_messages([stored_p, UserMessage(id="e-a", content="first")], ["second"])
+    assert [m.id for m in snapshot.messages] == ["p", "r", "q-a", "q-b"]
+    taken = UserMessage(id="q-a", content="first")
+    [snapshot] = run.with_messages([stored_p, reply_, taken], [("q-b", "second")])
     assert isinstance(snapshot, MessagesSnapshotEvent)
-    assert [m.id for m in snapshot.messages] == ["p", "e-a", "b"]
+    assert [m.id for m in snapshot.messages] == ["p", "r", "q-a", "q-b"]
 
 
 def test_an_interrupt_names_where_its_run_stopped() -> None:
