@@ -25,12 +25,15 @@ from duragent.domain.resources import expand_template, skill_invocation
 from duragent.domain.turns import (
     APPLY_CHANGES,
     FINISH_RUN,
+    NOTHING_QUEUED,
+    QUEUE_INPUT,
     RECORD_EVENTS,
     START_RUN,
     TAKE_GUIDANCE,
     ApplyChangesInput,
     FinishRunInput,
     FinishRunResult,
+    QueueInputInput,
     RecordEventsInput,
     StartRunInput,
     StartRunResult,
@@ -42,6 +45,14 @@ from duragent.store.append import append_below
 from duragent.store.db import Database
 from duragent.store.errors import SessionNotFound
 from duragent.store.events import keyed
+
+
+def _input_waits(db: Session, data: StartRunInput) -> bool:
+    """Whether the queued run has input to take (or took it already: a retried start)."""
+    return bool(
+        input_queue.list_items(db, data.session_id, kind="next_turn")
+        or input_queue.consumed_by(db, data.run_id, "next_turn")
+    )
 
 
 class Bookkeeping:
@@ -67,6 +78,11 @@ class Bookkeeping:
         host yet gets this worker's (a local activity runs where the workflow task does),
         and its workspace is made here."""
         with self._db.transaction() as db:
+            if data.kind == "queued" and not _input_waits(db, data):
+                # Its input was taken back (edited, deleted) since the last run ended.
+                raise ApplicationError(
+                    "no input waits for this run any more", type=NOTHING_QUEUED, non_retryable=True
+                )
             # Recorded on its own first: a run whose prompt cannot be resolved still has
             # a run state and an agent_start to match its agent_end.
             if sessions.get_session(db, data.session_id) is None:
@@ -97,6 +113,10 @@ class Bookkeeping:
             ref = self._taker.take(db, session, state)
             if entries.existing_ids(db, data.prompt_entry_ids):
                 leaf_id = data.prompt_entry_ids[-1]  # a retry: the prompt is in already
+            elif data.kind == "queued" and (
+                taken := input_queue.consumed_by(db, data.run_id, "next_turn")
+            ):
+                leaf_id = taken[-1].id  # a retry: the input it took is in already
             else:
                 prompt = self._prompt(data, snapshots.get_snapshot(db, ref.id))
                 leaf_id = self._append_prompt(db, data, session.leaf_id, prompt)
@@ -198,18 +218,9 @@ class Bookkeeping:
             leaf_id = flushed.leaf_id or leaf_id
             if data.session_config is not None:
                 sessions.set_session_wide_config(db, data.session_id, data.session_config)
-            for item in data.leftover:
-                input_queue.add_item(
-                    db,
-                    item_id=item.id,
-                    session_id=data.session_id,
-                    kind="next_turn",
-                    message=item.message,
-                )
-            cancelled = (
-                input_queue.cancel_pending(db, data.session_id) if data.status == "aborted" else []
-            )
-            input_queue.release_guidance(db, data.run_id)
+            # The run's row first: input sent while it was open is queued under a lock of
+            # this row (`input_queue.queue_while_running`), so what is read below is all
+            # this run will ever be sent.
             runs.update_run(
                 db,
                 data.run_id,
@@ -220,6 +231,20 @@ class Bookkeeping:
                 error=data.error,
                 ended=True,
             )
+            for item in data.leftover:  # sent to this run, never reached: the next one's
+                input_queue.add_item(
+                    db,
+                    item_id=item.id,
+                    session_id=data.session_id,
+                    kind="next_turn",
+                    message=item.message,
+                    starts_run=True,
+                )
+            cancelled = (
+                input_queue.cancel_pending(db, data.session_id) if data.status == "aborted" else []
+            )
+            input_queue.release_guidance(db, data.run_id)
+            queued_input = input_queue.has_run_starting_input(db, data.session_id)
             end = AgentEnd(
                 run_id=data.run_id,
                 status=data.status,
@@ -240,7 +265,23 @@ class Bookkeeping:
             final_text=final_text,
             usage=usage,
             cancelled_inputs=[i.text for i in cancelled],
+            queued_input=queued_input,
         )
+
+    @activity.defn(name=QUEUE_INPUT)
+    def queue_input(self, data: QueueInputInput) -> None:
+        """Keep steering and follow-ups that reached the run after its end was stored: they
+        start the next run, as input sent while it was open does."""
+        with self._db.transaction() as db:
+            for item in data.items:
+                input_queue.add_item(
+                    db,
+                    item_id=item.id,
+                    session_id=data.session_id,
+                    kind="next_turn",
+                    message=item.message,
+                    starts_run=True,
+                )
 
     @activity.defn(name=APPLY_CHANGES)
     def apply_changes(self, data: ApplyChangesInput) -> None:

@@ -29,6 +29,13 @@ from duragent.store import input_queue
 from duragent.store.records import QueueItem
 from duragent.workflows.session_run import SessionRun
 
+_START_OR_QUEUE_TRIES = 3
+"""Starting, queueing and waiting for a closing run, at most this many times: a run ends
+once, and the next one (started for other queued input) takes this input when it starts."""
+_CLOSING_WAIT_S = 30.0
+"""How long a send waits for the session's workflow to close before trying again: a
+closing run's last step, or a compaction or move, which take seconds."""
+
 
 class Inputs(ClientPart):
     """What a user sends a session besides a prompt, and the queue it waits in."""
@@ -93,17 +100,78 @@ class Inputs(ClientPart):
         guidance: bool = False,
         intent: GuidanceIntent | None = None,
     ) -> RunHandle | QueueItem:
-        """What a chat box does: an idle session starts a run; a busy one queues the input
-        (as guidance for the run, if asked, with `intent` or else the one its wording
-        suggests) and never cancels or starts a run."""
+        """What a chat box does: an idle session starts a run. Input sent while a run is
+        open waits in the queue (a pending item, which its sender may still edit, delete
+        or turn into guidance) and starts the next run when that one ends, that run taking
+        all the input that waited; with `guidance`, it goes to the open run instead (with
+        `intent`, or the one its wording suggests). Never cancels or interrupts a run."""
         if intent is not None and not guidance:
             raise InvalidPrompt("an intent is for guidance: send it with guidance")
-        if not guidance:
-            with contextlib.suppress(SessionBusy):
-                return await self._client.runs.prompt(session_id, text)
         if guidance:
             return await self.guide_text(session_id, text, intent=intent)
-        return await asyncio.to_thread(self.next_turn, session_id, text)
+        return await self.start_or_queue(session_id, text)
+
+    async def start_or_queue(
+        self,
+        session_id: str,
+        message: PromptInput,
+        *,
+        item_id: str | None = None,
+        run_id: str | None = None,
+    ) -> RunHandle | QueueItem:
+        """Start a run of `message` (as `run_id`, if given), or, while a run is open, queue
+        it to start the next run when that one ends (`send`). Sent again with the same
+        `item_id` and `run_id` (a retried delivery), it is started or queued once.
+
+        A run whose end is stored already takes no more input: then this waits for its
+        workflow to close and starts the next run itself; so does a session busy with
+        what is no run (a compaction, a move), once that is over. Every piece of input
+        accepted here is run once, by the open run's successor or by a run started here."""
+        one_message(message, "queued input")  # the size limit, before anything starts
+        item_id = item_id or uuid.uuid4().hex
+        busy: SessionBusy | None = None
+        for _ in range(_START_OR_QUEUE_TRIES):
+            try:
+                return await self._client.runs.prompt(session_id, message, run_id=run_id)
+            except SessionBusy as err:
+                busy = err
+            if run_id is not None and busy.run_id == run_id:  # started by an earlier try
+                return self._client.runs.handle(session_id, run_id)
+            queued = await self.queue_for_open_run(session_id, busy, message, item_id)
+            if queued is not None:
+                return queued
+            await self._client.workflows.wait_closed(session_id, _CLOSING_WAIT_S)
+        assert busy is not None
+        raise busy
+
+    async def queue_for_open_run(
+        self, session_id: str, busy: SessionBusy, message: PromptInput, item_id: str
+    ) -> QueueItem | None:
+        """Queue `message` to start the next run after the open run `busy` names; None
+        when the session is busy with what is no run, or when that run's end is stored
+        already (it takes nothing more: `store.input_queue.queue_while_running`).
+        `InputQueueFull` once `MAX_PENDING_INPUT` items wait."""
+        if busy.run_id is None:
+            return None
+        run_id = busy.run_id
+
+        def queue() -> QueueItem | None:
+            try:
+                with self._client.db.transaction() as db:
+                    if input_queue.count_pending(db, session_id) >= MAX_PENDING_INPUT:
+                        raise InputQueueFull(session_id, MAX_PENDING_INPUT)
+                    return input_queue.queue_while_running(
+                        db,
+                        item_id=item_id,
+                        session_id=session_id,
+                        run_id=run_id,
+                        message=one_message(message, "queued input"),
+                    )
+            except input_queue.RunClosing:  # rolled back: nothing was queued
+                return None
+
+        await asyncio.to_thread(self._client.sessions.get, session_id)
+        return await asyncio.to_thread(queue)
 
     async def guide_text(
         self, session_id: str, text: str, *, intent: GuidanceIntent | None = None

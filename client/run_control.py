@@ -7,11 +7,11 @@ import asyncio
 import builtins
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowContinuedAsNewError, WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from duragent.client.bounds import bounded, first_line
@@ -30,7 +30,7 @@ from duragent.domain.runs import (
     RunResult,
     session_workflow_id,
 )
-from duragent.store import runs
+from duragent.store import entries, runs
 from duragent.store.clock import now_ms
 from duragent.store.records import RunRecord
 from duragent.workflows.session_run import SessionRun
@@ -41,9 +41,12 @@ class RunHandle:
     session_id: str
     run_id: str
     workflow: WorkflowHandle[SessionRun, RunResult]
+    runs: Runs = field(repr=False, compare=False)
 
     async def result(self) -> RunResult:
-        return await self.workflow.result()
+        """The run's result once it has ended (not that of the next run, which input sent
+        meanwhile may start right after it)."""
+        return await self.runs.result_of(self.workflow, self.session_id, self.run_id)
 
 
 class Runs(ClientPart):
@@ -153,13 +156,20 @@ class Runs(ClientPart):
         except WorkflowAlreadyStartedError as err:
             raise await self._client.workflows.busy(session_id) from err
 
+    def handle(self, session_id: str, run_id: str) -> RunHandle:
+        """A handle of a run that was started already (its `result` waits for its end)."""
+        workflow = self._client.temporal.get_workflow_handle_for(
+            SessionRun.run, session_workflow_id(session_id)
+        )
+        return RunHandle(session_id, run_id, workflow, self)
+
     async def _start_workflow(self, run_input: RunInput, summary: str) -> RunHandle:
         """Start the session's run workflow; `WorkflowAlreadyStartedError` if one is open."""
         session_id, run_id = run_input.session_id, run_input.run_id
         handle = await self._client.workflows.start(
             SessionRun.run, run_input, session_id, "run", run_id=run_id, summary=summary
         )
-        return RunHandle(session_id, run_id, handle)
+        return RunHandle(session_id, run_id, handle, self)
 
     def default_options(self) -> RunOptions:
         settings = self._client.settings
@@ -176,20 +186,56 @@ class Runs(ClientPart):
         handle = self._client.temporal.get_workflow_handle_for(
             SessionRun.run, session_workflow_id(session_id)
         )
-        result = await handle.result(follow_runs=True)
-        if run_id is not None and result.run_id != run_id:
-            record = await asyncio.to_thread(self.get, run_id)
-            if record is None:
+        run_id = run_id or await self._client.workflows.run_id(handle)
+        if run_id is None:  # no run was ever started under the session's id
+            raise LookupError(f"session {session_id!r} has no run")
+        return await self.result_of(handle, session_id, run_id)
+
+    async def result_of(
+        self, handle: WorkflowHandle[SessionRun, RunResult], session_id: str, run_id: str
+    ) -> RunResult:
+        """The result of the run `run_id`, once it has ended, following the workflow's
+        executions from `handle`'s: one that continued as new continued the same run
+        (a long one), or started the next run for input that waited; then this run's
+        end is in the store, and its result is read from there."""
+        execution = handle
+        while True:
+            try:
+                result = await execution.result(follow_runs=False)
+            except WorkflowContinuedAsNewError as err:
+                stored = await asyncio.to_thread(self._ended, session_id, run_id)
+                if stored is not None:
+                    return stored
+                execution = self._client.temporal.get_workflow_handle_for(
+                    SessionRun.run, handle.id, run_id=err.new_execution_run_id
+                )
+                continue
+            if result.run_id == run_id:
+                return result
+            stored = await asyncio.to_thread(self._ended, session_id, run_id)
+            if stored is None:
                 raise LookupError(f"run {run_id!r} does not exist")
-            return RunResult(
-                session_id=session_id,
-                run_id=run_id,
-                status=record.status,
-                turns=record.turns,
-                usage=record.usage,
-                error=record.error,
-            )
-        return result
+            return stored
+
+    def _ended(self, session_id: str, run_id: str) -> RunResult | None:
+        """The result of a run whose end is stored, as the store has it; None otherwise."""
+        with self._client.db.transaction() as db:
+            record = runs.get_run(db, run_id)
+            if record is None or record.status == "running":
+                return None
+            final_text = entries.final_text(db, session_id, run_id)
+        cost = self._client.sessions.costs(session_id).of_run(run_id)
+        return RunResult(
+            session_id=session_id,
+            run_id=run_id,
+            status=record.status,
+            turns=record.turns,
+            usage=record.usage,
+            error=record.error,
+            final_text=final_text,
+            cost_usd=cost.cost_usd or 0.0,
+            unpriced_models=cost.unpriced_models,
+        )
 
     async def abort(self, session_id: str) -> RunResult:
         """Abort (stop) the open run: running tools are killed, finished results kept,
@@ -198,8 +244,11 @@ class Runs(ClientPart):
         handle = await self._client.workflows.open_run(session_id)
         if handle is None:
             raise SessionIdle(session_id, "abort")
+        run_id = await self._client.workflows.run_id(handle)
         await handle.cancel()
-        return await handle.result()
+        if run_id is None:
+            return await handle.result()
+        return await self.result_of(handle, session_id, run_id)
 
     def get(self, run_id: str) -> RunRecord | None:
         """The stored run (its status, turns, usage, error); None for an unknown id."""

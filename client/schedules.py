@@ -42,13 +42,14 @@ from duragent.client.bounds import bounded
 from duragent.client.errors import (
     DuragentError,
     InvalidSchedule,
+    QueueItemNotFound,
     ScheduleNotFound,
     SessionBusy,
-    SessionIdle,
     SessionNotFound,
     TooManySchedules,
 )
 from duragent.client.part import ClientPart
+from duragent.client.run_control import RunHandle
 from duragent.domain.messages import ScheduledMark, TextContent, UserMessage
 from duragent.domain.schedules import (
     BUSY_POLICIES,
@@ -72,9 +73,6 @@ MAX_SCHEDULES = 100
 can make the workers do (and what a listing reads) bounded."""
 MAX_CRON = 10
 """Cron expressions one schedule may have."""
-_DELIVERY_TRIES = 3
-"""A session that turns idle or busy between the checks of a delivery is asked again
-this often before the activity's own retry takes over."""
 
 
 class Schedules(ClientPart):
@@ -378,34 +376,32 @@ class Schedules(ClientPart):
             return FiringOutcome(outcome="started", session_id=started.session_id, run_id=run_id)
         if firing.new_session:
             return await self._in_new_session(data, message, run_id)
-        busy: SessionBusy | None = None
-        for _ in range(_DELIVERY_TRIES):
-            try:
-                await self._client.runs.prompt(session_id, message, run_id=run_id)
+        queued = FiringOutcome(
+            outcome="queued",
+            session_id=session_id,
+            detail="it starts the next run when the open one ends",
+        )
+        if firing.busy == "queue":
+            with contextlib.suppress(QueueItemNotFound):  # queued by an earlier attempt
+                await asyncio.to_thread(self._client.inputs.item, session_id, follow_up_id)
+                return queued
+            # Started, or queued to start the next run when the open one ends: sent as a
+            # person's chat input is (`client.inputs.start_or_queue`).
+            sent = await self._client.inputs.start_or_queue(
+                session_id, message, item_id=follow_up_id, run_id=run_id
+            )
+            if isinstance(sent, RunHandle):
                 return FiringOutcome(outcome="started", session_id=session_id, run_id=run_id)
-            except SessionBusy as err:
-                busy = err
+            return queued
+        try:
+            await self._client.runs.prompt(session_id, message, run_id=run_id)
+            return FiringOutcome(outcome="started", session_id=session_id, run_id=run_id)
+        except SessionBusy as busy:
             if busy.run_id == run_id:  # this firing's own run (an earlier attempt's)
                 return FiringOutcome(outcome="started", session_id=session_id, run_id=run_id)
             if firing.busy == "skip":
                 return FiringOutcome(outcome="skipped", session_id=session_id, detail=str(busy))
-            if firing.busy == "new_session":
-                return await self._in_new_session(data, message, run_id)
-            # A run whose outcome is stored is closing: the next run takes the prompt.
-            handle = await self._client.workflows.settled_open_run(session_id)
-            if handle is None:
-                if await self._client.workflows.open_type(session_id) is not None:
-                    raise busy  # a compaction, a move: tried again by the activity's retry
-                continue
-            try:
-                await self._client.inputs.follow_up(session_id, message, item_id=follow_up_id)
-            except SessionIdle:
-                continue  # it ended meanwhile: start a run
-            open_run = await self._client.workflows.run_id(handle)
-            return FiringOutcome(
-                outcome="queued", session_id=session_id, run_id=open_run, detail="as a follow-up"
-            )
-        raise busy or SessionBusy(session_id, None, "")
+            return await self._in_new_session(data, message, run_id)
 
     async def _in_new_session(
         self, data: DeliverScheduledPrompt, message: UserMessage, run_id: str

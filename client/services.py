@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from filelock import AsyncFileLock
 from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy.exc import SQLAlchemyError
 from temporalio.api.enums.v1 import (
@@ -29,12 +30,17 @@ from temporalio.service import RPCError
 from duragent.activities.leases import RENEW_S, lease_owner
 from duragent.client.connection import connect_temporal, open_store, temporal_reachable
 from duragent.client.errors import DuragentError
-from duragent.client.home_temporal import home_dev_server, start_dev_server
+from duragent.client.home_temporal import at_home_server, running_home_server
 from duragent.client.service_users import ServiceUsers
 from duragent.offline_model import DEMO_SCRIPT, OfflineModelServer
 from duragent.settings import Settings
 from duragent.store import leases
 from duragent.store.db import Database, missing_sqlite_file
+from duragent.temporal_dev import DevServer, DevServerError
+from duragent.temporal_dev.errors import PortInUseError
+from duragent.temporal_dev.ports import split_address
+from duragent.temporal_dev.probe import tcp_open
+from duragent.temporal_dev.record import DevServerRecord, cluster_id, record_path, write_record
 
 Announce = Callable[[str], None]
 LIVE_POLLER_S = 70
@@ -192,6 +198,83 @@ async def _dev_server(
         await users.wait_for_later("the Temporal dev server", announce)
     finally:
         server.stop()
+
+
+@contextlib.asynccontextmanager
+async def home_dev_server(
+    settings: Settings, announce: Announce, users: ServiceUsers
+) -> AsyncIterator[Settings]:
+    """The home's dev server, started here when it is not running (and then stopped on
+    leaving, once later commands using it have ended); yields the settings at it."""
+    lock = AsyncFileLock(str(settings.home / "temporal-dev.lock"))
+    settings.home.mkdir(parents=True, exist_ok=True)
+    started: DevServer | None = None
+    async with lock:
+        running = await running_home_server(settings)
+        if running is None:
+            started = await _start_home_server(settings, announce)
+            try:
+                running = at_home_server(settings, await _record(settings, started))
+            except BaseException:
+                started.stop()
+                raise
+    try:
+        yield running
+        if started is not None:  # later commands of the home may use it: not under them
+            await users.wait_for_later("the Temporal dev server", announce)
+    finally:
+        if started is not None:
+            started.stop()
+
+
+async def _record(settings: Settings, server: DevServer) -> DevServerRecord:
+    """Record the server just started, so later commands of the home find it."""
+    found = await cluster_id(server.address)
+    if found is None:
+        raise DevServerError(f"the dev server at {server.address} does not tell its cluster id")
+    record = DevServerRecord(port=server.port, ui_port=server.ui_port, cluster_id=found)
+    write_record(record_path(settings.dev_server_db), record)
+    return record
+
+
+async def _start_home_server(settings: Settings, announce: Announce) -> DevServer:
+    """Start the home's dev server: at its recorded port (or the default one) unless
+    something else answers there, else at a free port, said with the reason."""
+    host, port = split_address(settings.temporal_address)
+    ui_port = settings.web_ui_port
+    taken = await tcp_open(host, port, 0.5)
+    if taken:
+        announce(
+            f"{settings.temporal_address} is not this folder's Temporal dev server (another "
+            "folder's, or one not started by duragent): starting this folder's own on a free "
+            "port (set TEMPORAL_ADDRESS to use a server of your choosing)."
+        )
+    try:
+        return await start_dev_server(
+            settings, announce, port=None if taken else port, ui_port=None if taken else ui_port
+        )
+    except PortInUseError:  # taken meanwhile (another folder starting at the same moment)
+        return await start_dev_server(settings, announce, port=None, ui_port=None)
+
+
+async def start_dev_server(
+    settings: Settings, announce: Announce, *, port: int | None, ui_port: int | None
+) -> DevServer:
+    """Start a dev server (with its web UI) on the home's history file, at `port` (None:
+    a free one), and say where."""
+    server = DevServer(
+        settings.dev_server_db,
+        port=port,
+        ui_port=ui_port,
+        headless=False,
+        namespace=settings.temporal_namespace,
+    )
+    await server.astart()
+    announce(
+        f"Started a Temporal dev server at {server.address} (history in {settings.dev_server_db});"
+        f" web UI: {server.ui_url}"
+    )
+    return server
 
 
 @contextlib.asynccontextmanager

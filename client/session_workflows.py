@@ -10,9 +10,6 @@ from typing import Any, TypeVar
 
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import (
-    SearchAttributeKey,
-    SearchAttributePair,
-    TypedSearchAttributes,
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
@@ -23,11 +20,8 @@ from duragent.client.errors import DuragentError, SessionBusy, SessionIdle, fail
 from duragent.client.part import ClientPart
 from duragent.client.temporal_setup import search_attributes_required
 from duragent.domain.runs import RunResult, RunView, session_workflow_id
+from duragent.domain.search_attributes import session_attributes
 from duragent.workflows.session_run import SessionRun
-
-SESSION_ID_ATTR = SearchAttributeKey.for_keyword("DuragentSessionId")
-RUN_ID_ATTR = SearchAttributeKey.for_keyword("DuragentRunId")
-KIND_ATTR = SearchAttributeKey.for_keyword("DuragentKind")
 
 # A run whose outcome is stored has one workflow step left; it is waited for this long.
 _CLOSING_WAIT_S = 10.0
@@ -55,13 +49,8 @@ class SessionWorkflows(ClientPart):
     ) -> Any:
         """Start a workflow under the session's workflow id, searchable by session and
         kind; `WorkflowAlreadyStartedError` while another one is open."""
-        attributes = [
-            SearchAttributePair(SESSION_ID_ATTR, session_id),
-            SearchAttributePair(KIND_ATTR, kind),
-        ]
         memo = {"kind": kind}
         if run_id is not None:
-            attributes.append(SearchAttributePair(RUN_ID_ATTR, run_id))
             memo["run_id"] = run_id
         with search_attributes_required(self._client.settings.temporal_namespace):
             return await self._client.temporal.start_workflow(
@@ -71,7 +60,7 @@ class SessionWorkflows(ClientPart):
                 task_queue=self._client.settings.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-                search_attributes=TypedSearchAttributes(attributes),
+                search_attributes=session_attributes(session_id, kind, run_id),
                 memo=memo,
                 static_summary=summary,
             )
@@ -100,6 +89,13 @@ class SessionWorkflows(ClientPart):
         with contextlib.suppress(Exception):  # its outcome is already in the store
             await asyncio.wait_for(handle.result(), timeout=_CLOSING_WAIT_S)
         return await self.open_run(session_id)
+
+    async def wait_closed(self, session_id: str, timeout_s: float) -> None:
+        """Wait (at most `timeout_s`) until the workflow open under the session's id, if
+        any, has closed, however it ends."""
+        handle = self._client.temporal.get_workflow_handle(session_workflow_id(session_id))
+        with contextlib.suppress(Exception):  # how it ended is not this wait's business
+            await asyncio.wait_for(handle.result(follow_runs=False), timeout=timeout_s)
 
     async def open_type(self, session_id: str) -> str | None:
         """The type of the workflow open under the session's id, if any."""

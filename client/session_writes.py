@@ -6,15 +6,15 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
+from temporalio.common import WorkflowIDReusePolicy
 
 from duragent.client.bounds import bounded
 from duragent.client.part import ClientPart
-from duragent.client.session_workflows import KIND_ATTR, SESSION_ID_ATTR
 from duragent.client.temporal_setup import search_attributes_required
 from duragent.domain.changes import ConfigChange, FacadeEntry, SessionChange
 from duragent.domain.entries import SessionEntry
 from duragent.domain.runs import session_workflow_id
+from duragent.domain.search_attributes import session_attributes
 from duragent.store.clock import now_ms
 from duragent.workflows.session_changes import SessionChanges
 
@@ -46,12 +46,7 @@ class SessionWrites(ClientPart):
                 start_signal="change",
                 start_signal_args=[change],
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-                search_attributes=TypedSearchAttributes(
-                    [
-                        SearchAttributePair(SESSION_ID_ATTR, session_id),
-                        SearchAttributePair(KIND_ATTR, "changes"),
-                    ]
-                ),
+                search_attributes=session_attributes(session_id, "changes"),
             )
         # Idle session: wait until the change is stored, so a read or a prompt right
         # after sees it. (A busy session's run holds it as a pending write instead.)

@@ -242,6 +242,7 @@ def build_worker(
             bookkeeping.apply_changes,
             bookkeeping.record_events,
             bookkeeping.take_guidance,
+            bookkeeping.queue_input,
             models.model_turn,
             turns.take_turn,
             tree.plan_compaction,

@@ -27,7 +27,9 @@ Phase = Literal[
     "awaiting_host",
     "awaiting_budget",
 ]
-RunKind = Literal["prompt", "skill", "template"]
+RunKind = Literal["prompt", "skill", "template", "queued"]
+"""`queued`: a run started for the input sent while the previous run was open (it has no
+prompt of its own: the queued input is its prompt)."""
 
 
 class Invocation(BaseModel):

@@ -34,6 +34,7 @@ FINISH_RUN = "finish_run"
 RECORD_EVENTS = "record_events"
 APPLY_CHANGES = "apply_changes"
 TAKE_GUIDANCE = "take_guidance"
+QUEUE_INPUT = "queue_input"
 
 OUTCOME_PREVIEW_CHARS = 200
 """How much of a tool result the workflow sees."""
@@ -55,6 +56,17 @@ class StartRunInput(_Contract):
     """Entry ids for the prompt messages, chosen in the workflow."""
     timestamp: int = 0
     """When the run started (workflow time), for messages made from a skill or template."""
+
+
+NOTHING_QUEUED = "NothingQueued"
+"""The failure type of a queued run's start when its input was taken back meanwhile."""
+
+
+class QueueInputInput(_Contract):
+    """Input that reached a run after its end was stored, for the next run."""
+
+    session_id: str
+    items: list[QueuedMessage]
 
 
 class StartRunResult(_Contract):
@@ -293,6 +305,8 @@ class FinishRunResult(_Contract):
     got (`CommitSlot.uncounted`). None from workers that did not report it."""
     cancelled_inputs: list[str] = Field(default_factory=list)
     """Input-queue items cancelled because the run was stopped (their text)."""
+    queued_input: bool = False
+    """Input sent while the run was open waits in the queue: the next run starts for it."""
 
 
 class RecordEventsInput(_Contract):

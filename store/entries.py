@@ -10,7 +10,14 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import CTE, BindParameter, Row, bindparam, literal, select
 from sqlalchemy.orm import Session
 
-from duragent.domain.entries import CONFIG_ENTRIES, CompactionEntry, SessionEntry, parse_entry
+from duragent.domain.entries import (
+    CONFIG_ENTRIES,
+    CompactionEntry,
+    MessageEntry,
+    SessionEntry,
+    parse_entry,
+)
+from duragent.domain.messages import AssistantMessage, text_of
 from duragent.store.statements import execute
 from duragent.store.tables import EntryRow, table_of
 from duragent.store.upsert import insert_ignore
@@ -296,3 +303,25 @@ def belongs_to(db: Session, entry_id: str, session_id: str) -> bool:
         select(EntryRow.id).where(EntryRow.id == entry_id, EntryRow.session_id == session_id)
     )
     return found is not None
+
+
+_RUN_MESSAGES_NEWEST_FIRST = (
+    select(*_ENTRY_COLUMNS)
+    .where(
+        _entries.c.session_id == bindparam("session_id"),
+        _entries.c.run_id == bindparam("run_id"),
+        _entries.c.type == "message",
+    )
+    .order_by(_entries.c.seq.desc())
+)
+
+
+def final_text(db: Session, session_id: str, run_id: str) -> str:
+    """The text of the run's last assistant message ("" when it has none): the answer a
+    caller of a run wants, as the run's end reported it."""
+    rows = execute(db, _RUN_MESSAGES_NEWEST_FIRST, {"session_id": session_id, "run_id": run_id})
+    for row in rows:
+        entry = entry_of_row(row)
+        if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
+            return text_of(entry.message.content)
+    return ""

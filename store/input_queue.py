@@ -17,7 +17,7 @@ from duragent.domain.messages import AgentMessage, text_of
 from duragent.store.clock import now_ms
 from duragent.store.records import QueueItem
 from duragent.store.statements import Tx, execute
-from duragent.store.tables import InputQueueRow
+from duragent.store.tables import InputQueueRow, RunStateRow
 
 QueueKind = Literal["next_turn", "guidance"]
 _INTENTS = get_args(GuidanceIntent)
@@ -31,8 +31,10 @@ def add_item(
     kind: QueueKind,
     message: AgentMessage,
     run_id: str | None = None,
+    starts_run: bool = False,
 ) -> QueueItem:
-    """Queue a message; adding an id that is already queued returns the stored item."""
+    """Queue a message; adding an id that is already queued returns the stored item.
+    `starts_run`: it starts the next run when the open one ends (`queue_while_running`)."""
     existing = db.get(InputQueueRow, item_id)
     if existing is not None:
         return QueueItem.model_validate(existing)
@@ -54,10 +56,58 @@ def add_item(
         created_at=now,
         updated_at=now,
         consumed_at=None,
+        starts_run=starts_run,
     )
     db.add(row)
     db.flush()
     return QueueItem.model_validate(row)
+
+
+class RunClosing(Exception):
+    """The open run's end is stored already: it takes no more input (`queue_while_running`)."""
+
+
+def queue_while_running(
+    db: Session, *, item_id: str, session_id: str, run_id: str, message: AgentMessage
+) -> QueueItem:
+    """Queue input sent while the session's run `run_id` is open: it starts the next run
+    when that one ends (`finish_run` chains it), unless a run takes it first.
+    `RunClosing` (roll the transaction back) when that run's end is stored already.
+
+    The item is written first, then the run's row read under a row lock: the run's end
+    updates that row first, then reads the queue (`has_run_starting_input`). So the two
+    come one after the other, on SQLite (one writer) and PostgreSQL alike: either the
+    end sees this item, or this sees the end. A run not recorded yet (its start is on its
+    way) takes pending input when it starts."""
+    item = add_item(
+        db,
+        item_id=item_id,
+        session_id=session_id,
+        kind="next_turn",
+        message=message,
+        starts_run=True,
+    )
+    ended = db.execute(
+        select(RunStateRow.ended_at).where(RunStateRow.run_id == run_id).with_for_update()
+    ).first()
+    if ended is not None and ended.ended_at is not None:
+        raise RunClosing(run_id)
+    return item
+
+
+def has_run_starting_input(db: Session, session_id: str) -> bool:
+    """Whether input that starts a run when the open one ends waits (see `queue_while_running`)."""
+    found = db.scalar(
+        select(InputQueueRow.id)
+        .where(
+            InputQueueRow.session_id == session_id,
+            InputQueueRow.status == "pending",
+            InputQueueRow.kind == "next_turn",
+            InputQueueRow.starts_run.is_(True),
+        )
+        .limit(1)
+    )
+    return found is not None
 
 
 def count_pending(db: Session, session_id: str) -> int:
@@ -187,7 +237,8 @@ def take_guidance(db: Session, run_id: str, item_ids: list[str]) -> list[str]:
 
 
 def release_guidance(db: Session, run_id: str) -> None:
-    """Guidance the run ended without taking goes back to the queue as next_turn input."""
+    """Guidance the run ended without taking goes back to the queue as next_turn input,
+    which starts the next run (it was sent while this one was open)."""
     db.execute(
         update(InputQueueRow)
         .where(
@@ -195,7 +246,7 @@ def release_guidance(db: Session, run_id: str) -> None:
             InputQueueRow.kind == "guidance",
             InputQueueRow.status == "pending",
         )
-        .values(kind="next_turn", run_id=None, updated_at=now_ms())
+        .values(kind="next_turn", run_id=None, starts_run=True, updated_at=now_ms())
     )
 
 

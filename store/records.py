@@ -92,6 +92,8 @@ class QueueItem(_Record):
     created_at: int
     updated_at: int
     consumed_at: int | None
+    starts_run: bool = False
+    """Sent while a run was open: it starts the next run when that one ends."""
 
 
 class TriggerRecord(_Record):

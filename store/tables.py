@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     ForeignKey,
     Index,
     Integer,
@@ -19,6 +20,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql import false
 
 JsonType = JSON().with_variant(JSONB(), "postgresql")
 # SQLite only autoincrements INTEGER PRIMARY KEY; PostgreSQL wants a 64-bit identity.
@@ -172,7 +174,7 @@ class TurnSnapshotRow(Base):
 
 class InputQueueRow(Base):
     """Input sent to a session outside a run's signals: `next_turn` messages waiting for
-    the next user-initiated run (and, later, runtime guidance)."""
+    the next run, and runtime guidance bound to the open one."""
 
     __tablename__ = "input_queue"
     __table_args__ = (Index("ix_input_queue_session_status", "session_id", "status", "position"),)
@@ -191,6 +193,9 @@ class InputQueueRow(Base):
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
     consumed_at: Mapped[int | None] = mapped_column(BigInteger)
+    starts_run: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """Input sent while a run was open (a chat box's, a webhook's, a schedule's): it starts
+    the next run when that one ends, if no run took it before."""
 
 
 class WorkspaceChunkRow(Base):

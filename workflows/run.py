@@ -26,10 +26,13 @@ with workflow.unsafe.imports_passed_through():
         RunStatus,
         session_workflow_id,
     )
+    from duragent.domain.search_attributes import session_attributes
     from duragent.domain.tree_ops import CompactResult, SaveTurnInput
     from duragent.domain.turns import (
+        NOTHING_QUEUED,
         CommitSlot,
         FinishRunInput,
+        QueueInputInput,
         RecordEventsInput,
         StartRunInput,
         TurnCommit,
@@ -48,6 +51,8 @@ from duragent.workflows.run_state import RunState
 # execution's history stays under it.
 CONTINUE_AT_EVENTS = 3_500
 CONTINUE_AT_BYTES = 3_500_000
+QUEUED_INPUT_PATCH = "queued-input-runs"
+"""Marks the histories of runs that start the next run for input sent while they were open."""
 SUMMARY_USAGE_PATCH = "summary-usage"
 """Marks the histories of runs whose compaction summaries count in their usage."""
 _REPORTED = {"session_id", "run_id", "status", "turns", "usage", "error"}
@@ -83,13 +88,21 @@ class Run:
                     kind=run.kind,
                     prompt=run.prompt,
                     invocation=run.invocation,
-                    prompt_entry_ids=[self.new_id() for _ in range(max(1, len(run.prompt)))],
+                    # A queued run's prompt is the input that waited: its ids are its items'.
+                    prompt_entry_ids=[]
+                    if run.kind == "queued"
+                    else [self.new_id() for _ in range(max(1, len(run.prompt)))],
                     timestamp=self.now_ms(),
                 )
             )
         except FailureError as err:  # e.g. a skill that does not exist
             if steps.cancelled(err):
                 raise asyncio.CancelledError from err
+            if steps.failure_type(err) == NOTHING_QUEUED:  # nothing recorded, nothing to do
+                self.state.phase = "idle"
+                return RunResult(
+                    session_id=run.session_id, run_id=run.run_id, status="completed", turns=0
+                )
             return await self.finish([], "error", root_message(err), None)
         self.state.leaf = started.leaf_id
         self.state.inbox.config = self.state.inbox.config or started.config
@@ -243,9 +256,10 @@ class Run:
     ) -> RunResult:
         run = self.state.run
         writes, session_config = self.state.inbox.take_writes()
-        # Queued messages the run never reached wait for the session's next run, unless
-        # the user aborted (then they go back to the caller).
-        leftover = [] if cleared else [*self.state.inbox.steering, *self.state.inbox.follow_ups]
+        # Queued messages the run never reached start the session's next run, unless the
+        # user aborted (then they go back to the caller). Taken from the inbox: what
+        # signals bring from now on comes too late for this run (`start_next_run`).
+        leftover = [] if cleared else [m for q in self.state.inbox.clear_queues() for m in q]
         data = FinishRunInput(
             session_id=run.session_id,
             run_id=run.run_id,
@@ -261,6 +275,7 @@ class Run:
             last_assistant_entry_id=last_assistant_id,
         )
         finished = await steps.finish_run(data)
+        self.state.queued_input = finished.queued_input
         # The stored usage adds the replies of model calls the run stopped.
         self.state.usage = finished.usage or self.state.usage
         self.state.phase = "idle"
@@ -275,6 +290,37 @@ class Run:
             cancelled_inputs=finished.cancelled_inputs,
             cost_usd=self.state.budgets.cost_usd,
             unpriced_models=sorted(self.state.budgets.unpriced),
+        )
+
+    async def start_next_run(self, result: RunResult) -> RunResult:
+        """After the run's end: input sent while it was open (queued in the store, or
+        steering and follow-ups that reached it after its end was stored) starts the next
+        run, as a new execution of this workflow: the session stays busy in between, and
+        the next run takes all the input waiting (`start_run`). Returns `result` when
+        nothing waits, or when the run is stopped meanwhile (its input then waits for the
+        next run a person starts)."""
+        if result.status == "aborted" or not workflow.patched(QUEUED_INPUT_PATCH):
+            return result
+        session_id = self.state.run.session_id
+        try:
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            late = [m for q in self.state.inbox.clear_queues() for m in q]
+            if late:
+                await steps.queue_input(QueueInputInput(session_id=session_id, items=late))
+        except asyncio.CancelledError:
+            return result
+        if not (late or self.state.queued_input):
+            return result
+        run_id = self.new_id()
+        workflow.continue_as_new(
+            RunInput(
+                session_id=session_id,
+                run_id=run_id,
+                kind="queued",
+                options=self.state.run.options,
+            ),
+            memo={"kind": "run", "run_id": run_id},
+            search_attributes=session_attributes(session_id, "run", run_id),
         )
 
     async def set_phase(self, phase: Phase, *events: RunEventPayload) -> None:

@@ -138,8 +138,11 @@ class SessionRun:
         try:
             if data.carried is not None:
                 self._run.restore(data.carried)
+                result = await run_until_idle(self._run)
             elif (failed := await self._run.start(data)) is not None:
-                return failed
-            return await run_until_idle(self._run)
+                result = failed
+            else:
+                result = await run_until_idle(self._run)
         except asyncio.CancelledError:
             return await self._run.abort()
+        return await self._run.start_next_run(result)

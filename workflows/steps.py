@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         APPLY_CHANGES,
         FINISH_RUN,
         MODEL_TURN,
+        QUEUE_INPUT,
         RECORD_EVENTS,
         RUN_TOOL,
         START_RUN,
@@ -62,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
         ModelTurnInput,
         ModelTurnResult,
         ProviderFailure,
+        QueueInputInput,
         RecordEventsInput,
         StartRunInput,
         StartRunResult,
@@ -118,6 +120,10 @@ async def apply_changes(data: ApplyChangesInput) -> None:
 async def take_guidance(data: TakeGuidanceInput) -> TakeGuidanceResult:
     summary = f"take {len(data.item_ids)} guidance item(s)"
     return await _store_step(TAKE_GUIDANCE, data, TakeGuidanceResult, summary)
+
+
+async def queue_input(data: QueueInputInput) -> None:
+    await _store_step(QUEUE_INPUT, data, type(None), f"queue {len(data.items)} late input(s)")
 
 
 async def record_events(data: RecordEventsInput) -> None:
@@ -388,6 +394,12 @@ def provider_failure(err: ActivityError) -> ProviderFailure:
     if isinstance(cause, ApplicationError) and cause.type == PROVIDER_ERROR and cause.details:
         return ProviderFailure.model_validate(cause.details[0])
     return ProviderFailure(kind="other", status=None, message=root_message(err), retryable=False)
+
+
+def failure_type(err: FailureError) -> str | None:
+    """The type a step's application error was raised with (its cause's), if any."""
+    cause = err.cause if isinstance(err, ActivityError) else err
+    return cause.type if isinstance(cause, ApplicationError) else None
 
 
 ABORT_WINS_PATCH = "abort-wins"

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ChildWorkflowError
 from temporalio.workflow import ParentClosePolicy
 
@@ -26,18 +25,13 @@ with workflow.unsafe.imports_passed_through():
     from duragent.domain.fallbacks import TurnInProgress, root_message
     from duragent.domain.messages import user_text
     from duragent.domain.runs import RunInput, RunResult, session_workflow_id
+    from duragent.domain.search_attributes import session_attributes
     from duragent.domain.subagents import FinishSubagentInput, StartSubagentInput
     from duragent.domain.tools import ToolCallRef
     from duragent.domain.turns import ToolCallOutcome
 
 from duragent.workflows import steps
 from duragent.workflows.run_state import RunSteps
-
-# The keys a client starts runs with (client/session_workflows.py), so a child run is
-# found by session and run like any other.
-_SESSION_ID = SearchAttributeKey.for_keyword("DuragentSessionId")
-_RUN_ID = SearchAttributeKey.for_keyword("DuragentRunId")
-_KIND = SearchAttributeKey.for_keyword("DuragentKind")
 
 
 async def run_subagent(run: RunSteps, turn: TurnInProgress, call: ToolCallRef) -> ToolCallOutcome:
@@ -92,13 +86,7 @@ async def run_subagent(run: RunSteps, turn: TurnInProgress, call: ToolCallRef) -
                 "tool_call_id": call.id,
                 "name": start.name,
             },
-            search_attributes=TypedSearchAttributes(
-                [
-                    SearchAttributePair(_SESSION_ID, child_id),
-                    SearchAttributePair(_KIND, "prompt"),
-                    SearchAttributePair(_RUN_ID, child_run_id),
-                ]
-            ),
+            search_attributes=session_attributes(child_id, "prompt", child_run_id),
             static_summary=f"sub-agent {start.name!r} for {call.id}"[:200],
         )
     except ChildWorkflowError as err:

@@ -45,7 +45,8 @@ def send(
     text: Annotated[str, typer.Argument(help="The input.")],
     guide: Annotated[bool, typer.Option(help="Busy session: send it as guidance.")] = False,
 ) -> None:
-    """Send input as a chat box does: an idle session starts a run, a busy one queues it.
+    """Send input as a chat box does: an idle session starts a run; a busy one queues it,
+    to start the next run when the open one ends (with --guide: guidance for the open run).
 
     A run it starts with a worker of its own (none was polling) is shown until it ends,
     as `run` shows it; with a worker elsewhere the command returns at once."""
@@ -59,7 +60,12 @@ def send(
                 cursor = client.events.cursor(session)
                 sent = await client.inputs.send(session, text, guidance=guide)
                 if not isinstance(sent, RunHandle):
-                    console.print(f"queued ({sent.kind}): {sent.id}")
+                    when = (
+                        "it starts the next run when the open one ends"
+                        if sent.kind == "next_turn"
+                        else "the open run takes it at its next safe point"
+                    )
+                    console.print(f"queued ({sent.kind}): {sent.id}; {when}")
                     return 0
                 if hosted_elsewhere:
                     console.print(

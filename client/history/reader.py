@@ -163,6 +163,8 @@ class _Reader(ChildWorkflows):
             what = (
                 f"{invocation.get('name')} {' '.join(invocation.get('args') or [])}".strip()
                 if isinstance(invocation, dict)
+                else "the input queued while the previous run was open"
+                if kind == "queued"
                 else f'"{prompt}"'
             )
             run = short_run_id(self.run_id)
@@ -175,7 +177,8 @@ class _Reader(ChildWorkflows):
             started.details["input"] = preview(compact(data))
             started.summary = f"{self.workflow_type} started: {preview(compact(data))}"
         if attrs.continued_execution_run_id:
-            started.summary += f" (continues {attrs.continued_execution_run_id})"
+            after = "after" if started.details.get("kind") == "queued" else "continues"
+            started.summary += f" ({after} {attrs.continued_execution_run_id})"
 
     def _on_workflow_execution_completed(
         self, event: HistoryEvent, attrs: history_v1.WorkflowExecutionCompletedEventAttributes
@@ -217,13 +220,21 @@ class _Reader(ChildWorkflows):
         self, event: HistoryEvent, attrs: history_v1.WorkflowExecutionContinuedAsNewEventAttributes
     ) -> None:
         self.turn = None
+        data = decode(attrs.input)
+        chained = isinstance(data, dict) and data.get("kind") == "queued"
+        summary = (
+            f"run ended; input queued meanwhile starts run {short_run_id(str(data['run_id']))} "
+            f"in {attrs.new_execution_run_id}"
+            if chained and isinstance(data, dict)
+            else f"continued as new: {attrs.workflow_type.name} {attrs.new_execution_run_id}"
+        )
         self._add(
             event,
             "continued_as_new",
-            f"continued as new: {attrs.workflow_type.name} {attrs.new_execution_run_id}",
+            summary,
             new_execution_run_id=attrs.new_execution_run_id,
             workflow_type=attrs.workflow_type.name,
-            input=preview(compact(decode(attrs.input))),
+            input=preview(compact(data)),
         )
 
     # Workflow tasks: only their failures and timeouts tell something (a bad hook, a

@@ -152,8 +152,8 @@ async def test_a_message_no_worker_takes_yet_says_so(
             await eventually(lambda: run_finished(stack, session))
 
 
-@pytest.mark.script(bash_then_text(UNTIL_GO, "built", "took both"))
-async def test_chips_left_when_the_run_ends_say_so_and_can_be_sent_now(
+@pytest.mark.script(bash_then_text(UNTIL_GO, "built", "took both", "took the note"))
+async def test_chips_sent_while_busy_start_the_next_run_and_queued_ones_wait(
     stack: Stack, api: ApiServer, browser_context: Any
 ) -> None:
     async with stack.worker(), api.client() as http:
@@ -164,13 +164,9 @@ async def test_chips_left_when_the_run_ends_say_so_and_can_be_sent_now(
         for text in ("first extra", "second extra"):
             await send(page, text)
         await expect(chips(page)).to_have_count(2)
-        await expect(note).to_be_hidden()  # the run is still working: nothing to say yet
+        await expect(note).to_be_hidden()
+        # The run ends: what was sent meanwhile starts the next run, both in it.
         let_go(stack, session)
-        await expect(page.locator(".msg.assistant").last).to_contain_text("built")
-        await expect(note).to_contain_text("they go with your next message")
-        await expect(chips(page)).to_have_count(2)
-        await screenshot(page, "queued-after-the-run")
-        await note.locator("button.send-queued").click()
         await expect(page.locator(".msg.assistant").last).to_contain_text("took both")
         await expect(chips(page)).to_have_count(0)
         await expect(note).to_be_hidden()
@@ -178,7 +174,18 @@ async def test_chips_left_when_the_run_ends_say_so_and_can_be_sent_now(
         await expect(users).to_have_text(
             ["You" + t for t in ("build it", "first extra", "second extra")]
         )
-    assert user_texts(stack.model.requests_for(session)[-1].body)[-2:] == [
-        "first extra",
-        "second extra",
-    ]
+        await eventually(lambda: run_finished(stack, session))
+        # "Queue for the next run" keeps a chip for later: it waits, and says so.
+        box = page.locator("#composer .box")
+        await box.fill("a note for later")
+        await page.locator("#composer .send-menu summary").click()
+        await page.locator('#composer .send-option[data-mode="queue"]').click()
+        await expect(chips(page)).to_have_count(1)
+        await expect(note).to_contain_text("they go with your next message")
+        await screenshot(page, "queued-after-the-run")
+        await note.locator("button.send-queued").click()
+        await expect(page.locator(".msg.assistant").last).to_contain_text("took the note")
+        await expect(chips(page)).to_have_count(0)
+    requests = stack.model.requests_for(session)
+    assert user_texts(requests[2].body)[-2:] == ["first extra", "second extra"]
+    assert user_texts(requests[-1].body)[-1] == "a note for later"

@@ -244,6 +244,21 @@ async def scheduled_firing(stack: Stack, session_id: str) -> None:
         await stack.client.schedules.delete(made.id)
 
 
+async def queue_while_busy(stack: Stack, session_id: str) -> None:
+    """Input sent while the run is open (a chat box's, and a steer the run never reaches
+    before its turn limit): the run's end starts the next run, which takes it."""
+    first = await stack.client.runs.prompt(session_id, "Start on it.", max_turns=1)
+    while len(stack.model.requests_for(session_id)) < 1:
+        await asyncio.sleep(0.02)
+    await stack.client.inputs.send(session_id, "And then this.")
+    await stack.client.inputs.steer(session_id, "Steered too late.")
+    stack.model.release("go")
+    await first.result()
+    while len(stack.client.runs.list(session_id)) < 2:
+        await asyncio.sleep(0.02)
+    await stack.client.runs.wait(session_id)
+
+
 SCENARIOS = [
     Scenario(
         "tools",
@@ -439,6 +454,20 @@ SCENARIOS = [
 # run inside the turn's activity, guidance and abort reach them there, approvals still
 # cut the turn short, and a host that does not take a turn in time gets the old shape.
 ONE_ACTIVITY = ("tools", "guidance", "abort", "approval", "host_wait", "steer")
+SCENARIOS.append(
+    Scenario(
+        "queued",
+        {
+            "conversations": {
+                "*": [
+                    {"wait_for": "go", "reply": [{"text": "Started."}]},
+                    {"reply": [{"text": "Did that too."}]},
+                ]
+            }
+        },
+        queue_while_busy,
+    )
+)
 SCENARIOS.append(
     Scenario(
         "scheduled",

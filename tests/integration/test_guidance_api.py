@@ -69,6 +69,8 @@ async def test_two_sessions_at_once_no_cross_talk(stack: Stack, api: ApiServer) 
         assert guided.json()["item"]["kind"] == "guidance"
         stack.model.release("go")
         await eventually(lambda: len(stack.model.requests_for(a)) == 2)
+        # B's queued input starts B's next run when B's run ends; A has no second run.
+        await eventually(lambda: len(stack.client.runs.list(b)) == 2)
         await eventually(
             lambda: all(
                 (stack.client.runs.get(r.run_id) or r).status != "running"
@@ -81,9 +83,9 @@ async def test_two_sessions_at_once_no_cross_talk(stack: Stack, api: ApiServer) 
     assert "task for A" in a_sent and "A: mention the date" in a_sent
     assert "for B" not in a_sent
     assert "task for B" in b_sent and "for A" not in b_sent and "A: mention" not in b_sent
-    # B's queued input waits for B's next run; it never went to A.
-    assert [i.text for i in stack.client.inputs.next_turn_items(b)] == ["more for B"]
-    assert len(stack.client.runs.list(a)) == 1  # input never started a second run
+    assert texts(stack.model.requests_for(b)[-1].body)[-1] == "more for B"
+    assert stack.client.inputs.next_turn_items(b) == []
+    assert len(stack.client.runs.list(a)) == 1
 
 
 @BOTH_STORES
@@ -103,13 +105,13 @@ async def test_pending_items_survive_a_restart_of_the_api_and_the_worker(
     async with api.client() as http:
         pending = (await http.get(f"/api/sessions/{session}/input-queue")).json()
         assert [(i["id"], i["status"]) for i in pending] == [(item["id"], "pending")]
-        async with stack.worker():  # a new worker finishes the run
-            await eventually(lambda: len(stack.model.requests_for(session)) == 2, timeout=30)
+        # A new worker finishes the run, and the input that waited starts the next one.
+        async with stack.worker():
+            await eventually(lambda: len(stack.model.requests_for(session)) == 3, timeout=30)
             await eventually(lambda: run_finished(stack, session))
-            started = await http.post(f"/api/sessions/{session}/input", json={"text": "next"})
-            assert started.json()["action"] == "started"
-            await eventually(lambda: len(stack.model.requests_for(session)) == 3)
-    assert texts(stack.model.requests_for(session)[2].body)[-2:] == ["later", "next"]
+    assert texts(stack.model.requests_for(session)[2].body)[-1:] == ["later"]
+    assert [r.kind for r in stack.client.runs.list(session)] == ["queued", "prompt"]
+    assert stack.client.inputs.queue(session) == []
 
 
 @pytest.mark.script(bash_then_text("sleep 1; echo built", "done, with the changelog"))

@@ -2,8 +2,8 @@
 Temporal Schedules fire), a worker, the store and the offline model.
 
 A schedule fires on a short interval into an idle session (a run starts, marked as
-scheduled), is paused, then resumed while the session is busy (the prompt joins the open
-run as a follow-up, no second run); `skip` and `new_session` are checked by triggering.
+scheduled), is paused, then resumed while the session is busy (the prompt waits and starts
+the next run when the open one ends); `skip` and `new_session` are checked by triggering.
 """
 
 from __future__ import annotations
@@ -98,8 +98,8 @@ async def test_a_schedule_fires_into_an_idle_then_a_busy_session_paused_and_resu
             assert len((await http.get(f"/api/schedules/{sid}")).json()["recent"]) == count
             assert len(stack.client.runs.list(session)) == runs_before
 
-            # Busy: a person's run waits on the model; the resumed schedule's firing joins
-            # it as a follow-up.
+            # Busy: a person's run waits on the model; the resumed schedule's firing waits
+            # in the queue and starts the next run when that one ends.
             sent = await http.post(f"/api/sessions/{session}/input", json={"text": "work"})
             assert sent.json()["action"] == "started"
             busy_run = sent.json()["run_id"]
@@ -115,17 +115,18 @@ async def test_a_schedule_fires_into_an_idle_then_a_busy_session_paused_and_resu
             assert queued == {
                 "outcome": "queued",
                 "session_id": session,
-                "run_id": busy_run,
-                "detail": "as a follow-up",
+                "run_id": None,
+                "detail": "it starts the next run when the open one ends",
             }
             await http.post(f"/api/schedules/{sid}/pause")
             stack.model.release("go")
+            await eventually(lambda: len(stack.client.runs.list(session)) == runs_before + 2)
             await eventually(lambda: run_finished(stack, session), timeout=30)
             record = stack.client.runs.get(busy_run)
             assert record is not None and record.status == "completed"
-            # No run of its own: the follow-up ran in the busy run, after its answer.
+            # The next run, started for the firing's prompt, after the busy run's answer.
             runs = stack.client.runs.list(session)
-            assert len(runs) == runs_before + 1
+            assert (runs[0].kind, runs[0].status) == ("queued", "completed")
             last_request = stack.model.requests_for(session)[-1]
             assert user_texts(last_request.body)[-2:] == ["work", "tick"]
             shown = await messages(http, session)
@@ -159,10 +160,11 @@ async def test_a_schedule_fires_into_an_idle_then_a_busy_session_paused_and_resu
         finally:
             await http.delete(f"/api/schedules/{sid}")
 
-    # `duragent history` marks the scheduled run and the scheduled follow-up.
+    # `duragent history` marks the scheduled run, and the run the queued firing started.
     out = await stack.cli_ok("history", session)
     assert f'(prompt): "tick" (scheduled: {sid})' in out
-    assert f'follow_up "tick" (scheduled: {sid})' in out
+    assert "input queued meanwhile starts run" in out
+    assert "(queued): the input queued while the previous run was open (after " in out
 
 
 @pytest.mark.script(SCRIPT)
