@@ -134,6 +134,7 @@ class AguiRun:
         *,
         run_id: str | None = None,
         held: list[Message] | None = None,
+        sent: Message | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.state = state
@@ -149,6 +150,9 @@ class AguiRun:
         """The entry ids of the replies whose calls the run waits on (`interrupt`)."""
         self._held = list(held or [])
         self._held_texts = {_user_text(m.content) for m in self._held if m.role == "user"}
+        self._sent = sent
+        """The message this input sent, until the transcript has it: a run may take it
+        later than this AG-UI run ends (the next one, started when the open one ends)."""
         self._told: dict[str, Message] = {}
         """The messages this stream told, by entry id."""
         self._open: _Open | None = None
@@ -209,7 +213,8 @@ class AguiRun:
         their turn still waiting for its save point, out of the transcript: its reply and
         the results so far follow it, as the client holds them or this stream told them.
         Then the client's own messages that wait in the queue, under the item's id (the
-        id of the entry the run that takes it writes): last, where they will be."""
+        id of the entry the run that takes it writes): last, where they will be; and the
+        one this input sent, as the client sent it, while it is on its way to a run."""
         self.wants_messages = False
         told = {m.id for m in conversation}
         turn = [m for m in [*self._held, *self._told.values()] if m.id in self._waits_on]
@@ -223,6 +228,12 @@ class AguiRun:
                 told.add(message.id)
                 staged.append(message)
         waiting = [(item_id, text) for item_id, text in queued if item_id not in told]
+        held = {m.id for m in self._held}
+        if self._sent is not None and any(
+            m.role == "user" and m.id not in held and m.content == _user_text(self._sent.content)
+            for m in conversation
+        ):
+            self._sent = None  # taken already (the stream has not told it yet)
         mine: list[Message] = []
         for message in self._held:
             if message.role != "user" or message.id in told:
@@ -233,6 +244,8 @@ class AguiRun:
                 waiting.remove(item)
                 told.add(item[0])
                 mine.append(AguiUserMessage(id=item[0], content=text))
+            elif message is self._sent:  # on its way to a run: the client keeps its copy
+                mine.append(message)
         self._done.update(told)
         closing, self._closing = self._closing, []
         if closing:
@@ -343,6 +356,8 @@ class AguiRun:
                 # The client's own: it holds a copy where it sent it, under its own id.
                 # The conversation replaces that copy with this one, last, where it is.
                 self.wants_messages = True
+                if self._sent is not None and text == _user_text(self._sent.content):
+                    self._sent = None
             elif text:
                 out += _whole_text(entry_id, "user", text)
         return out

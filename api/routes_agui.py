@@ -54,13 +54,16 @@ def agui_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
         # The cursor is read first, so the stream misses nothing the input causes; a
         # resume goes on from where the interrupted AG-UI run stopped.
         cursor = await asyncio.to_thread(client.events.cursor, session_id)
-        run = AguiRun(session_id, state, run_id=body.run_id, held=list(body.messages))
+        held = list(body.messages)
         if body.resume:
+            run = AguiRun(session_id, state, run_id=body.run_id, held=held)
             resumed = await resume(client, session_id, body.resume, owner)
             cursor = min([cursor, *resumed.positions])
             opened = [*run.start(None), *run.warn(resumed.ignored)]
         else:
-            await client.inputs.send(session_id, last_user_text(body))
+            text = last_user_text(body)
+            run = AguiRun(session_id, state, run_id=body.run_id, held=held, sent=held[-1])
+            await client.inputs.send(session_id, text)
             opened = run.start(None)
         return StreamingResponse(
             agui_stream(
@@ -135,11 +138,12 @@ async def agui_stream(
 
     Once the stored events are caught up with, a run in progress is opened if no event of
     it came yet, and a run that waits for a person finishes the AG-UI run at once; with
-    `idle_ends` (a resume), so does one that finds no run in progress: nothing more of it
-    will come."""
+    `idle_ends` (a resume), so does one that finds no run in progress once all that run
+    did is told: nothing more of it will come."""
     if opened:
         yield frame(opened)
     caught_up = False
+    idle_checked = False
     position = cursor
     quiet = 0.0
     try:
@@ -156,10 +160,18 @@ async def agui_stream(
                     return
             if batch:
                 quiet = 0.0
+                idle_checked = False
                 continue
             if not caught_up:
                 caught_up = True
-                out = await join(client, session_id, run, position, idle_ends=idle_ends)
+                out = await join(client, session_id, run, position)
+                if out:
+                    yield frame(out)
+                if run.finished:
+                    return
+            if idle_ends and not idle_checked and run.started:
+                idle_checked = True  # again only once more events came
+                out = await idle_end(client, session_id, run, position)
                 if out:
                     yield frame(out)
                 if run.finished:
@@ -174,11 +186,10 @@ async def agui_stream(
 
 
 async def join(
-    client: DuragentClient, session_id: str, run: AguiRun, position: int, *, idle_ends: bool
+    client: DuragentClient, session_id: str, run: AguiRun, position: int
 ) -> list[BaseEvent]:
     """Open the session's run in progress (when none of its events came yet) and, when it
-    waits for a person, finish the AG-UI run with what it waits for; with `idle_ends`,
-    finish it when no run is in progress."""
+    waits for a person, finish the AG-UI run with what it waits for."""
     state = await header_state(client, session_id)
     out: list[BaseEvent] = []
     if not run.started and state.run_id is not None:
@@ -186,9 +197,21 @@ async def join(
         out += run.start(state.run_id)
     if run.started and state.phase in WAIT_PHASES:
         out += run.interrupt(await waiting_interrupts(client, session_id, state.phase), position)
-    elif run.started and idle_ends and state.run_id is None:
-        out += run.finish_idle()
     return [*out, *await restated(client, session_id, run)]
+
+
+async def idle_end(
+    client: DuragentClient, session_id: str, run: AguiRun, position: int
+) -> list[BaseEvent]:
+    """Finish the AG-UI run when no run is in progress and every stored event up to now
+    is told (`position`): a run that ended since the last batch was read still has its
+    events, its end among them, to tell first."""
+    runs = await asyncio.to_thread(client.runs.list, session_id)
+    if runs and runs[0].status == "running":
+        return []
+    if await asyncio.to_thread(client.events.cursor, session_id) > position:
+        return []
+    return [*run.finish_idle(), *await restated(client, session_id, run)]
 
 
 async def restated(client: DuragentClient, session_id: str, run: AguiRun) -> list[BaseEvent]:

@@ -140,6 +140,30 @@ def test_the_clients_queued_messages_move_last_under_their_items_ids() -> None:
     assert [m.id for m in snapshot.messages] == ["p", "r", "q-a", "q-b"]
 
 
+def test_the_message_sent_stays_until_the_transcript_has_it() -> None:
+    """A message on its way to a run that starts later (neither queued nor in the
+    transcript when the AG-UI run ends) stays in the client's list, last, as it sent it;
+    once a run took it, the stored one replaces it."""
+    sent = UserMessage(id="c", content="third")
+    run = AguiRun("s", HeaderState(), held=[sent], sent=sent)
+    run.start(None)
+    [snapshot] = run.with_messages([UserMessage(id="p", content="go")], [])
+    assert isinstance(snapshot, MessagesSnapshotEvent)
+    assert [m.id for m in snapshot.messages] == ["p", "c"]
+    user = {"role": "user", "content": [{"type": "text", "text": "third"}], "timestamp": 1}
+    run.translate(stored(1, "message_end", entry_id="e-c", message=user))
+    taken = UserMessage(id="e-c", content="third")
+    [snapshot] = run.with_messages([UserMessage(id="p", content="go"), taken], [])
+    assert isinstance(snapshot, MessagesSnapshotEvent)
+    assert [m.id for m in snapshot.messages] == ["p", "e-c"]
+    # Taken before the stream told it (the transcript is read after the events): not twice.
+    early = AguiRun("s", HeaderState(), held=[sent], sent=sent)
+    early.start(None)
+    [snapshot] = early.with_messages([UserMessage(id="p", content="go"), taken], [])
+    assert isinstance(snapshot, MessagesSnapshotEvent)
+    assert [m.id for m in snapshot.messages] == ["p", "e-c"]
+
+
 def test_an_interrupt_names_where_its_run_stopped() -> None:
     run = AguiRun("s", HeaderState(), run_id="agui-1")
     run.start(None)
