@@ -18,9 +18,9 @@ from duragent.activities.save_point import find_commit, message_events, save_poi
 from duragent.activities.snapshots import SnapshotTaker
 from duragent.domain.config import TurnSnapshot
 from duragent.domain.context import derive_path_state
-from duragent.domain.entries import MessageEntry, SessionEntry
+from duragent.domain.entries import CompactionEntry, MessageEntry, SessionEntry
 from duragent.domain.events import AgentEnd, AgentStart, QueueConsumed, TurnStart
-from duragent.domain.messages import AgentMessage, AssistantMessage, text_of, user_text
+from duragent.domain.messages import AgentMessage, AssistantMessage, Usage, text_of, user_text
 from duragent.domain.resources import expand_template, skill_invocation
 from duragent.domain.turns import (
     APPLY_CHANGES,
@@ -203,6 +203,11 @@ class Bookkeeping:
         with self._db.transaction() as db:
             leaf_id = data.parent_id
             usage = data.usage
+            summary = entries.get_entry(db, data.compaction_id) if data.compaction_id else None
+            if isinstance(summary, CompactionEntry) and summary.parent_id == leaf_id:
+                # Stored as the run was stopped: its workflow never got to count it.
+                leaf_id = summary.id
+                usage = usage.plus(summary.usage or Usage())
             for commit in data.commits:
                 found = find_commit(db, data.session_id, commit)
                 usage = usage.plus(uncounted_usage(commit, found))

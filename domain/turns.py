@@ -293,8 +293,11 @@ class FinishRunInput(_Contract):
     session_config: SessionConfig | None = None
     """Session-wide config set since the last save point."""
     leftover: list[QueuedMessage] = Field(default_factory=list)
-    """Queued messages the run never consumed; kept for the session's next run."""
+    """Queued messages the run never consumed; they start the session's next run."""
     last_assistant_entry_id: str | None = None
+    compaction_id: str | None = None
+    """An aborted run's compaction that was under way: if its summary was stored, it is
+    the leaf the commits go below, and its model call counts in the run's usage."""
 
 
 class FinishRunResult(_Contract):

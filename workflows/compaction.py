@@ -7,6 +7,8 @@ none; the summary call is an activity like any model call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -33,8 +35,11 @@ async def compact(
     options: RunOptions,
     reason: str,
     instructions: str | None = None,
+    on_summary: Callable[[str], None] | None = None,
 ) -> CompactResult:
-    """Compact the path ending at `leaf_id` (None: the session's leaf)."""
+    """Compact the path ending at `leaf_id` (None: the session's leaf). `on_summary` is
+    told the compaction entry's id before its summary is asked for: a run stopped from
+    then on may find the summary stored, its model call to be counted (`Run.abort`)."""
     planned = await steps.plan_compaction(
         PlanCompactionInput(
             session_id=session_id,
@@ -50,6 +55,8 @@ async def compact(
             f"{settings.keep_recent_tokens} tokens kept",
         )
     entry_id = workflow.uuid4().hex
+    if on_summary is not None:
+        on_summary(entry_id)
     await steps.record_events(
         RecordEventsInput(
             session_id=session_id,

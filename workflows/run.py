@@ -129,14 +129,21 @@ class Run:
 
     async def compact(self, reason: str) -> CompactResult:
         await self.set_phase("compaction")
-        result = await compact(
-            session_id=self.state.run.session_id,
-            op_id=self.state.run.run_id,
-            leaf_id=self.state.leaf,
-            settings=self.state.run.options.compaction,
-            options=self.state.run.options,
-            reason=reason,
-        )
+        try:
+            result = await compact(
+                session_id=self.state.run.session_id,
+                op_id=self.state.run.run_id,
+                leaf_id=self.state.leaf,
+                settings=self.state.run.options.compaction,
+                options=self.state.run.options,
+                reason=reason,
+                on_summary=self.state.summarizing.append,
+            )
+        except FailureError as err:  # a step cancelled by an abort: the run aborts
+            if steps.cancelled(err):
+                raise asyncio.CancelledError from err
+            raise
+        self.state.summarizing.clear()  # counted below, if it was stored
         if result.compacted and result.entry_id:
             self.state.leaf = result.entry_id
         if result.usage is not None and workflow.patched(SUMMARY_USAGE_PATCH):
@@ -244,7 +251,15 @@ class Run:
         slots = current.aborted_slots(self.now_ms()) if current else []
         commits.append(self.commit(slots, continues=False, extra=[marker]))
         last_assistant = current.assistant_id if current else None
-        return await self.finish(commits, "aborted", None, last_assistant, cleared=cleared)
+        return await self.finish(
+            commits,
+            "aborted",
+            None,
+            last_assistant,
+            cleared=cleared,
+            # Stopped while compacting: its summary may be stored, its usage not counted.
+            compaction_id=self.state.summarizing[-1] if self.state.summarizing else None,
+        )
 
     async def finish(
         self,
@@ -253,6 +268,7 @@ class Run:
         error: str | None,
         last_assistant_id: str | None,
         cleared: tuple[list[QueuedMessage], list[QueuedMessage]] | None = None,
+        compaction_id: str | None = None,
     ) -> RunResult:
         run = self.state.run
         writes, session_config = self.state.inbox.take_writes()
@@ -273,6 +289,7 @@ class Run:
             session_config=session_config,
             leftover=leftover,
             last_assistant_entry_id=last_assistant_id,
+            compaction_id=compaction_id,
         )
         finished = await steps.finish_run(data)
         self.state.queued_input = finished.queued_input
@@ -299,7 +316,11 @@ class Run:
         the next run takes all the input waiting (`start_run`). Returns `result` when
         nothing waits, or when the run is stopped meanwhile (its input then waits for the
         next run a person starts)."""
-        if result.status == "aborted" or not workflow.patched(QUEUED_INPUT_PATCH):
+        if (
+            result.status == "aborted"
+            or workflow.info().parent is not None  # a sub-agent: its parent has its result
+            or not workflow.patched(QUEUED_INPUT_PATCH)
+        ):
             return result
         session_id = self.state.run.session_id
         try:

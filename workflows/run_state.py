@@ -58,6 +58,8 @@ class RunState:
         self.host: str | None = None
         """The session's host, where tool calls go (`workflows.hosts`); None: shared."""
         self.budgets = BudgetKeeper()
+        self.summarizing: list[str] = []
+        """The compaction entry whose summary is being asked for and stored, if any."""
         self.queued_input = False
         """The run's end found input sent while it was open: the next run starts for it."""
 

@@ -264,3 +264,54 @@ def test_a_finished_reply_staged_first_is_kept_over_a_late_attempts(db: Database
     stage(db, "t", retried)
     with db.transaction() as tx:
         assert staging.staged_message(tx, "t") == retried
+
+
+@BOTH_STORES
+def test_an_aborted_runs_end_counts_and_follows_the_compaction_stored_as_it_stopped(
+    db: Database,
+) -> None:
+    """A stop reached the run while its compaction's commit was under way, and the
+    commit stored the summary: the end saves below the compaction and counts its call."""
+    from duragent.activities.bookkeeping import Bookkeeping
+    from duragent.activities.extensions import Extensions
+    from duragent.activities.snapshots import SnapshotTaker
+    from duragent.domain.entries import CompactionEntry
+    from duragent.domain.fallbacks import abort_marker
+    from duragent.domain.turns import FinishRunInput
+
+    summary_usage = Usage(input_tokens=12_538, output_tokens=114)
+    compaction = CompactionEntry(
+        id="c",
+        parent_id="p",
+        timestamp=1,
+        summary="## Goal",
+        first_kept_entry_id="p",
+        tokens_before=20_000,
+        model="m",
+        usage=summary_usage,
+    )
+    with db.transaction() as tx:
+        append_below(tx, "s", "p", [compaction], run_id="r")
+    extensions = Extensions()
+    bookkeeping = Bookkeeping(db, extensions, SnapshotTaker(extensions))
+    marker = abort_marker("m1", 2)
+    counted = Usage(input_tokens=12_441, output_tokens=49)
+    commit = TurnCommit(turn=3, slots=[], entries=[marker], usage=counted, continues=False)
+    finished = bookkeeping.finish_run(
+        FinishRunInput(
+            session_id="s",
+            run_id="r",
+            status="aborted",
+            turns=3,
+            usage=counted,
+            parent_id="p",
+            commits=[commit],
+            compaction_id="c",
+        )
+    )
+    assert finished.usage == counted.plus(summary_usage)
+    with db.transaction() as tx:
+        record = runs.get_run(tx, "r")
+        assert record is not None and record.usage == counted.plus(summary_usage)
+        path = [e.id for e in entries.load_path(tx, finished.leaf_id)]
+    assert path == ["p", "c", "m1"]

@@ -28,14 +28,15 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from duragent.domain import turns
+from duragent.domain import tree_ops, turns
+from duragent.domain.compaction import CompactionPlan, CompactionSettings
 from duragent.domain.config import SnapshotRef
 from duragent.domain.entries import CustomMessageEntry
 from duragent.domain.events import RuntimeGuidanceInjected
 from duragent.domain.guidance import GuidanceItem
 from duragent.domain.messages import AssistantMessage, ToolResultMessage, Usage, text_of, user_text
 from duragent.domain.queues import QueuedMessage
-from duragent.domain.runs import RunInput, RunResult, session_workflow_id
+from duragent.domain.runs import RunInput, RunOptions, RunResult, session_workflow_id
 from duragent.domain.tools import ExecutionMode, ToolCallRef, ToolTraits
 from duragent.domain.tree_ops import SAVE_TURN, SaveTurnInput
 from duragent.temporal_dev import find_temporal_binary
@@ -169,7 +170,10 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
 
 @asynccontextmanager
 async def running(
-    env: WorkflowEnvironment, stand_ins: StandIns
+    env: WorkflowEnvironment,
+    stand_ins: StandIns,
+    options: RunOptions | None = None,
+    task_timeout: timedelta | None = None,
 ) -> AsyncIterator[WorkflowHandle[SessionRun, RunResult]]:
     """A SessionRun started on its own task queue, with a worker of the stand-ins."""
     queue = f"orchestration-{uuid.uuid4().hex[:8]}"
@@ -191,10 +195,12 @@ async def running(
                 session_id=session_id,
                 run_id=uuid.uuid4().hex,
                 prompt=[user_text("go", timestamp=1)],
+                options=options or RunOptions(),
             ),
             id=session_workflow_id(session_id),
             task_queue=queue,
             execution_timeout=timedelta(seconds=60),
+            task_timeout=task_timeout,
         )
         yield handle
 
@@ -281,3 +287,64 @@ async def test_abort_mid_tools_saves_the_turn_as_aborted(env: WorkflowEnvironmen
     assert all(text_of(r.content) == "Aborted by the user before it finished." for r in results)
     (marker,) = commit.entries
     assert isinstance(marker, CustomMessageEntry) and marker.custom_type == "abort"
+
+
+class CompactingStandIns(StandIns):
+    """Stand-ins whose compaction commit takes long (a store that does not answer), and
+    stores the summary even when the run is stopped meanwhile: a store's transaction
+    under way ends whatever the workflow does."""
+
+    def __init__(self, *replies: turns.ModelTurnResult) -> None:
+        super().__init__(*replies)
+        self.committing = asyncio.Event()
+        self.committed: list[str] = []
+
+    def activities(self) -> list[Callable[..., Any]]:
+        return [*super().activities(), self.plan, self.summarize, self.commit]
+
+    @activity.defn(name=tree_ops.PLAN_COMPACTION)
+    async def plan(self, data: tree_ops.PlanCompactionInput) -> tree_ops.PlanCompactionResult:
+        plan = CompactionPlan(
+            leaf_id=data.leaf_id or "root",
+            first_kept_entry_id="k",
+            summarized_ids=["s"],
+            tokens_before=5000,
+        )
+        return tree_ops.PlanCompactionResult(plan=plan, model="claude-test")
+
+    @activity.defn(name=tree_ops.SUMMARIZE)
+    async def summarize(self, data: tree_ops.SummarizeInput) -> tree_ops.SummarizeResult:
+        usage = Usage(input_tokens=4000, output_tokens=100)
+        return tree_ops.SummarizeResult(summary_chars=10, preview="summary", usage=usage)
+
+    @activity.defn(name=tree_ops.COMMIT_COMPACTION)
+    async def commit(self, data: tree_ops.CommitCompactionInput) -> str:
+        self.committing.set()
+        try:
+            await asyncio.sleep(WAIT_S)
+        finally:
+            self.committed.append(data.entry_id)
+        return data.entry_id
+
+
+async def test_a_run_stopped_while_its_compaction_commits_counts_the_summary(
+    env: WorkflowEnvironment,
+) -> None:
+    """A stop reaches a run while its compaction's commit (a store step) is under way, and
+    the commit stores the summary all the same: the run's end is told which compaction
+    it was, to save below it and count its model call (the finish reads the store)."""
+    big = calls(tool("c1")).model_copy(update={"usage": Usage(input_tokens=9000)})
+    stand_ins = CompactingStandIns(big, answer("never"))
+    window = CompactionSettings(context_window=8000, reserve_tokens=0, keep_recent_tokens=100)
+    # A short workflow task timeout: the stop reaches the workflow while the store step
+    # runs (it is told at the task's next heartbeat), not only after.
+    async with running(
+        env, stand_ins, RunOptions(compaction=window), task_timeout=timedelta(seconds=1)
+    ) as handle:
+        await asyncio.wait_for(stand_ins.committing.wait(), WAIT_S)
+        await handle.cancel()
+        result = await result_of(handle)
+    assert result.status == "aborted"
+    (finished,) = stand_ins.finished
+    assert finished.usage == Usage(input_tokens=9000)  # the summary not counted by then
+    assert stand_ins.committed == [finished.compaction_id]
