@@ -5,16 +5,31 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from duragent.client.part import ClientPart
 from duragent.store import events
 from duragent.store.records import StoredEvent
+
+if TYPE_CHECKING:
+    from duragent.client.api import DuragentClient
 
 EVENT_POLL_S = 0.05
 
 
 class EventStream(ClientPart):
     """Read and follow run events (from the store: workers are other processes)."""
+
+    def __init__(self, client: DuragentClient) -> None:
+        super().__init__(client)
+        self._ended = False
+
+    def end_streams(self) -> None:
+        """End every following of events, at its next read, and make later ones end at
+        once: a server that stops ends its event streams (a page then reconnects to the
+        next one from its last event id) instead of waiting for the clients that keep
+        them open, which they do for as long as a run waits for a person."""
+        self._ended = True
 
     async def stream(
         self,
@@ -28,7 +43,7 @@ class EventStream(ClientPart):
 
         Without `follow`, every event stored so far. With `follow`, keep waiting for new
         ones until `agent_end` of `run_id` (or of any run, when no run id is given) has
-        been yielded.
+        been yielded, or `end_streams`.
         """
         await asyncio.to_thread(self._client.sessions.get, session_id)
         async for batch in self.batches(session_id, after=after):
@@ -43,12 +58,13 @@ class EventStream(ClientPart):
     async def batches(
         self, session_id: str, *, after: int = 0, poll_s: float = EVENT_POLL_S
     ) -> AsyncIterator[list[StoredEvent]]:
-        """Every read of the session's events after the cursor `after`, without end: the
-        events stored since the last read, or an empty list when there were none (then the
-        next read is `poll_s` later). The empty reads are the caller's chance to act on a
-        quiet session (a stream's keep-alive); the store is read off the event loop."""
+        """Every read of the session's events after the cursor `after`, until
+        `end_streams`: the events stored since the last read, or an empty list when there
+        were none (then the next read is `poll_s` later). The empty reads are the caller's
+        chance to act on a quiet session (a stream's keep-alive); the store is read off
+        the event loop."""
         cursor = after
-        while True:
+        while not self._ended:
             batch = await asyncio.to_thread(self.read, session_id, after=cursor)
             yield batch
             if batch:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
@@ -89,20 +90,35 @@ def serve(
         announce(f"API token (user {LOCAL_USER}, who also sees command-line sessions): {token}")
 
     class Server(uvicorn.Server):
-        """Signals are the command's (they stop the services too), not uvicorn's."""
+        """Signals are the command's (they stop the services too), not uvicorn's. Stopping,
+        it ends the API's event streams first: a page or an AG-UI client keeps one open
+        for as long as a run goes on, and a run that waits for a person (a budget raise,
+        an approval) may wait for days; uvicorn would wait for them until its grace
+        period is over, then cut them off."""
+
+        def __init__(self, config: uvicorn.Config, client: DuragentClient) -> None:
+            super().__init__(config)
+            self.client = client
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             yield
 
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            # Each stream ends at its next read (within SSE_POLL_S) with a whole response;
+            # the listening sockets close before any of them gets there (`shutdown` closes
+            # them before its first await), so no page reconnects to this server.
+            self.client.events.end_streams()
+            await super().shutdown(sockets)
+
     async def main() -> None:
         async with local_services(settings, announce, worker=worker) as ready:
             client = await DuragentClient.connect(ready)
-            # Open event streams end within the grace period instead of holding the stop.
+            # A request still going when the stop comes gets this long to finish.
             config = uvicorn.Config(
                 create_app(client, tokens), host=host, port=port, timeout_graceful_shutdown=3
             )
-            server = Server(config)
+            server = Server(config, client)
             serving = asyncio.create_task(server.serve())
             announce(f"HTTP API on http://{host}:{port} (docs at /docs)")
             try:
