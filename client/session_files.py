@@ -125,6 +125,8 @@ class SessionFiles(ClientPart):
                     leaf_id=leaf_id,
                     stored=stored,
                     check_ids=keep_ids,
+                    # Moved (its ids kept), it is the session it was; copied, a new one.
+                    created_at=file.created_at if keep_ids else None,
                 )
         except IdsTaken as err:  # taken between the check above and this transaction
             raise IdsInUse(err.taken, session_id) from err

@@ -163,6 +163,7 @@ def _read_duragent(first: Line, lines: Iterator[Line]) -> SessionFile:
         config=header.session.config,
         leaf_id=leaf_id,
         entries=entries,
+        created_at=header.session.created_at,
     )
 
 

@@ -251,3 +251,6 @@ class SessionFile:
     which the new session's config takes."""
     notes: list[ImportNote] = field(default_factory=list)
     """What of the file was dropped, kept as custom entries or changed (pi's files)."""
+    created_at: int | None = None
+    """When the session was made where it came from (epoch ms; None: the file does not
+    say): a session imported under the file's ids keeps it."""

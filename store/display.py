@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -24,9 +24,11 @@ def append_display(
     messages: Sequence[tuple[str, AgentMessage]],
     *,
     leaf_id: str | None = None,
+    times: Mapping[str, int] | None = None,
 ) -> None:
     """Append (id, message) pairs, numbered after the session's last message; with
     `leaf_id`, move the session's leaf there in the same statement that numbers them.
+    Each is shown as made now, or at its time in `times` (an import's, by id).
 
     Callers pass what they newly committed (a retried step finds its entries stored and
     shows nothing again), so there is no check first: an id shown already is skipped,
@@ -48,7 +50,7 @@ def append_display(
                 "role": message.role,
                 "payload_bytes": json_size(payload),
                 "payload": payload,
-                "created_at": now,
+                "created_at": now if times is None else times.get(message_id, now),
             }
         )
     insert_ignore(db, table_of(DisplayMessageRow), rows, conflict=["id"])

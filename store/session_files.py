@@ -74,12 +74,14 @@ def store_imported(
     leaf_id: str | None,
     stored: Sequence[StoredEntry],
     check_ids: bool,
+    created_at: int | None = None,
 ) -> SessionRecord:
     """A new session holding `stored` as they are (ids and links chosen by the caller),
     its display history rebuilt from them in order (each message under the run that
     wrote it, so its usage counts as it did), its leaf at `leaf_id`. All in the caller's
     transaction: a failure leaves nothing. With `check_ids`, `IdsTaken` when the store
-    has any of the ids already."""
+    has any of the ids already. The session was created at `created_at` (default: now);
+    each display message at its entry's time, as the file has it."""
     if check_ids:
         taken = taken_ids(db, session_id, [s.entry.id for s in stored])
         if taken:
@@ -93,13 +95,15 @@ def store_imported(
             name=name,
             owner=owner,
             host=host,
+            created_at=created_at,
         )
         for run_id, group in groupby(stored, key=lambda s: s.run_id):
             chunk = [s.entry for s in group]
             # Never skipped when stored (as a run's retried step would): an id taken
             # meanwhile fails the whole import rather than leaving a hole in it.
             entries.insert_new_entries(db, session_id, chunk, run_id=run_id)
-            display.append_display(db, session_id, run_id, displayed(chunk))
+            times = {entry.id: entry.timestamp for entry in chunk}
+            display.append_display(db, session_id, run_id, displayed(chunk), times=times)
     except IntegrityError as err:
         raise IdsTaken([]) from err
     sessions.set_leaf(db, session_id, leaf_id)

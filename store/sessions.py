@@ -39,7 +39,9 @@ def create_session(
     parent_run_id: str | None = None,
     parent_tool_call_id: str | None = None,
     host: str | None = None,
+    created_at: int | None = None,
 ) -> SessionRecord:
+    """A new session, created now or at `created_at` (an imported one's, kept)."""
     now = now_ms()
     row = SessionRow(
         id=session_id,
@@ -53,7 +55,7 @@ def create_session(
         parent_run_id=parent_run_id,
         parent_tool_call_id=parent_tool_call_id,
         host=host,
-        created_at=now,
+        created_at=now if created_at is None else created_at,
         updated_at=now,
     )
     db.add(row)

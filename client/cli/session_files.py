@@ -40,8 +40,9 @@ def import_session(
         bool,
         typer.Option(
             "--keep-ids",
-            help="Keep the file's session and entry ids (refused, importing nothing, when "
-            "this deployment has any of them); new ids otherwise.",
+            help="Keep the file's session and entry ids, and the session's creation time "
+            "(refused, importing nothing, when this deployment has any of the ids); new ids "
+            "otherwise.",
         ),
     ] = False,
     name: Annotated[str | None, typer.Option(help="Name of the new session.")] = None,
