@@ -261,6 +261,10 @@ class TakeTurnResult(_Contract):
     replanned: bool = False
     model_ms: int = 0
     """How long the model call took (its metrics; the workflow reads none)."""
+    calls_may_have_begun: bool = False
+    """Set by the workflow, never by the activity: the turn's activity was lost after it
+    may have started the calls (its worker gone, the retry not taken in time), so the
+    workflow's own run of them looks for what that attempt did first."""
 
     @property
     def ran_tools(self) -> bool:

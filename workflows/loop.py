@@ -87,6 +87,9 @@ class TurnEnd:
 
 ONE_ACTIVITY_PATCH = "turn-one-activity"
 """Marks the runs whose turns are one activity (model call and tool calls together)."""
+LOST_TURN_PATCH = "lost-turn-calls-rescheduled"
+"""Marks the runs whose calls, run here after their turn's activity was not taken in
+time, look first for what a lost attempt of it did."""
 
 
 async def run_until_idle(run: Run) -> RunResult:
@@ -156,7 +159,13 @@ async def take_turn(run: Run, pending: TurnCommit | None) -> TurnEnd | TurnCommi
         if workflow.patched(ONE_ACTIVITY_PATCH)
         else [run.new_id() for _ in calls]
     )
-    turn = state.current = TurnInProgress(assistant_id, calls, result_ids, replied=True)
+    turn = state.current = TurnInProgress(
+        assistant_id,
+        calls,
+        result_ids,
+        replied=True,
+        calls_may_have_begun=taken.calls_may_have_begun,
+    )
     state.inbox.drop_taken([item.id for item in taken.guidance])
     batch = await _tool_calls(run, turn, taken)
     if isinstance(batch, TurnCommit):  # re-planned: no call ran
@@ -411,6 +420,11 @@ async def _ask(run: Run, request: ModelTurnInput, attempt: int) -> TakeTurnResul
         except ActivityError as err:
             if not (queue and steps.not_taken(err)) and not steps.not_registered(err):
                 raise
+            # Not taken in time: maybe a retry after a worker lost midway, whose attempt
+            # had started the calls. Their own activities find what it did first.
+            lost = bool(queue) and steps.not_taken(err) and workflow.patched(LOST_TURN_PATCH)
+            reply = await steps.model_turn(request, options, attempt)
+            return TakeTurnResult(reply=reply, calls_may_have_begun=lost)
     return TakeTurnResult(reply=await steps.model_turn(request, options, attempt))
 
 
@@ -429,6 +443,7 @@ async def _run_tool(run: Run, turn: TurnInProgress, call: ToolCallRef) -> ToolCa
         assistant_entry_id=turn.assistant_id,
         result_entry_id=turn.result_id(call.id),
         call=call,
+        rescheduled=1 if turn.calls_may_have_begun else 0,
     )
     if run.state.host is not None and workflow.patched(hosts.PATCH):  # the session's host
         return await run.host_waits.run_tool(run, run.state.host, data, run.state.run.options)

@@ -105,6 +105,51 @@ async def test_a_run_waits_for_its_gone_host_and_goes_on_when_it_is_back(stack: 
 
 
 @pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {
+                    "reply": [
+                        {"tool_use": {"name": BASH, "input": {"command": "echo a >> ran.txt"}}},
+                        {
+                            "tool_use": {
+                                "name": BASH,
+                                "input": {"command": f"echo b >> ran.txt; {UNTIL_GO}"},
+                            }
+                        },
+                    ]
+                },
+                text("Done."),
+            ]
+        }
+    }
+)
+async def test_calls_of_a_turn_lost_with_its_host_never_run_twice(stack: Stack) -> None:
+    """The turn's activity ran the calls on the session's host, whose worker then died;
+    its retry is not taken in time, so the run goes on with the calls as activities of
+    their own, waiting for the host: once it is back, the call that finished keeps its
+    result and the one that was cut short says so. Neither runs again."""
+    (b,) = hosts(stack, "host-b")
+    start_host(stack, b)
+    session = stack.client.sessions.create(host=b.name, workspace=workspace_on(b, "s"))
+    ran = workspace_on(b, "s") / "ran.txt"
+    async with stack.worker():  # another host's worker: it sees b's lease lapse
+        run = await stack.client.runs.prompt(session.id, "work", options=options(stack))
+        await eventually(lambda: ran.is_file() and ran.read_text().count("\n") == 2)
+        await wait_for_event(stack, session.id, "tool_execution_end")  # the first's result
+        stop_host(stack, b)
+        await wait_for_event(stack, session.id, "host_waiting", host=b.name, waiting=True)
+        start_host(stack, b)
+        result = await asyncio.wait_for(run.result(), timeout=60)
+    assert result.status == "completed", result.error
+    assert sorted(ran.read_text().split()) == ["a", "b"]  # each ran once
+    first, second = results(stack, session.id)
+    assert first == "(no output)"
+    assert "interrupted by a worker failure" in second and "not run again" in second
+    assert_session_sound(stack, session.id)
+
+
+@pytest.mark.script(
     {"conversations": {"*": [bash("echo one > one.txt"), bash(UNTIL_GO), text("never")]}}
 )
 async def test_a_host_gone_past_the_wait_ends_the_run_with_its_work_saved(stack: Stack) -> None:

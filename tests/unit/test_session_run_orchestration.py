@@ -34,6 +34,7 @@ from duragent.domain.config import SnapshotRef
 from duragent.domain.entries import CustomMessageEntry
 from duragent.domain.events import RuntimeGuidanceInjected
 from duragent.domain.guidance import GuidanceItem
+from duragent.domain.hosts import host_task_queue
 from duragent.domain.messages import AssistantMessage, ToolResultMessage, Usage, text_of, user_text
 from duragent.domain.queues import QueuedMessage
 from duragent.domain.runs import RunInput, RunOptions, RunResult, session_workflow_id
@@ -80,6 +81,7 @@ class StandIns:
         self.tool_inputs: list[turns.ToolCallInput] = []
         self.finished: list[turns.FinishRunInput] = []
         self.started: defaultdict[str, asyncio.Event] = defaultdict(asyncio.Event)
+        self.model_asked = asyncio.Event()
         self._held = False
         self._released = asyncio.Event()
 
@@ -111,6 +113,7 @@ class StandIns:
     @activity.defn(name=turns.MODEL_TURN)
     async def model_turn(self, data: turns.ModelTurnInput) -> turns.ModelTurnResult:
         self.model_inputs.append(data)
+        self.model_asked.set()
         return self.replies[data.turn - 1]
 
     @activity.defn(name=turns.TAKE_TURN)
@@ -348,3 +351,57 @@ async def test_a_run_stopped_while_its_compaction_commits_counts_the_summary(
     (finished,) = stand_ins.finished
     assert finished.usage == Usage(input_tokens=9000)  # the summary not counted by then
     assert stand_ins.committed == [finished.compaction_id]
+
+
+class HostedStandIns(StandIns):
+    """Stand-ins of a session on host `h`: the turn's activity goes to the host's queue,
+    where no worker takes it (its worker was lost), and the calls, run as activities of
+    their own, are taken there by a worker that came back."""
+
+    @activity.defn(name=turns.START_RUN)
+    async def start_run(self, data: turns.StartRunInput) -> turns.StartRunResult:
+        return turns.StartRunResult(leaf_id="root", snapshot=SNAPSHOT, host="h")
+
+
+async def test_calls_of_a_turn_whose_activity_was_not_taken_look_for_an_earlier_attempt(
+    env: WorkflowEnvironment,
+) -> None:
+    """The turn's activity, not taken in time on the host's queue, may be a retry of an
+    attempt a lost worker had begun, calls and all: the calls the workflow then runs
+    itself go as rescheduled, so each finds what that attempt did instead of running
+    again (a bash call ran twice in the soak)."""
+    stand_ins = HostedStandIns(calls(tool("c1"), tool("c2")), answer("done"))
+    queue = f"orchestration-{uuid.uuid4().hex[:8]}"
+    session_id = uuid.uuid4().hex
+    main = [a for a in stand_ins.activities() if a not in (stand_ins.run_tool, stand_ins.take_turn)]
+    async with Worker(
+        env.client,
+        task_queue=queue,
+        workflows=[SessionRun],
+        activities=main,
+        workflow_runner=workflow_runner(strict=True),
+    ):
+        handle = await env.client.start_workflow(
+            SessionRun.run,
+            RunInput(
+                session_id=session_id,
+                run_id=uuid.uuid4().hex,
+                prompt=[user_text("go", timestamp=1)],
+                options=RunOptions(host_check_s=2.0),
+            ),
+            id=session_workflow_id(session_id),
+            task_queue=queue,
+            execution_timeout=timedelta(seconds=60),
+        )
+        # No worker of the host takes the turn: the workflow asks the model itself.
+        await asyncio.wait_for(stand_ins.model_asked.wait(), WAIT_S)
+        # The host's worker is back before the calls' own activities are due.
+        async with Worker(
+            env.client, task_queue=host_task_queue(queue, "h"), activities=[stand_ins.run_tool]
+        ):
+            result = await result_of(handle)
+    assert result.status == "completed", result.error
+    assert sorted((i.call.id, i.rescheduled) for i in stand_ins.tool_inputs) == [
+        ("c1", 1),
+        ("c2", 1),
+    ]
