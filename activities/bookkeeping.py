@@ -22,6 +22,7 @@ from duragent.domain.entries import CompactionEntry, MessageEntry, SessionEntry
 from duragent.domain.events import AgentEnd, AgentStart, QueueConsumed, TurnStart
 from duragent.domain.messages import AgentMessage, AssistantMessage, Usage, text_of, user_text
 from duragent.domain.resources import expand_template, skill_invocation
+from duragent.domain.runs import session_workflow_id
 from duragent.domain.turns import (
     APPLY_CHANGES,
     FINISH_RUN,
@@ -223,6 +224,20 @@ class Bookkeeping:
             leaf_id = flushed.leaf_id or leaf_id
             if data.session_config is not None:
                 sessions.set_session_wide_config(db, data.session_id, data.session_config)
+            if not data.parent_id:
+                # Stopped before its start was recorded (no worker had taken it yet): it is
+                # recorded now, with an agent_start to match its agent_end.
+                runs.insert_run(
+                    db,
+                    run_id=data.run_id,
+                    session_id=data.session_id,
+                    workflow_id=session_workflow_id(data.session_id),
+                    kind=data.kind,
+                )
+                start = [AgentStart(run_id=data.run_id)]
+                events.append_events(
+                    db, data.session_id, data.run_id, keyed(f"{data.run_id}/run", start)
+                )
             # The run's row first: input sent while it was open is queued under a lock of
             # this row (`input_queue.queue_while_running`), so what is read below is all
             # this run will ever be sent.

@@ -284,6 +284,8 @@ _RESULT_IDS = uuid.UUID("5f0c2a8e-4a51-4c56-9a57-2b7e1d0c9f31")
 class FinishRunInput(_Contract):
     session_id: str
     run_id: str
+    kind: RunKind = "prompt"
+    """Recorded with the run if its start never was (it was stopped first)."""
     status: RunStatus
     turns: int
     usage: Usage

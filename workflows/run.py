@@ -279,6 +279,7 @@ class Run:
         data = FinishRunInput(
             session_id=run.session_id,
             run_id=run.run_id,
+            kind=run.kind,
             status=status,
             turns=self.state.turn,
             usage=self.state.usage,

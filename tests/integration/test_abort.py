@@ -169,3 +169,25 @@ async def test_abort_during_a_parallel_batch_keeps_finished_results(stack: Stack
         assert "kept" in text_of(read.content) or "cancelled" in text_of(read.content)
         assert_valid_pairing(path)
         await prompt_again_works(stack, session.id)
+
+
+@pytest.mark.script({"conversations": {"*": [{"reply": [{"text": "after the stop"}]}]}})
+async def test_a_run_stopped_before_any_worker_took_it_is_recorded_as_aborted(
+    stack: Stack,
+) -> None:
+    """Stopped before its start was recorded (no worker was up): the run still has a
+    record, aborted, and a start to match its end; the session takes the next prompt."""
+    session = stack.client.sessions.create()
+    handle = await stack.client.runs.prompt(session.id, "never started")
+    await handle.workflow.cancel()  # what `abort` asks; its answer needs a worker
+    async with stack.worker():
+        result = await handle.result()
+        assert result.status == "aborted"
+        record = stack.client.runs.get(handle.run_id)
+        assert record is not None and record.status == "aborted" and record.ended_at
+        kinds = [e.type async for e in stack.client.events.stream(session.id, follow=False)]
+        assert kinds == ["agent_start", "agent_end"]
+        again = await (await stack.client.runs.prompt(session.id, "carry on")).result()
+        assert again.status == "completed", again.error
+    first = stack.client.tree.path(session.id)[0]
+    assert isinstance(first, MessageEntry) and text_of(first.message.content) == "carry on"
