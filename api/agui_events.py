@@ -1,8 +1,10 @@
 """A session's run events as AG-UI events (`ag_ui.core`), one AG-UI run at a time.
 
-One AG-UI run is a stretch of one duragent run: from its start (or where a client joins
-it) to its end, or to a wait for a person, where it finishes with the interrupt outcome
-(`api/agui_waits.py`) and the run that answers continues it. What maps where:
+One AG-UI run is a stretch of the session's runs: from where it begins (a run's start,
+or where a client joins) to the end of the run it follows (`api/agui_follow.py`: the run
+its input started, the run that takes its queued input, the runs a watch's run chains
+into), or to a wait for a person, where it finishes with the interrupt outcome
+(`api/agui_waits.py`) and the AG-UI run that answers continues it. What maps where:
 
 - `agent_start` (or joining a run in progress): `RUN_STARTED`, `STATE_SNAPSHOT`;
 - an assistant message's text deltas: `TEXT_MESSAGE_START` / `_CONTENT` / `_END` (its
@@ -17,7 +19,11 @@ it) to its end, or to a wait for a person, where it finishes with the interrupt 
 - `turn_start`, `phase_changed`, a reply's usage: `STATE_DELTA` of the run header's state
   (`HeaderState`);
 - a phase that waits for a person: `RUN_FINISHED` with the interrupt outcome;
-- `agent_end`: `RUN_FINISHED` (`success`; `cancelled` when aborted) or `RUN_ERROR`;
+- `agent_end`: `RUN_FINISHED` (`success`; `cancelled` when aborted) or `RUN_ERROR`; the
+  end of a run the AG-UI run goes on past: `CUSTOM` `duragent.agent_end`;
+- the input the AG-UI run follows cancelled before a run took it: `CUSTOM`
+  `duragent.input_cancelled` (its item id, `reason` `stopped` or `withdrawn`, a
+  `message`), then `RUN_FINISHED` `cancelled`;
 - every other event (tools running, retries, guidance, approvals decided, ...): `CUSTOM`
   named `duragent.<type>`, its payload as the value; a resume entry that answered nothing
   is a `CUSTOM` `duragent.warning`.
@@ -35,7 +41,11 @@ stored one, which at that moment is the transcript's last message: the client's 
 the transcript (`duragent show`) then have the same messages in the same order, and a tool
 result that failed or was denied carries AG-UI's `error`, which `TOOL_CALL_RESULT` has no
 field for. What the client holds already (its input's messages, what a snapshot gave it)
-is never streamed again.
+is never streamed again. A client keeps the messages a snapshot names where it holds
+them: when what it holds is out of the transcript's order (a message was told to it
+before an older one it lacked, or after its own message that waited), the snapshot is
+preceded by one of the transcript up to the first such message, which drops the rest,
+so the full one appends them again, in order.
 """
 
 from __future__ import annotations
@@ -76,6 +86,7 @@ from ag_ui.core import UserMessage as AguiUserMessage
 from ag_ui.core.version import PROTOCOL_VERSION
 from pydantic import BaseModel, Field, TypeAdapter
 
+from duragent.api.agui_follow import FINISH, Ending
 from duragent.api.agui_messages import as_message
 from duragent.api.agui_waits import WAIT_PHASES, Ignored, at_position
 from duragent.domain.messages import (
@@ -93,6 +104,8 @@ CUSTOM_PREFIX = "duragent."
 _STORED: TypeAdapter[AgentMessage] = TypeAdapter(AgentMessage)
 WARNING = CUSTOM_PREFIX + "warning"
 """The `CUSTOM` event that warns of something the run went on without."""
+INPUT_CANCELLED = CUSTOM_PREFIX + "input_cancelled"
+"""The `CUSTOM` event that says why the input an AG-UI run followed will not run."""
 
 
 class HeaderState(BaseModel):
@@ -161,6 +174,11 @@ class AguiRun:
         """Entries the client has: never told again."""
         self._closing: list[BaseEvent] = []
         """The `RUN_FINISHED` or `RUN_ERROR` that follows the conversation."""
+        self._held_end: BaseEvent | None = None
+        """The end of a run whose successor may yet go on with the AG-UI run."""
+        self._order: list[str] = [m.id for m in held or []]
+        """The ids of the messages the client holds, in its order (as near as the events
+        tell: a client may place a tool result by its call)."""
 
     def start(self, run_id: str | None) -> list[BaseEvent]:
         """`RUN_STARTED` and the state (once)."""
@@ -202,6 +220,32 @@ class AguiRun:
         """Finish an AG-UI run that has nothing to follow (a resume whose run is over and
         told): a success, once the conversation is restated."""
         return self._close(self._finish(RunFinishedSuccessOutcome()))
+
+    @property
+    def holding(self) -> bool:
+        """A run's end was told as passed, and whether it ends the AG-UI run waits on
+        whether the next run starts (`finish_held`)."""
+        return self._held_end is not None
+
+    def finish_held(self) -> list[BaseEvent]:
+        """Finish with the end of the run last told, after all: no run followed it."""
+        held, self._held_end = self._held_end, None
+        if held is None or self.finished or self._closing:
+            return []
+        return self._close(held)
+
+    def cancel_input(self, ending: Ending) -> list[BaseEvent]:
+        """Finish, cancelled: the input this AG-UI run followed was cancelled before a run
+        took it. The client's copy of it goes (the transcript never has it)."""
+        if self.finished or self._closing:
+            return []
+        self._sent = None
+        said = CustomEvent(
+            name=INPUT_CANCELLED,
+            value={"item_id": ending.item_id, "reason": ending.reason, "message": ending.why},
+        )
+        closed = self._close(self._finish(RunFinishedCancelledOutcome()))
+        return [*closed, said]
 
     def with_messages(
         self, conversation: list[Message], queued: list[tuple[str, str]]
@@ -250,16 +294,42 @@ class AguiRun:
         closing, self._closing = self._closing, []
         if closing:
             self.finished = True
-        return [MessagesSnapshotEvent(messages=[*conversation, *staged, *mine]), *closing]
+        snapshot = [*conversation, *staged, *mine]
+        out: list[BaseEvent] = [MessagesSnapshotEvent(messages=snapshot), *closing]
+        if (cut := self._out_of_order([m.id for m in snapshot])) is not None:
+            out.insert(0, MessagesSnapshotEvent(messages=snapshot[:cut]))
+        self._order = [m.id for m in snapshot]
+        return out
 
-    def translate(self, event: StoredEvent) -> list[BaseEvent]:
-        """The AG-UI events of one stored event (none for what was already told)."""
+    def _out_of_order(self, ids: list[str]) -> int | None:
+        """Where the list a client holds after a snapshot of `ids` would first differ from
+        it (None: nowhere). The client keeps what it holds of them in its own order and
+        appends the rest; a snapshot cut there first drops what comes after."""
+        named = set(ids)
+        kept = list(dict.fromkeys(i for i in self._order if i in named))
+        held = set(kept)
+        result = kept + [i for i in ids if i not in held]
+        if result == ids:
+            return None
+        pairs = zip(result, ids, strict=False)  # as long, unless a snapshot repeats an id
+        return next((at for at, (a, b) in enumerate(pairs) if a != b), len(ids))
+
+    def _told_new(self, message_id: str) -> None:
+        """The client appended a message (one it did not hold) to its list."""
+        if message_id not in self._order:
+            self._order.append(message_id)
+
+    def translate(self, event: StoredEvent, ending: Ending | None = None) -> list[BaseEvent]:
+        """The AG-UI events of one stored event (none for what was already told).
+        `ending` says what an `agent_end` is to this AG-UI run (`api/agui_follow.py`;
+        None: its end)."""
         if self.finished or self._closing or not (self.started or event.run_id):
             return []  # what no run did (a compaction of an idle session) opens no run
         out = self.start(event.run_id)
         p = event.payload
         kind = event.type
         if kind == "agent_start":
+            self._held_end = None  # the next run: the AG-UI run goes on into it
             out += self._set(phase="turn", run_id=p["run_id"], turn=0, usage=Usage())
         elif kind == "turn_start":
             out += self._set(turn=p["turn"])
@@ -275,7 +345,7 @@ class AguiRun:
         elif kind == "message_end":
             out += self._message_end(p["entry_id"], p["message"])
         elif kind == "agent_end":
-            out += self._end(p)
+            out += self._end(p, ending or FINISH, event)
         else:
             out.append(CustomEvent(name=CUSTOM_PREFIX + kind, value=p, timestamp=event.created_at))
         return out
@@ -295,6 +365,8 @@ class AguiRun:
             out += _opening(kind, message_id)
             self._open = _Open(kind, message_id, entry_id)
             self._streamed.add(entry_id)
+            if kind == "text":
+                self._told_new(message_id)
         if kind == "reasoning":
             out.append(ReasoningMessageContentEvent(message_id=message_id, delta=p["delta"]))
         else:
@@ -331,6 +403,9 @@ class AguiRun:
                         out += _whole_reasoning(f"{entry_id}:reasoning:{index}", block.thinking)
                 if text:
                     out += _whole_text(entry_id, "assistant", text)
+                    self._told_new(entry_id)
+            if reply.tool_calls:
+                self._told_new(entry_id)  # a client makes the calls' message if it has none
             for call in reply.tool_calls:
                 out += [
                     ToolCallStartEvent(
@@ -342,6 +417,7 @@ class AguiRun:
             out += self._set(usage=self.state.usage.plus(reply.usage))
         elif role == "toolResult":
             result = ToolResultMessage.model_validate(message)
+            self._told_new(entry_id)
             out.append(
                 ToolCallResultEvent(
                     message_id=entry_id,
@@ -360,9 +436,10 @@ class AguiRun:
                     self._sent = None
             elif text:
                 out += _whole_text(entry_id, "user", text)
+                self._told_new(entry_id)
         return out
 
-    def _end(self, p: dict[str, Any]) -> list[BaseEvent]:
+    def _end(self, p: dict[str, Any], ending: Ending, event: StoredEvent) -> list[BaseEvent]:
         out = self._set(phase="idle", usage=Usage.model_validate(p["usage"]))
         status = p["status"]
         if status == "error":
@@ -373,7 +450,16 @@ class AguiRun:
             ended = self._finish(RunFinishedCancelledOutcome())
         else:
             ended = self._finish(RunFinishedSuccessOutcome())
-        return [*self._close(ended), *out]
+        if ending.kind == "finish":
+            return [*self._close(ended), *out]
+        # Not this AG-UI run's end: told as what it is, and the AG-UI run goes on.
+        passed = CustomEvent(name=CUSTOM_PREFIX + "agent_end", value=p, timestamp=event.created_at)
+        out = [*self._close_open(), *out, passed]
+        if ending.kind == "cancelled":
+            return [*out, *self.cancel_input(ending)]
+        if ending.kind == "hold":
+            self._held_end = ended
+        return out
 
     def _close(self, ended: BaseEvent) -> list[BaseEvent]:
         """Close what is open; `ended` follows the conversation (`with_messages`)."""

@@ -3,10 +3,12 @@
 `POST /api/agui` takes AG-UI's `RunAgentInput` (its `threadId` is the session's id) and
 answers with the AG-UI events of one AG-UI run, as Server-Sent Events: its last user
 message goes to the session as the page's composer sends it (an idle session starts a
-run, a busy one queues it for the run's next turn), or its `resume` answers what the run
-waits for (`api/agui_waits.py`; an entry for an interrupt that no longer waits is a
-warning, and the run goes on). `GET /api/sessions/{id}/agui` watches the run in progress
-(or the next one) the same way, without sending anything.
+run; a busy one queues it, and the run that takes it, which starts when the busy one
+ends, answers it: the AG-UI run follows on into that run and ends with it), or its
+`resume` answers what the run waits for (`api/agui_waits.py`; an entry for an interrupt
+that no longer waits is a warning, and the run goes on). `GET /api/sessions/{id}/agui`
+watches the run in progress (or the next one) the same way, without sending anything.
+Which run's end ends an AG-UI run: `api/agui_follow.py`.
 
 Every event translated from the stored event `seq` is written together, the last of
 them with `id: seq`: a dropped stream resumes with `Last-Event-ID` (or `?after=`) on the
@@ -27,6 +29,7 @@ from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
 
 from duragent.api.agui_events import AguiRun, HeaderState
+from duragent.api.agui_follow import ChainFollow, Follow, InputFollow, RunFollow
 from duragent.api.agui_messages import conversation
 from duragent.api.agui_mount import AGUI_PATH, AGUI_WATCH_PATH
 from duragent.api.agui_waits import WAIT_PHASES, resume, waiting_interrupts
@@ -35,6 +38,7 @@ from duragent.api.ownership import owned_session_async
 from duragent.api.sse import KEEPALIVE, SSE_KEEPALIVE_S, SSE_POLL_S
 from duragent.client.api import DuragentClient
 from duragent.client.errors import DuragentError, InvalidPrompt
+from duragent.client.run_control import RunHandle
 
 _HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 logger = logging.getLogger(__name__)
@@ -55,19 +59,30 @@ def agui_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
         # resume goes on from where the interrupted AG-UI run stopped.
         cursor = await asyncio.to_thread(client.events.cursor, session_id)
         held = list(body.messages)
+        follow: Follow
         if body.resume:
             run = AguiRun(session_id, state, run_id=body.run_id, held=held)
             resumed = await resume(client, session_id, body.resume, owner)
             cursor = min([cursor, *resumed.positions])
             opened = [*run.start(None), *run.warn(resumed.ignored)]
+            follow = ChainFollow()  # the run it answered, and the runs that run starts
         else:
             text = last_user_text(body)
             run = AguiRun(session_id, state, run_id=body.run_id, held=held, sent=held[-1])
-            await client.inputs.send(session_id, text)
+            sent = await client.inputs.send(session_id, text)
             opened = run.start(None)
+            # The run it started, or the one that takes it from the queue (the busy run
+            # is told on the way: the transcript has its reply before this message).
+            follow = RunFollow(sent.run_id) if isinstance(sent, RunHandle) else InputFollow(sent.id)
         return StreamingResponse(
             agui_stream(
-                client, session_id, run, cursor, opened=opened, idle_ends=bool(body.resume)
+                client,
+                session_id,
+                run,
+                cursor,
+                follow,
+                opened=opened,
+                idle_ends=bool(body.resume),
             ),
             media_type=EventEncoder().get_content_type(),
             headers=_HEADERS,
@@ -88,7 +103,7 @@ def agui_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
             cursor = await asyncio.to_thread(client.events.cursor, session_id)
         run = AguiRun(session_id, await header_state(client, session_id))
         return StreamingResponse(
-            agui_stream(client, session_id, run, cursor),
+            agui_stream(client, session_id, run, cursor, ChainFollow()),
             media_type=EventEncoder().get_content_type(),
             headers=_HEADERS,
         )
@@ -130,11 +145,13 @@ async def agui_stream(
     session_id: str,
     run: AguiRun,
     cursor: int,
+    follow: Follow,
     *,
     opened: list[BaseEvent] | None = None,
     idle_ends: bool = False,
 ) -> AsyncIterator[str]:
-    """The AG-UI run's events from the stored events after `cursor`, until it finishes.
+    """The AG-UI run's events from the stored events after `cursor`, until it finishes
+    with the run's end `follow` names, or a client that goes away ends it.
 
     Once the stored events are caught up with, a run in progress is opened if no event of
     it came yet, and a run that waits for a person finishes the AG-UI run at once; with
@@ -149,13 +166,21 @@ async def agui_stream(
     try:
         async for batch in client.events.batches(session_id, after=cursor, poll_s=SSE_POLL_S):
             for event in batch:
-                out = run.translate(event)
+                follow.observe(event)
+                ending = None
+                if event.type == "agent_end" and not run.finished:
+                    ending = await follow.at_end(client, session_id, event)
+                out = run.translate(event, ending)
                 position = event.seq
                 if run.waiting:
                     waits = await waiting_interrupts(client, session_id, run.waiting)
                     out += run.interrupt(waits, position)
                 out += await restated(client, session_id, run)
                 yield frame(out, event.seq)
+                if run.finished:
+                    return
+            if run.started and (out := await followed(client, session_id, run, follow, position)):
+                yield frame(out)
                 if run.finished:
                     return
             if batch:
@@ -169,7 +194,7 @@ async def agui_stream(
                     yield frame(out)
                 if run.finished:
                     return
-            if idle_ends and not idle_checked and run.started:
+            if idle_ends and not idle_checked and run.started and not run.holding:
                 idle_checked = True  # again only once more events came
                 out = await idle_end(client, session_id, run, position)
                 if out:
@@ -183,6 +208,30 @@ async def agui_stream(
     except DuragentError as err:
         logger.info("AG-UI stream of session %s ended: %s", session_id, err)
         yield frame([RunErrorEvent(message=str(err), code=type(err).__name__)])
+    except (asyncio.CancelledError, GeneratorExit):
+        # The client went away (the server cancels or closes its response): the AG-UI run
+        # ends here. Its events are stored; a watch from the last id it got tells the rest.
+        logger.info(
+            "AG-UI stream of session %s ended: the client left (or the server stops)", session_id
+        )
+        raise
+
+
+async def followed(
+    client: DuragentClient, session_id: str, run: AguiRun, follow: Follow, position: int
+) -> list[BaseEvent]:
+    """The AG-UI run's end that no event tells: the input it follows was cancelled, or the
+    run whose end it held started none after all."""
+    ending = await follow.check(client, session_id, position)
+    if ending is None:
+        return []
+    if ending.kind == "cancelled":
+        out = run.cancel_input(ending)
+    elif run.holding:
+        out = run.finish_held()
+    else:
+        return []
+    return [*out, *await restated(client, session_id, run)]
 
 
 async def join(

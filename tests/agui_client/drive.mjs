@@ -8,8 +8,9 @@
 //   {"op": "resume", "status": "resolved", "payload": {...}}
 //                                         answer every pending interrupt alike, run the agent
 //
-// Each answer: {"ok": true, "events": [...], "messages": [...], "pendingInterrupts": [...]},
-// or {"ok": false, "error": "...", ...} when the client refused or the run failed.
+// Each answer: {"ok": true, "events": [...], "messages": [...], "pendingInterrupts": [...],
+// "newMessages": [...]} (what `runAgent` resolved with: the messages the run added), or
+// {"ok": false, "error": "...", ...} when the client refused or the run failed.
 import { createInterface } from "node:readline";
 import { randomUUID } from "node:crypto";
 import { HttpAgent } from "@ag-ui/client";
@@ -25,8 +26,10 @@ async function run(options) {
     pendingInterrupts: agent.pendingInterrupts,
   });
   try {
-    await agent.runAgent(options, { onEvent: ({ event }) => void events.push(event) });
-    return { ok: true, ...state() };
+    const { newMessages } = await agent.runAgent(options, {
+      onEvent: ({ event }) => void events.push(event),
+    });
+    return { ok: true, ...state(), newMessages };
   } catch (err) {
     return { ok: false, error: String(err?.message ?? err), ...state() };
   }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import shutil
 import sys
@@ -565,6 +566,223 @@ async def test_messages_sent_while_a_run_is_busy_keep_the_transcripts_order(
         assert shown.index("first thing") < shown.index("second thing") < shown.index("third")
 
 
+FOLLOW_SCRIPT = {
+    "conversations": {
+        "*": [
+            {"wait_for": "go", "reply": [{"text": "Busy work done."}]},
+            {"reply": [{"text": "Here is your answer."}]},
+            {"wait_for": "never", "reply": [{"text": "Not said."}]},
+            {"reply": [{"text": "Fine."}]},
+        ]
+    }
+}
+
+
+def texts(frames: Frames) -> list[str]:
+    """The text of each text message told, in order."""
+    said: dict[str, str] = {}
+    for event in of(frames, TextMessageStartEvent):
+        said[event.message_id] = ""
+    for event in of(frames, TextMessageContentEvent):
+        said[event.message_id] += event.delta
+    return list(said.values())
+
+
+def one_agui_run(frames: Frames) -> RunFinishedEvent:
+    """The frames are one AG-UI run: one RUN_STARTED first, one RUN_FINISHED last."""
+    kinds = [event.type.value for _, event in frames]
+    assert kinds[0] == "RUN_STARTED" and kinds.count("RUN_STARTED") == 1, kinds
+    assert kinds[-1] == "RUN_FINISHED" and kinds.count("RUN_FINISHED") == 1, kinds
+    assert "RUN_ERROR" not in kinds
+    end = frames[-1][1]
+    assert isinstance(end, RunFinishedEvent)
+    return end
+
+
+async def send_while_busy(
+    stack: Stack, http: Any, session: str, message: UserMessage, run_id: str
+) -> tuple[asyncio.Task[Frames], str]:
+    """POST a message while the session's run is busy: its AG-UI run, and the id of the
+    queue item it waits as."""
+    answered = asyncio.Event()
+    body = run_input(session, run_id, messages=[message])
+    stream = asyncio.create_task(read_run(http, "POST", "/api/agui", json=body, answered=answered))
+    await answered.wait()  # the response began: the input is queued
+    [item] = [i for i in stack.client.inputs.queue(session) if i.text == message.content]
+    return stream, item.id
+
+
+@pytest.mark.script(FOLLOW_SCRIPT)
+async def test_a_message_sent_while_a_run_is_busy_gets_its_answer_in_its_agui_run(
+    stack: Stack, api: ApiServer
+) -> None:
+    """Another client's run is busy; this client's message waits in the queue. Its AG-UI
+    run tells the busy run's end as it goes, follows on into the run that takes the
+    message, and finishes with that run: the answer is in it. A watch from where the
+    POST's stream began ends there too."""
+    async with stack.worker(), api.client() as http:
+        session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
+        busy = await stack.client.runs.prompt(session, "start")  # another client's run
+        await eventually(lambda: bool(stack.model.requests_for(session)))
+        cursor = stack.client.events.cursor(session)
+        mine = ClientMessages()
+        question = UserMessage(id="mine-1", content="my question")
+        mine.send(question)
+        stream, item_id = await send_while_busy(stack, http, session, question, "agui-q")
+        stack.model.release("go")
+        frames = await stream
+
+        end = one_agui_run(frames)
+        assert end.run_id == "agui-q"
+        assert isinstance(end.outcome, RunFinishedSuccessOutcome)
+        # The busy run's reply (the transcript has it before the message), then the answer.
+        assert texts(frames) == ["Busy work done.", "Here is your answer."]
+        passed = [e.value for e in of(frames, CustomEvent) if e.name == "duragent.agent_end"]
+        assert [(p["run_id"], p["status"]) for p in passed] == [(busy.run_id, "completed")]
+        answering = stack.client.inputs.item(session, item_id).run_id
+        assert answering and answering != busy.run_id
+        assert stack.client.runs.get(answering).kind == "queued"  # type: ignore[union-attr]
+        assert state_after(frames)["run_id"] == answering
+        assert state_after(frames)["phase"] == "idle"
+        taken = [e.value for e in of(frames, CustomEvent) if e.name == "duragent.queue_consumed"]
+        assert [t["entry_id"] for t in taken] == [item_id]
+        # The client's list is the transcript, its message where the run took it.
+        mine.apply(frames)
+        path = [e for e in stack.client.tree.path(session) if isinstance(e, MessageEntry)]
+        assert [m["id"] for m in mine.messages] == [e.id for e in path]
+        assert [m["content"] for m in mine.messages[-2:]] == ["my question", "Here is your answer."]
+
+        # A watch resuming from where the POST's stream began ends with the same run.
+        watched = await read_run(http, "GET", f"/api/sessions/{session}/agui?after={cursor}")
+        watch_end = one_agui_run(watched)
+        assert isinstance(watch_end.outcome, RunFinishedSuccessOutcome)
+        assert texts(watched)[-1] == "Here is your answer."
+        assert state_after(watched)["run_id"] == answering
+
+
+@pytest.mark.script(FOLLOW_SCRIPT)
+async def test_a_queued_message_whose_item_is_cancelled_ends_its_agui_run_cancelled(
+    stack: Stack, api: ApiServer
+) -> None:
+    """The message's queue item deleted while the run is busy: its AG-UI run ends then,
+    cancelled, saying why, and the client's list drops it. Another stopped with the busy
+    run: the same, when the stop comes."""
+    async with stack.worker(), api.client() as http:
+        session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
+        await stack.client.runs.prompt(session, "start")
+        await eventually(lambda: bool(stack.model.requests_for(session)))
+        mine = ClientMessages()
+        first = UserMessage(id="mine-1", content="first thought")
+        mine.send(first)
+        stream, item_id = await send_while_busy(stack, http, session, first, "agui-1")
+        deleted = await http.delete(f"/api/sessions/{session}/input-queue/{item_id}")
+        assert deleted.status_code == 204, deleted.text
+        frames = await stream
+        end = one_agui_run(frames)
+        assert isinstance(end.outcome, RunFinishedCancelledOutcome)
+        [said] = [e.value for e in of(frames, CustomEvent) if e.name == "duragent.input_cancelled"]
+        assert (said["item_id"], said["reason"]) == (item_id, "withdrawn")
+        assert not run_finished(stack, session)  # ended then, the busy run still at work
+        mine.apply(frames)
+        assert "first thought" not in mine.user_texts()
+
+        second = UserMessage(id="mine-2", content="second thought")
+        stream, item_id = await send_while_busy(stack, http, session, second, "agui-2")
+        assert (await http.post(f"/api/sessions/{session}/stop")).status_code == 200
+        frames = await stream
+        end = one_agui_run(frames)
+        assert isinstance(end.outcome, RunFinishedCancelledOutcome)
+        [said] = [e.value for e in of(frames, CustomEvent) if e.name == "duragent.input_cancelled"]
+        assert (said["item_id"], said["reason"]) == (item_id, "stopped")
+        assert state_after(frames)["phase"] == "idle"
+        [snapshot, *_] = reversed(of(frames, MessagesSnapshotEvent))
+        assert "second thought" not in [m.content for m in snapshot.messages]
+        assert stack.client.inputs.item(session, item_id).status == "cancelled"
+
+
+@pytest.mark.script(FOLLOW_SCRIPT)
+async def test_a_client_that_leaves_ends_its_agui_run_and_its_message_still_runs(
+    stack: Stack, api: ApiServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The wait for the run that takes a queued message lasts as long as the client's
+    stream: a client that leaves ends it at once. The message runs all the same, and a
+    watch from where the stream began tells the answer."""
+    caplog.set_level(logging.INFO, logger="duragent.api.routes_agui")
+    async with stack.worker(), api.client() as http:
+        session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
+        await stack.client.runs.prompt(session, "start")
+        await eventually(lambda: bool(stack.model.requests_for(session)))
+        cursor = stack.client.events.cursor(session)
+        body = run_input(session, "agui-1", messages=[UserMessage(id="m", content="my question")])
+        async with http.stream("POST", "/api/agui", json=body) as stream:
+            async for line in stream.aiter_lines():
+                if line.startswith("data: ") and "RUN_STARTED" in line:
+                    break  # and the client leaves
+        await eventually(lambda: "ended: the client left" in caplog.text)
+
+        stack.model.release("go")
+        watched = await read_run(http, "GET", f"/api/sessions/{session}/agui?after={cursor}")
+        assert isinstance(one_agui_run(watched).outcome, RunFinishedSuccessOutcome)
+        assert texts(watched) == ["Busy work done.", "my question", "Here is your answer."]
+
+
+WAIT_SCRIPT = {
+    "conversations": {
+        "*": [
+            {"reply": [{"text": "Running it."}, bash_call("echo hi", "call_1")]},
+            {"reply": [{"text": "Ran it."}]},
+            {"reply": [{"text": "Read your note."}]},
+        ]
+    }
+}
+
+
+@pytest.mark.script(WAIT_SCRIPT)
+async def test_a_resume_follows_on_into_the_run_its_queued_message_starts(
+    stack: Stack, api: ApiServer
+) -> None:
+    """A message sent while the busy run waits for an approval: its AG-UI run ends with
+    that interrupt. The client's resume answers it and goes on past the busy run's end
+    into the run that takes the message; the client's list is the transcript, its message
+    after the busy run's last words though it held it before them."""
+    async with stack.worker(), api.client() as http:
+        session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
+        await stack.client.approvals.set_policy(session, ASK_BASH)
+        await stack.client.runs.prompt(session, "run echo")  # another client's run
+
+        async def waiting() -> bool:
+            return bool(await stack.client.approvals.pending(session))
+
+        await eventually(waiting)
+        mine = ClientMessages()
+        note = UserMessage(id="mine-1", content="a note for later")
+        mine.send(note)
+        body = run_input(session, "agui-1", messages=[note])
+        first = await read_run(http, "POST", "/api/agui", json=body)
+        end = one_agui_run(first)
+        assert isinstance(end.outcome, RunFinishedInterruptOutcome)
+        [interrupt] = end.outcome.interrupts
+        mine.apply(first)
+
+        approve = ResumeEntry(
+            interrupt_id=interrupt.id, status="resolved", payload={"approved": True}
+        )
+        body = run_input(
+            session, "agui-2", messages=mine.messages, resume=[approve.model_dump(by_alias=True)]
+        )
+        second = await read_run(http, "POST", "/api/agui", json=body)
+        end = one_agui_run(second)
+        assert isinstance(end.outcome, RunFinishedSuccessOutcome)
+        assert texts(second) == ["Ran it.", "Read your note."]
+        mine.apply(second)
+        path = [e for e in stack.client.tree.path(session) if isinstance(e, MessageEntry)]
+        assert [m["id"] for m in mine.messages] == [e.id for e in path]
+        assert [m["content"] for m in mine.messages if m["role"] == "user"] == [
+            "run echo",
+            "a note for later",
+        ]
+
+
 AGUI_CLIENT = REPO / "tests" / "agui_client"
 """The official AG-UI client's folder: `npm ci` there installs `@ag-ui/client`."""
 REQUIRE_AGUI_CLIENT = "DURAGENT_REQUIRE_AGUI_CLIENT"
@@ -715,3 +933,57 @@ async def test_the_official_client_is_not_wedged_by_an_interrupt_decided_elsewhe
             "thanks",
             "now remove it",
         ]
+
+
+@pytest.mark.script(FOLLOW_SCRIPT)
+async def test_the_official_client_gets_the_answer_to_a_message_sent_while_a_run_is_busy(
+    stack: Stack, api: ApiServer
+) -> None:
+    """`@ag-ui/client`'s HttpAgent sends while another client's run is busy: `runAgent`
+    resolves with the answer the queued run gave, in the same AG-UI run. A message whose
+    item a stop cancels resolves cancelled, and the client goes on."""
+    command = agui_client_command()
+    async with stack.worker(), api.client() as http:
+        session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
+        await stack.client.runs.prompt(session, "start")
+        await eventually(lambda: bool(stack.model.requests_for(session)))
+        agent = await OfficialClient.start(command, api, session)
+        try:
+
+            async def queued(text: str) -> asyncio.Task[dict[str, Any]]:
+                asking = asyncio.create_task(agent.ask(op="send", text=text))
+                await eventually(
+                    lambda: any(i.text == text for i in stack.client.inputs.queue(session))
+                )
+                return asking
+
+            asking = await queued("my question")
+            stack.model.release("go")
+            answer = await asking
+            assert answer["ok"], answer
+            assert finished(answer)["type"] == "success"
+            kinds = [e["type"] for e in answer["events"]]
+            assert kinds.count("RUN_STARTED") == 1 and kinds.count("RUN_FINISHED") == 1
+            added = [(m["role"], m["content"]) for m in answer["newMessages"]]
+            assert added[-2:] == [("user", "my question"), ("assistant", "Here is your answer.")]
+            path = [e for e in stack.client.tree.path(session) if isinstance(e, MessageEntry)]
+            assert [m["id"] for m in answer["messages"]] == [e.id for e in path]
+
+            await eventually(lambda: run_finished(stack, session))
+            await stack.client.runs.prompt(session, "more")  # held by its model call
+            await eventually(lambda: len(stack.model.requests_for(session)) == 3)
+            stopping = await queued("never mind")
+            assert (await http.post(f"/api/sessions/{session}/stop")).status_code == 200
+            stopped = await stopping
+            assert stopped["ok"], stopped
+            assert finished(stopped)["type"] == "cancelled"
+            [said] = custom(stopped, "duragent.input_cancelled")
+            assert said["reason"] == "stopped"
+            assert "never mind" not in [m.get("content") for m in stopped["messages"]]
+            assert stopped["pendingInterrupts"] == []
+
+            after = await agent.ask(op="send", text="thanks")  # the client is free
+            assert after["ok"] and finished(after)["type"] == "success", after
+            assert [m["content"] for m in after["newMessages"]][-1] == "Fine."
+        finally:
+            await agent.close()

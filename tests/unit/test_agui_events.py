@@ -1,7 +1,8 @@
 """Run events as AG-UI events (`api/agui_events.py`): what the integration test's run does
 not meet. A model call made again, a message a save point tells again, events of no run,
-an interrupt's position, thinking as reasoning, the client's own messages, and the
-conversation as AG-UI messages (`api/agui_messages.py`)."""
+an interrupt's position, thinking as reasoning, the client's own messages, the
+conversation as AG-UI messages (`api/agui_messages.py`), ends an AG-UI run goes on past
+or holds (`api/agui_follow.py`), a cancelled input, a snapshot that restores order."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ from ag_ui.core import (
     AssistantMessage,
     CustomEvent,
     Interrupt,
+    Message,
     MessagesSnapshotEvent,
     ReasoningMessageContentEvent,
+    RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
+    StateDeltaEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -24,6 +28,7 @@ from ag_ui.core import (
 )
 
 from duragent.api.agui_events import AguiRun, HeaderState
+from duragent.api.agui_follow import HOLD, PASS, Ending
 from duragent.api.agui_messages import as_messages, newest
 from duragent.api.agui_waits import position_of
 from duragent.domain.entries import MessageEntry
@@ -147,7 +152,10 @@ def test_the_message_sent_stays_until_the_transcript_has_it() -> None:
     sent = UserMessage(id="c", content="third")
     run = AguiRun("s", HeaderState(), held=[sent], sent=sent)
     run.start(None)
-    [snapshot] = run.with_messages([UserMessage(id="p", content="go")], [])
+    # The client keeps what it holds in its own order: an empty snapshot first drops its
+    # copy, so the full one puts it after the older message it lacked.
+    [cut, snapshot] = run.with_messages([UserMessage(id="p", content="go")], [])
+    assert isinstance(cut, MessagesSnapshotEvent) and cut.messages == []
     assert isinstance(snapshot, MessagesSnapshotEvent)
     assert [m.id for m in snapshot.messages] == ["p", "c"]
     user = {"role": "user", "content": [{"type": "text", "text": "third"}], "timestamp": 1}
@@ -274,3 +282,104 @@ def test_a_failed_or_denied_tool_result_is_an_error_in_the_conversation() -> Non
     assert [m.id for m in newest(as_messages(path), limit=1)] == []
     size = len(as_messages(path)[2].model_dump_json(by_alias=True)) + 1
     assert newest(as_messages(path), limit=size) == []
+
+
+def ended(seq: int, run_id: str, status: str = "completed", error: str | None = None) -> Any:
+    return stored(seq, "agent_end", run_id, run_id=run_id, status=status, usage={}, error=error)
+
+
+def test_an_end_passed_by_goes_on_into_the_run_that_answers() -> None:
+    """The busy run's end is not the AG-UI run's end when its input waits for the next
+    run: it is told as a `duragent.agent_end` and the state goes idle; the next run's
+    start sets the state's run, and its end finishes the one AG-UI run."""
+    mine = UserMessage(id="client-1", content="and this?")
+    state = HeaderState(phase="turn", run_id="busy")
+    run = AguiRun("s", state, run_id="agui-1", held=[mine], sent=mine)
+    [started, _] = run.start(None)
+    passed = run.translate(ended(1, "busy"), PASS)
+    assert [e.type for e in passed] == ["STATE_DELTA", "CUSTOM"]
+    assert isinstance(passed[1], CustomEvent) and passed[1].name == "duragent.agent_end"
+    assert not run.wants_messages and not run.finished
+    nxt = run.translate(stored(2, "agent_start", "next", run_id="next"))
+    [delta] = nxt
+    assert isinstance(delta, StateDeltaEvent)
+    assert {"op": "replace", "path": "/run_id", "value": "next"} in [
+        op.model_dump() for op in delta.delta
+    ]
+    user = {"role": "user", "content": [{"type": "text", "text": "and this?"}], "timestamp": 1}
+    assert run.translate(stored(3, "message_end", "next", entry_id="q-1", message=user)) == []
+    assert run.wants_messages  # its own message, where the transcript has it
+    run.with_messages([UserMessage(id="q-1", content="and this?")], [])
+    run.translate(stored(4, "message_end", "next", entry_id="a-1", message=reply("Yes.")))
+    run.translate(ended(5, "next"))
+    [snapshot, finished] = run.with_messages(
+        [UserMessage(id="q-1", content="and this?"), AssistantMessage(id="a-1", content="Yes.")],
+        [],
+    )
+    assert [m.id for m in snapshot.messages] == ["q-1", "a-1"]
+    assert isinstance(finished, RunFinishedEvent) and finished.run_id == started.run_id
+    assert finished.outcome is not None and finished.outcome.type == "success"
+
+
+def test_a_held_end_finishes_with_its_outcome_when_no_run_follows() -> None:
+    run = AguiRun("s", HeaderState(), run_id="agui-1")
+    run.start(None)
+    run.translate(ended(1, "r1", "error", "the model failed"), HOLD)
+    assert run.holding and not run.wants_messages
+    assert run.finish_held() == [] and run.wants_messages
+    [_, error] = run.with_messages([], [])
+    assert isinstance(error, RunErrorEvent) and error.message == "the model failed"
+    # A run that starts goes on with it instead.
+    going = AguiRun("s", HeaderState(), run_id="agui-2")
+    going.start(None)
+    going.translate(ended(1, "r1"), HOLD)
+    going.translate(stored(2, "agent_start", "r2", run_id="r2"))
+    assert not going.holding and going.finish_held() == []
+
+
+def test_input_cancelled_before_a_run_took_it_finishes_cancelled() -> None:
+    """The client's copy of its message goes (the transcript never has it), a CUSTOM
+    event says why, and the outcome is AG-UI's `cancelled`."""
+    mine = UserMessage(id="client-1", content="and this?")
+    run = AguiRun("s", HeaderState(), run_id="agui-1", held=[mine], sent=mine)
+    run.start(None)
+    stopped = Ending("cancelled", "q-1", "stopped")
+    out = run.translate(ended(1, "busy", "aborted"), stopped)
+    said = [e for e in out if isinstance(e, CustomEvent)]
+    assert [e.name for e in said] == ["duragent.agent_end", "duragent.input_cancelled"]
+    assert said[1].value["item_id"] == "q-1" and said[1].value["reason"] == "stopped"
+    assert "Stop" in said[1].value["message"]
+    [snapshot, finished] = run.with_messages([UserMessage(id="p", content="go")], [])
+    assert isinstance(snapshot, MessagesSnapshotEvent)
+    assert [m.id for m in snapshot.messages] == ["p"]
+    assert isinstance(finished, RunFinishedEvent)
+    assert finished.outcome is not None and finished.outcome.type == "cancelled"
+    assert run.finished and run.cancel_input(stopped) == []
+
+
+def test_a_snapshot_puts_back_in_order_what_the_client_holds_out_of_it() -> None:
+    """The client holds its queued message under the item's id; the busy run then says
+    more, which the client appends after it. The snapshot is preceded by one cut before
+    the first message out of place: the client drops what follows, and the full snapshot
+    appends it in the transcript's order."""
+    held: list[Message] = [
+        UserMessage(id="u0", content="go"),
+        UserMessage(id="q-x", content="mine"),
+    ]
+    run = AguiRun("s", HeaderState(), run_id="agui-1", held=held)
+    run.start(None)
+    run.translate(stored(1, "message_end", entry_id="a0", message=reply("Done first.")))
+    path: list[Message] = [
+        UserMessage(id="u0", content="go"),
+        AssistantMessage(id="a0", content="Done first."),
+        UserMessage(id="q-x", content="mine"),
+    ]
+    [cut, snapshot] = run.with_messages(path, [])
+    assert isinstance(cut, MessagesSnapshotEvent) and isinstance(snapshot, MessagesSnapshotEvent)
+    assert [m.id for m in cut.messages] == ["u0"]
+    assert [m.id for m in snapshot.messages] == ["u0", "a0", "q-x"]
+    # Held in order from then on: one snapshot.
+    run.translate(stored(2, "message_end", entry_id="a1", message=reply("Yours.")))
+    [again] = run.with_messages([*path, AssistantMessage(id="a1", content="Yours.")], [])
+    assert isinstance(again, MessagesSnapshotEvent)
+    assert [m.id for m in again.messages] == ["u0", "a0", "q-x", "a1"]
