@@ -144,6 +144,19 @@ class Inputs(ClientPart):
         assert busy is not None
         raise busy
 
+    async def deliver_once(
+        self, session_id: str, message: PromptInput, *, run_id: str, item_id: str
+    ) -> RunHandle | QueueItem:
+        """`start_or_queue` for input its sender may send again (a webhook's delivery, a
+        schedule's firing): `run_id` and `item_id` are fixed by the sender's own id for
+        it, so a resend finds the run the first send started, or the item it queued (in
+        whatever state it is now), instead of sending it twice."""
+        if (started := await asyncio.to_thread(self._client.runs.get, run_id)) is not None:
+            return self._client.runs.handle(started.session_id, run_id)
+        with contextlib.suppress(QueueItemNotFound):
+            return await asyncio.to_thread(self.item, session_id, item_id)
+        return await self.start_or_queue(session_id, message, item_id=item_id, run_id=run_id)
+
     async def queue_for_open_run(
         self, session_id: str, busy: SessionBusy, message: PromptInput, item_id: str
     ) -> QueueItem | None:

@@ -42,7 +42,6 @@ from duragent.client.bounds import bounded
 from duragent.client.errors import (
     DuragentError,
     InvalidSchedule,
-    QueueItemNotFound,
     ScheduleNotFound,
     SessionBusy,
     SessionNotFound,
@@ -382,12 +381,9 @@ class Schedules(ClientPart):
             detail="it starts the next run when the open one ends",
         )
         if firing.busy == "queue":
-            with contextlib.suppress(QueueItemNotFound):  # queued by an earlier attempt
-                await asyncio.to_thread(self._client.inputs.item, session_id, follow_up_id)
-                return queued
             # Started, or queued to start the next run when the open one ends: sent as a
-            # person's chat input is (`client.inputs.start_or_queue`).
-            sent = await self._client.inputs.start_or_queue(
+            # person's chat input is, once for all attempts (`client.inputs.deliver_once`).
+            sent = await self._client.inputs.deliver_once(
                 session_id, message, item_id=follow_up_id, run_id=run_id
             )
             if isinstance(sent, RunHandle):

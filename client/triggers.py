@@ -6,8 +6,10 @@ and `rotate_secret` return, never in a record, a list or a log. A delivery
 nothing stored: its signature (`domain.trigger_signatures`), its timestamp, its delivery
 id, a replay of a remembered delivery, its body (a JSON object) and the template's fields
 in it, the prompt's size. Then the delivery is remembered and the prompt goes to the
-trigger's session the way a chat box's input does (`client.inputs.send`: an idle session
-starts a run, a busy one queues it for its next), or to a new session.
+trigger's session the way a chat box's input does (an idle session starts a run, a busy
+one queues it to start the next run when the open one ends), or to a new session; a
+resend of a delivery that was not delivered (a failure midway) is taken again, and
+finds what the first attempt did (`client.inputs.deliver_once`).
 """
 
 from __future__ import annotations
@@ -147,14 +149,12 @@ class Triggers(ClientPart):
         trigger, prompt, signed = await asyncio.to_thread(self._checked, trigger_id, headers, body)
         if prompt is None:
             return Delivered(signed.delivery_id, None, "pong")
-        try:
-            return await self._deliver(trigger, signed.delivery_id, prompt, policy)
-        except Exception:
-            # Not delivered: forget it, so the sender's retry is no replay. (A request
-            # cancelled midway keeps it: the run may have started, and a retry would
-            # start a second.)
-            await asyncio.to_thread(self._forget, trigger.id, signed.delivery_id)
-            raise
+        # Remembered as not delivered until here: a sender's resend after a failure (a
+        # service down midway, this answer lost) is taken again, and finds what this
+        # attempt did, rather than being refused as a replay and lost.
+        delivered = await self._deliver(trigger, signed.delivery_id, prompt, policy)
+        await asyncio.to_thread(self._delivered, trigger.id, signed.delivery_id)
+        return delivered
 
     def _checked(
         self, trigger_id: str, headers: Mapping[str, str], body: bytes
@@ -185,26 +185,31 @@ class Triggers(ClientPart):
             if not triggers.remember_delivery(
                 db, trigger.id, signed.delivery_id, signed.signature, at
             ):
-                _refuse_replay(db, trigger.id, signed, raced=True)
+                _refuse_replay(db, trigger.id, signed)  # raced: delivered meanwhile?
             triggers.prune_deliveries(db, at - DELIVERY_MEMORY_S * 1000)
         return trigger, prompt, signed
 
-    def _forget(self, trigger_id: str, delivery_id: str) -> None:
+    def _delivered(self, trigger_id: str, delivery_id: str) -> None:
         with self._client.db.transaction() as db:
-            triggers.forget_delivery(db, trigger_id, delivery_id)
+            triggers.mark_delivered(db, trigger_id, delivery_id)
 
     async def _deliver(
         self, trigger: TriggerRecord, delivery_id: str, prompt: str, policy: WorkspacePolicy | None
     ) -> Delivered:
+        key = f"trigger/{trigger.id}/{delivery_id}"
         if trigger.session_id is not None:
-            sent = await self._client.inputs.send(trigger.session_id, prompt)
+            sent = await self._client.inputs.deliver_once(
+                trigger.session_id,
+                prompt,
+                run_id=uuid.uuid5(uuid.NAMESPACE_URL, f"{key}/run").hex,
+                item_id=uuid.uuid5(uuid.NAMESPACE_URL, f"{key}/item").hex,
+            )
             if isinstance(sent, RunHandle):
                 return Delivered(delivery_id, trigger.session_id, "started", run_id=sent.run_id)
             return Delivered(delivery_id, trigger.session_id, "queued", item_id=sent.id)
         # The delivery's session, the same for every attempt: a sender's retry of a
         # delivery that failed midway finds the run that attempt started, if it did
         # (rather than starting a second); one whose run did not start left no session.
-        key = f"trigger/{trigger.id}/{delivery_id}"
         session_id = uuid.uuid5(uuid.NAMESPACE_URL, key).hex
         try:
             found = await asyncio.to_thread(self._client.sessions.get, session_id)
@@ -246,13 +251,13 @@ def new_secret() -> str:
     return secrets.token_urlsafe(SECRET_BYTES)
 
 
-def _refuse_replay(
-    db: Session, trigger_id: str, signed: SignedDelivery, *, raced: bool = False
-) -> None:
-    """`DeliveryReplayed` if the delivery repeats one remembered (`raced`: one is, a
-    request with it won the race to remember it)."""
+def _refuse_replay(db: Session, trigger_id: str, signed: SignedDelivery) -> None:
+    """`DeliveryReplayed` if the delivery repeats one remembered and delivered, or uses
+    a remembered id or signed body for another delivery. One remembered but not delivered
+    (an attempt that failed midway, or is under way) is taken again: delivering is
+    idempotent (`Triggers._deliver`)."""
     seen = triggers.seen_delivery(db, trigger_id, signed.delivery_id, signed.signature)
-    if seen == "id" or (raced and seen is None):
+    if seen in ("delivered", "other"):
         raise DeliveryReplayed(f"delivery {signed.delivery_id} was received already")
     if seen == "signature":
         raise DeliveryReplayed(

@@ -20,7 +20,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from sqlalchemy.sql import false
+from sqlalchemy.sql import false, true
 
 JsonType = JSON().with_variant(JSONB(), "postgresql")
 # SQLite only autoincrements INTEGER PRIMARY KEY; PostgreSQL wants a 64-bit identity.
@@ -277,7 +277,7 @@ class TriggerRow(Base):
 
 class TriggerDeliveryRow(Base):
     """A delivery a trigger took: its id and its signature, remembered for a while so a
-    replay of either is refused; pruned as deliveries arrive."""
+    replay of a delivered one is refused; pruned as deliveries arrive."""
 
     __tablename__ = "trigger_deliveries"
     __table_args__ = (
@@ -289,6 +289,9 @@ class TriggerDeliveryRow(Base):
     delivery_id: Mapped[str] = mapped_column(String(200))
     signature: Mapped[str] = mapped_column(String(80))
     received_at: Mapped[int] = mapped_column(BigInteger, index=True)
+    delivered: Mapped[bool] = mapped_column(Boolean, default=False, server_default=true())
+    """Its prompt reached the session (a run started, or input queued); until then a
+    resend of it is taken again, not refused as a replay."""
 
 
 class ScheduleRow(Base):

@@ -6,6 +6,8 @@ signature, so a list or an answer made from records cannot show it.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
@@ -93,42 +95,49 @@ def delete_trigger(db: Session, trigger_id: str) -> bool:
     return bool(execute(db, delete(TriggerRow).where(TriggerRow.id == trigger_id)).rowcount)
 
 
-def seen_delivery(db: Session, trigger_id: str, delivery_id: str, signature: str) -> str | None:
-    """Which remembered delivery this one repeats: "id" (its id was seen) or "signature"
-    (its signed content was, under another id); None if neither."""
+def seen_delivery(
+    db: Session, trigger_id: str, delivery_id: str, signature: str
+) -> Literal["delivered", "undelivered", "other", "signature"] | None:
+    """Which remembered delivery this one repeats: itself, "delivered" or not yet
+    ("undelivered": an attempt failed or is under way), its id with another body
+    ("other"), or its signed content under another id ("signature"); None if none."""
     rows = db.execute(
-        select(_DELIVERIES.c.delivery_id).where(
+        select(_DELIVERIES.c.delivery_id, _DELIVERIES.c.signature, _DELIVERIES.c.delivered).where(
             _DELIVERIES.c.trigger_id == trigger_id,
             or_(_DELIVERIES.c.delivery_id == delivery_id, _DELIVERIES.c.signature == signature),
         )
     ).all()
-    if not rows:
-        return None
-    return "id" if any(row.delivery_id == delivery_id for row in rows) else "signature"
+    same = [row for row in rows if row.delivery_id == delivery_id]
+    if same:
+        if same[0].signature != signature:
+            return "other"
+        return "delivered" if same[0].delivered else "undelivered"
+    return "signature" if rows else None
 
 
 def remember_delivery(
     db: Session, trigger_id: str, delivery_id: str, signature: str, at_ms: int
 ) -> bool:
-    """Remember a delivery; False if its id or signature is remembered already (another
-    request with it won the race)."""
+    """Remember a delivery, not delivered yet; False if its id or signature is remembered
+    already (another request with it won the race)."""
     statement = INSERTS[db.get_bind().dialect.name](_DELIVERIES).on_conflict_do_nothing()
     row = {
         "trigger_id": trigger_id,
         "delivery_id": delivery_id,
         "signature": signature,
         "received_at": at_ms,
+        "delivered": False,
     }
     return bool(execute(db, statement, row).rowcount)
 
 
-def forget_delivery(db: Session, trigger_id: str, delivery_id: str) -> None:
-    """Forget a delivery that was not delivered after all (its sender may send it again)."""
+def mark_delivered(db: Session, trigger_id: str, delivery_id: str) -> None:
+    """The delivery's prompt reached its session: a resend of it is a replay from now on."""
     execute(
         db,
-        delete(_DELIVERIES).where(
-            _DELIVERIES.c.trigger_id == trigger_id, _DELIVERIES.c.delivery_id == delivery_id
-        ),
+        update(_DELIVERIES)
+        .where(_DELIVERIES.c.trigger_id == trigger_id, _DELIVERIES.c.delivery_id == delivery_id)
+        .values(delivered=True),
     )
 
 

@@ -17,7 +17,6 @@ from duragent.client.connection import connect_temporal
 from duragent.settings import Settings
 from duragent.temporal_dev import DevServer
 
-
 SUITE_CONTROLS = (
     "DURAGENT_TEST_",
     "DURAGENT_REQUIRE_",

@@ -11,11 +11,11 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 from support import ApiServer, eventually, run_finished, user_texts
 from test_temporal_restart import private_stack
 
 from duragent.domain.trigger_signatures import DeliveryReplayed, sign_github
-from duragent.store import triggers
 
 SCRIPT: dict[str, object] = {"conversations": {"*": [{"reply": [{"text": "Reviewed."}]}]}}
 
@@ -67,10 +67,17 @@ async def test_a_delivery_refused_in_an_outage_runs_in_its_session_when_resent(
             await api.stop()
         try:
             await eventually(partial(run_finished, stack, kept.id), timeout=30)
-            # Resent once more after an attempt that started the run failed after all
-            # (its delivery forgotten): the run it started is the delivery's, not a new one.
+            # Resent once more after an attempt that started the run failed before it
+            # could tell (its delivery remembered, not marked delivered): the run it
+            # started is the delivery's, not a new one; once told, a resend is a replay.
             with stack.db.transaction() as db:
-                triggers.forget_delivery(db, trigger, "d-1")
+                db.execute(
+                    text(
+                        "UPDATE trigger_deliveries SET delivered = false "
+                        "WHERE trigger_id = :t AND delivery_id = 'd-1'"
+                    ),
+                    {"t": trigger},
+                )
             lowered = {name.lower(): value for name, value in headers.items()}
             again = await stack.client.triggers.receive(trigger, lowered, body)
             assert (again.session_id, again.run_id) == (kept.id, delivered["run_id"])

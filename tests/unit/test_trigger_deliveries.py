@@ -1,6 +1,7 @@
-"""The deliveries a trigger remembers (`store.triggers`): a delivery id or a signature
-seen is a replay, another trigger's are not, and what is older than the memory is
-pruned away; a trigger's record never carries its secret."""
+"""The deliveries a trigger remembers (`store.triggers`): a delivery seen is told apart
+as delivered or not yet, an id or a signature reused for another delivery is told too,
+another trigger's are not, and what is older than the memory is pruned away; a
+trigger's record never carries its secret."""
 
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ def test_replays_are_told_by_id_or_signature_per_trigger(db: Database) -> None:
         assert triggers.remember_delivery(s, "t1", "d1", "sig1", 1000)
         assert not triggers.remember_delivery(s, "t1", "d1", "sig2", 1001)
         assert not triggers.remember_delivery(s, "t1", "d2", "sig1", 1001)
-        assert triggers.seen_delivery(s, "t1", "d1", "other") == "id"
+        assert triggers.seen_delivery(s, "t1", "d1", "sig1") == "undelivered"
+        triggers.mark_delivered(s, "t1", "d1")
+        assert triggers.seen_delivery(s, "t1", "d1", "sig1") == "delivered"
+        assert triggers.seen_delivery(s, "t1", "d1", "other") == "other"
         assert triggers.seen_delivery(s, "t1", "d9", "sig1") == "signature"
         assert triggers.seen_delivery(s, "t2", "d1", "sig1") is None
         assert triggers.remember_delivery(s, "t2", "d1", "sig1", 1001)
@@ -48,10 +52,10 @@ def test_old_deliveries_are_pruned_and_a_deleted_trigger_forgets_its_own(db: Dat
         triggers.remember_delivery(s, "t2", "other", "sig-other", 5000)
         assert triggers.prune_deliveries(s, 2000) == 1
         assert triggers.seen_delivery(s, "t1", "old", "sig-old") is None
-        assert triggers.seen_delivery(s, "t1", "new", "x") == "id"
+        assert triggers.seen_delivery(s, "t1", "new", "x") == "other"
         assert triggers.delete_trigger(s, "t1")
         assert triggers.seen_delivery(s, "t1", "new", "x") is None
-        assert triggers.seen_delivery(s, "t2", "other", "x") == "id"
+        assert triggers.seen_delivery(s, "t2", "other", "sig-other") == "undelivered"
 
 
 def test_records_carry_no_secret(db: Database) -> None:
