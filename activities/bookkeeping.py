@@ -291,8 +291,11 @@ class Bookkeeping:
     @activity.defn(name=QUEUE_INPUT)
     def queue_input(self, data: QueueInputInput) -> None:
         """Keep steering and follow-ups that reached the run after its end was stored: they
-        start the next run, as input sent while it was open does."""
+        start the next run, as input sent while it was open does. Or cancel the session's
+        waiting input, when a stop reached the run as it ended."""
         with self._db.transaction() as db:
+            if data.cancel_waiting:
+                input_queue.cancel_pending(db, data.session_id)
             for item in data.items:
                 input_queue.add_item(
                     db,

@@ -63,10 +63,12 @@ NOTHING_QUEUED = "NothingQueued"
 
 
 class QueueInputInput(_Contract):
-    """Input that reached a run after its end was stored, for the next run."""
+    """Input that reached a run after its end was stored, for the next run; or, with
+    `cancel_waiting`, the session's waiting input cancelled (a stop came then)."""
 
     session_id: str
     items: list[QueuedMessage]
+    cancel_waiting: bool = False
 
 
 class StartRunResult(_Contract):

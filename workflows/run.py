@@ -315,8 +315,8 @@ class Run:
         steering and follow-ups that reached it after its end was stored) starts the next
         run, as a new execution of this workflow: the session stays busy in between, and
         the next run takes all the input waiting (`start_run`). Returns `result` when
-        nothing waits, or when the run is stopped meanwhile (its input then waits for the
-        next run a person starts)."""
+        nothing waits, or when the session is stopped meanwhile: then what waited is
+        cancelled, as a stop cancels it."""
         if (
             result.status == "aborted"
             or workflow.info().parent is not None  # a sub-agent: its parent has its result
@@ -330,6 +330,9 @@ class Run:
             if late:
                 await steps.queue_input(QueueInputInput(session_id=session_id, items=late))
         except asyncio.CancelledError:
+            await steps.queue_input(
+                QueueInputInput(session_id=session_id, items=[], cancel_waiting=True)
+            )
             return result
         if not (late or self.state.queued_input):
             return result
