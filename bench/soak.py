@@ -15,7 +15,8 @@ Then, with every service up, the soak waits for the runs to end and checks, from
 the workflow histories and the tools' own records of what they ran (a file outside the
 store): every run ended (completed, aborted, or failed with a reason a person can read); no
 entry lost or stored twice; every tool call with exactly one result; no tool that is not
-retry-safe run twice; every queued message delivered at most once; runs' usage adds up to
+retry-safe run twice; every queued message delivered at most once; every input accepted by
+a channel (chat, webhook, schedule) run exactly once, none left waiting; runs' usage adds up to
 what their stored model calls used, and sessions' to their runs'; no process left behind.
 
     python bench/soak.py [--sessions 30] [--minutes 10] [--seed N] [--chaos-every 20]
@@ -44,6 +45,7 @@ sys.path[:0] = [str(TESTS), str(TESTS / "faults")]  # the stack's processes and 
 from soak_chaos import chaos  # noqa: E402
 from soak_checks import (  # noqa: E402
     Verdict,
+    check_accepted,
     check_executions,
     check_model,
     check_queue,
@@ -90,6 +92,10 @@ class SoakReport:
     killed_on_stop: list[str] = field(default_factory=list)
     """Workers that did not stop on SIGTERM within 30 s."""
     compactions: int = 0
+    accepted: Counter[str] = field(default_factory=Counter)
+    """Input the channels accepted, by channel (and the schedule's firings)."""
+    queued_runs: int = 0
+    """Runs that input sent while the run before was open started."""
     seconds: float = 0.0
 
     @property
@@ -155,6 +161,10 @@ async def soak(options: SoakOptions, say: Callable[[str], None] = print) -> Soak
                 report.verdict.failed.append(f"a session's driver failed: {task.exception()!r}")
         report.client_errors = driving.client_errors
         report.compactions = sum(log.compactions for log in logs)
+        for log in logs:
+            report.accepted.update(log.accepted.values())
+            report.accepted["schedule firing"] += log.firings
+            report.queued_runs += sum(1 for run in log.runs if not run.prompt)
         await verdict_of(services, logs, report.verdict)
         report.killed_on_stop = services.stop_workers()
     report.left_behind = processes_left(marks)
@@ -179,6 +189,7 @@ async def verdict_of(services: Services, logs: list[SessionLog], verdict: Verdic
             if session_id == log.session.id:
                 check_runs(stack, log, verdict)
                 check_queue(stack, log, entries, verdict)
+                check_accepted(stack, log, entries, verdict)
     check_executions(stack, logs, services.executions, verdict)
     check_model(stack, logs, verdict)
     await check_workflows(stack, logs, verdict)
@@ -202,6 +213,8 @@ def print_report(report: SoakReport) -> None:
     print("kills by kind: " + ", ".join(f"{k} {n}" for k, n in sorted(report.kills.items())))
     print("runs by outcome: " + ", ".join(f"{k} {n}" for k, n in sorted(v.statuses.items())))
     print(f"compactions: {report.compactions}")
+    accepted = ", ".join(f"{kind} {n}" for kind, n in sorted(report.accepted.items()))
+    print(f"input accepted while busy: {accepted}; runs it started: {report.queued_runs}")
     if report.client_errors:
         print("client calls tried again while a service was down:")
         for what, count in report.client_errors.most_common():

@@ -32,6 +32,7 @@ from duragent.domain.entries import (
 )
 from duragent.domain.messages import AssistantMessage, ToolResultMessage, UserMessage, text_of
 from duragent.domain.runs import session_workflow_id
+from duragent.store.records import QueueItem
 
 INJECTED = ("(chaos)", "overloaded", "dropped", "Overloaded", "Internal server error")
 """Words of the errors the offline model's chaos injects, as a failed run reports them."""
@@ -97,6 +98,8 @@ def check_runs(stack: Stack, log: SessionLog, verdict: Verdict) -> None:
                 (verdict.lost if seen == 0 else verdict.doubled).append(
                     f"{where}: {seen} {kind} events"
                 )
+        if not run.prompt:
+            continue  # started by input sent meanwhile: `check_accepted` checks that input
         stored = carrying(entries, run.prompt)
         # A run that failed or was aborted before its start was recorded has no prompt in.
         if stored > 1 or (stored == 0 and record.status == "completed"):
@@ -230,6 +233,65 @@ def check_delivered(
             v.lost.append(f"{log.session.id}: run {run.run_id} accepted {text!r}, not stored")
 
 
+def check_accepted(
+    stack: Stack, log: SessionLog, entries: Sequence[SessionEntry], v: Verdict
+) -> None:
+    """Every accepted input ran exactly once (page, API, AG-UI and command line share
+    `inputs.send`; webhooks; schedules): stored once, unless a stop cancelled it while it
+    waited, or stopped the run it started before that run took it; none is left waiting
+    for a run that never comes."""
+    session_id = log.session.id
+    items = stack.client.inputs.queue(session_id, status=None)
+    records = {r.run_id: r for r in stack.client.runs.list(session_id)}
+    for text, channel in log.accepted.items():
+        stored = carrying(entries, text)
+        if stored == 1:
+            continue
+        where = f"{session_id}: {channel} input {text[:24]!r}"
+        if stored > 1:
+            v.doubled.append(f"{where} stored {stored} times")
+            continue
+        cancelled = any(text in i.text and i.status == "cancelled" for i in items)
+        started = records.get(log.accepted_runs.get(text, ""))
+        if cancelled or (started is not None and started.status == "aborted"):
+            continue
+        v.lost.append(f"{where} accepted, never run")
+    for item in items:
+        if item.status == "pending" and item.starts_run:
+            v.lost.append(f"{session_id}: item {item.id} waits for a run that never comes")
+    check_firings(log, entries, items, v)
+
+
+def check_firings(
+    log: SessionLog, entries: Sequence[SessionEntry], items: Sequence[QueueItem], v: Verdict
+) -> None:
+    """Each firing of the session's schedule delivered once: no two stored prompts of one
+    firing, and no more delivered (stored or cancelled while waiting) than were fired."""
+    fired = [
+        e.message.scheduled.scheduled_at
+        for e in entries
+        if isinstance(e, MessageEntry)
+        and isinstance(e.message, UserMessage)
+        and e.message.scheduled is not None
+        and e.message.scheduled.schedule_id == log.schedule_id
+    ]
+    for at, times in Counter(fired).items():
+        if times > 1:
+            v.doubled.append(f"{log.session.id}: the firing for {at} stored {times} times")
+    cancelled = [
+        i
+        for i in items
+        if i.status == "cancelled"
+        and isinstance(i.message, UserMessage)
+        and i.message.scheduled is not None
+    ]
+    if len(fired) + len(cancelled) > log.firings:
+        v.doubled.append(
+            f"{log.session.id}: {len(fired) + len(cancelled)} firings delivered of "
+            f"{log.firings} fired"
+        )
+
+
 # ------------------------------------------------------------------------------ executions
 
 
@@ -281,7 +343,7 @@ def check_bash(
     lines = log.executions_file.read_text().split() if log.executions_file.exists() else []
     times = lines.count(token)
     if times > 1:
-        verdict.doubled.append(f"bash call {call.id} ran {times} times")
+        verdict.doubled.append(f"{log.session.id}: bash call {call.id} ({token}) ran {times} times")
     if result is not None and says_it_ran(result) and times == 0:
         verdict.lost.append(f"bash call {call.id} has a result, yet it never ran")
 

@@ -4,7 +4,11 @@ while the services fail under it.
 Every run plays a script drawn from the session's seeded dice: tool turns (retry-safe and
 not), parallel batches, a bash call, a sub-agent now and then, a call that waits for an
 approval now and then; while it works the user steers, follows up, turns queued input into
-guidance, approves, and now and then aborts. After its second run a session is compacted.
+guidance, approves, and now and then aborts, and input comes in by every channel that
+sends it as a chat box does (`inputs.send`, which the page, the API, AG-UI and the command
+line call; a signed webhook through a trigger; a schedule's firing): each is taken by the
+run it was sent during, or starts the next run when that one ends (the soak logs those
+runs too). After its second run a session is compacted.
 
 What the soak sent is written down here (`SessionLog`, `RunLog`): the checks compare it
 with what the store and the histories say at the end. A client call that fails because a
@@ -15,6 +19,9 @@ carries its first id, so it can only be delivered once).
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
+import json
 import random
 import time
 import uuid
@@ -38,6 +45,7 @@ from duragent.client.run_control import RunHandle
 from duragent.domain.approvals import ApprovalPolicy, ApprovalRule
 from duragent.domain.runs import RunResult
 from duragent.domain.subagents import DELEGATE_TOOL
+from duragent.domain.trigger_signatures import DeliveryReplayed
 from duragent.store.records import SessionRecord
 
 T = TypeVar("T")
@@ -56,6 +64,9 @@ SUBAGENT_STEPS: list[dict[str, Any]] = [
 ]
 """Every sub-agent's session plays its own copy (the script's "*" steps)."""
 
+SCHEDULED = "Scheduled check-in."
+"""The prompt of every session's schedule; each firing is marked with when it fired for."""
+
 FINAL_ERRORS = (
     SessionIdle,
     SessionBusy,
@@ -69,6 +80,8 @@ FINAL_ERRORS = (
 @dataclass
 class RunLog:
     prompt: str
+    """The soak's prompt ("" for a run the soak did not start: one that input sent while
+    the run before was open started)."""
     run_id: str | None = None
     result: RunResult | None = None
     client_error: str | None = None
@@ -95,6 +108,16 @@ class SessionLog:
     bash_tokens: list[str] = field(default_factory=list)
     compactions: int = 0
     compaction_errors: list[str] = field(default_factory=list)
+    accepted: dict[str, str] = field(default_factory=dict)
+    """Input a channel accepted (its unique text -> the channel): each must run once,
+    unless an abort cancelled it while it waited."""
+    accepted_runs: dict[str, str] = field(default_factory=dict)
+    """Accepted input that started a run itself (the session was idle): text -> run id."""
+    trigger: tuple[str, str] | None = None
+    """The session's webhook trigger: its id and its secret."""
+    schedule_id: str | None = None
+    firings: int = 0
+    """Firings of the session's schedule the soak asked for."""
 
     @property
     def executions_file(self) -> Path:
@@ -190,6 +213,7 @@ def plan_turns(dice: random.Random, log: SessionLog, run: int) -> tuple[list[Any
 async def one_run(driving: Driving, log: SessionLog, dice: random.Random) -> None:
     services, client = driving.services, driving.services.client
     session_id = log.session.id
+    await settle(driving, log)  # a run that input sent at the end of the last one started
     number = len(log.runs) + 1
     steps, asks = plan_turns(dice, log, number)
     services.model.add_steps(session_id, steps, replace=True)
@@ -217,6 +241,9 @@ async def one_run(driving: Driving, log: SessionLog, dice: random.Random) -> Non
         (0.3, follow_up),
         (0.35, guide),
         (0.1, abort),
+        (0.3, chat),
+        (0.2, webhook),
+        (0.1, fire_schedule),
     ]
     tasks = [
         asyncio.create_task(action(driving, log, run, done, dice.uniform(0.5, 10.0)))
@@ -239,6 +266,53 @@ async def one_run(driving: Driving, log: SessionLog, dice: random.Random) -> Non
     finally:
         done.set()
         await asyncio.gather(*tasks, return_exceptions=True)
+    await settle(driving, log)
+
+
+async def learn_result(driving: Driving, session_id: str, run: RunLog, run_id: str) -> None:
+    client = driving.services.client
+    try:
+        run.result = await patiently(
+            driving, "run result", lambda: client.runs.wait(session_id, run_id)
+        )
+    except Exception as err:
+        run.client_error = f"{type(err).__name__}: {err}"
+
+
+async def settle(driving: Driving, log: SessionLog) -> None:
+    """Wait for the runs that input sent meanwhile started (each starts when the one
+    before ends), and log them, until the session is idle. Their deploys are approved
+    as the soak's own runs' are."""
+    done = asyncio.Event()
+    approver = asyncio.create_task(approve(driving, log, RunLog(prompt=""), done))
+    try:
+        await settled(driving, log)
+    finally:
+        done.set()
+        await approver
+
+
+async def settled(driving: Driving, log: SessionLog) -> None:
+    client, session_id = driving.services.client, log.session.id
+    while True:
+        records = await patiently(driving, "runs", in_thread(lambda: client.runs.list(session_id)))
+        known = {run.run_id for run in log.runs}
+        new = [record for record in reversed(records) if record.run_id not in known]
+        for record in new:
+            run = RunLog(prompt="", run_id=record.run_id)
+            log.runs.append(run)
+            await learn_result(driving, session_id, run, record.run_id)
+        if new:
+            continue
+        handle = await patiently(driving, "open run", lambda: client.workflows.open_run(session_id))
+        if handle is None:
+            return
+        try:  # a run whose start is under way: once it is stored, it is logged above
+            await patiently(driving, "run result", lambda: client.runs.wait(session_id))
+        except Exception as err:
+            driving.client_errors[f"settle: {type(err).__name__}"] += 1
+            if time.monotonic() > driving.give_up:
+                return
 
 
 async def later(done: asyncio.Event, delay: float) -> bool:
@@ -306,6 +380,72 @@ async def guide(
         pass
 
 
+async def chat(
+    driving: Driving, log: SessionLog, run: RunLog, done: asyncio.Event, delay: float
+) -> None:
+    """Input sent as a chat box sends it (the page, the API, AG-UI, `duragent send`): the
+    open run's successor takes it, or it starts a run itself when the run just ended."""
+    if not await later(done, delay):
+        return
+    text = f"Chat {uuid.uuid4().hex[:12]}: also see to part {len(log.accepted) + 1}."
+    inputs, session_id = driving.services.client.inputs, log.session.id
+    item_id = uuid.uuid4().hex  # resent with its id: started or queued once
+    try:
+        sent = await patiently(
+            driving, "send", lambda: inputs.start_or_queue(session_id, text, item_id=item_id)
+        )
+    except SessionBusy:
+        return  # busy throughout (with what is no run): refused, nothing accepted
+    log.accepted[text] = "chat"
+    if isinstance(sent, RunHandle):
+        log.accepted_runs[text] = sent.run_id
+
+
+async def webhook(
+    driving: Driving, log: SessionLog, run: RunLog, done: asyncio.Event, delay: float
+) -> None:
+    """A signed delivery of the session's trigger, as GitHub sends one."""
+    if not await later(done, delay) or log.trigger is None:
+        return
+    trigger_id, secret = log.trigger
+    token = f"hook{uuid.uuid4().hex[:12]}"
+    body = json.dumps({"token": token}).encode()
+    signature = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    headers = {
+        "content-type": "application/json",
+        "x-github-event": "push",
+        "x-github-delivery": token,
+        "x-hub-signature-256": f"sha256={signature}",
+    }
+    triggers = driving.services.client.triggers
+    try:
+        delivered = await patiently(
+            driving, "webhook", lambda: triggers.receive(trigger_id, headers, body)
+        )
+        if delivered.run_id is not None:
+            log.accepted_runs[token] = delivered.run_id
+    except DeliveryReplayed:
+        pass  # an earlier try got through, its answer lost with a service
+    except SessionBusy:
+        return
+    log.accepted[token] = "webhook"
+
+
+async def fire_schedule(
+    driving: Driving, log: SessionLog, run: RunLog, done: asyncio.Event, delay: float
+) -> None:
+    """A firing of the session's (paused) schedule, asked for while the run works: the
+    worker delivers it as a chat box's input (`busy: queue`)."""
+    if not await later(done, delay) or log.schedule_id is None:
+        return
+    schedules, schedule_id = driving.services.client.schedules, log.schedule_id
+    try:
+        await patiently(driving, "fire", lambda: schedules.trigger(schedule_id))
+        log.firings += 1
+    except Exception as err:  # gave up: not fired, or fired with its answer lost
+        driving.client_errors[f"fire: {type(err).__name__}"] += 1
+
+
 async def abort(
     driving: Driving, log: SessionLog, run: RunLog, done: asyncio.Event, delay: float
 ) -> None:
@@ -351,11 +491,41 @@ async def drive(
     log = SessionLog(index, record)
     logs.append(log)
     await patiently(driving, "set_policy", lambda: client.approvals.set_policy(record.id, POLICY))
+    log.trigger = await session_trigger(driving, record.id, f"soak-{index}")
+    log.schedule_id = await session_schedule(driving, record.id)
     while time.monotonic() < driving.end:
         await one_run(driving, log, dice)
         if len(log.runs) == 2:
             await compact(driving, log)
         await asyncio.sleep(dice.uniform(0, 2))  # a person reading the answer
+
+
+async def session_trigger(driving: Driving, session_id: str, name: str) -> tuple[str, str]:
+    """The session's webhook trigger and its secret (a try whose answer was lost made it:
+    its secret is rotated, the one time a secret is shown again)."""
+    triggers = driving.services.client.triggers
+
+    def made() -> tuple[str, str]:
+        for found in triggers.list(every=True):
+            if found.name == name:
+                again = triggers.rotate_secret(found.id)
+                return again.trigger.id, again.secret
+        added = triggers.add(name, "Delivery {token}.", session_id=session_id)
+        return added.trigger.id, added.secret
+
+    return await patiently(driving, "trigger", in_thread(made))
+
+
+async def session_schedule(driving: Driving, session_id: str) -> str:
+    """The session's schedule, paused: the soak fires it now and then."""
+    schedules = driving.services.client.schedules
+
+    async def made() -> str:
+        for found in await schedules.list(session_id=session_id):
+            return found.id
+        return (await schedules.add(session_id, SCHEDULED, every="24h", paused=True)).id
+
+    return await patiently(driving, "schedule", made)
 
 
 async def compact(driving: Driving, log: SessionLog) -> None:
