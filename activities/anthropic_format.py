@@ -33,6 +33,7 @@ from duragent.domain.messages import (
     UserMessage,
 )
 from duragent.domain.resources import skills_section
+from duragent.domain.tools import ToolSpec
 from duragent.domain.transcript import LlmMessage
 
 Role = Literal["user", "assistant"]
@@ -77,7 +78,7 @@ _EFFORT: dict[str, Literal["low", "medium", "high"]] = {
 def request_params(
     snapshot: TurnSnapshot,
     transcript: Sequence[LlmMessage],
-    tools: list[ToolParam],
+    tools: list[ToolSpec],
     *,
     session_id: str,
 ) -> RequestParams:
@@ -93,7 +94,10 @@ def request_params(
     if system:
         params["system"] = [{"type": "text", "text": system, "cache_control": _CACHE}]
     if tools:
-        params["tools"] = tools
+        params["tools"] = [
+            {"name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}
+            for t in tools
+        ]
     params.update(thinking_params(snapshot))
     return params
 

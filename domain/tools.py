@@ -1,10 +1,11 @@
-"""What a tool returns, and the flags the loop needs to schedule it."""
+"""What a model is told of a tool, what a tool returns, and the flags the loop needs to
+schedule it."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +18,15 @@ ExecutionMode = Literal["parallel", "sequential"]
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 """The Messages API's rule for a tool's name."""
+
+
+class ToolSpec(TypedDict):
+    """What a model is told of a tool, whatever its provider: its name, what it does, and
+    its arguments' JSON schema (each provider's request format turns it into its own)."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
 
 
 class ToolResult(BaseModel):

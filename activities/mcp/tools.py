@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import mcp.types
-from anthropic.types import ToolParam
 
 from duragent.activities.mcp.config import McpConfig, ServerConfig
 from duragent.activities.mcp.connection import ServerConnection, ServerUnavailable
 from duragent.activities.mcp.names import model_names, split_name
 from duragent.activities.tools.base import ToolContext, ToolProvider, truncate_head
 from duragent.domain.messages import ImageContent, TextContent, ToolResultContent
-from duragent.domain.tools import ToolResult, ToolTraits
+from duragent.domain.tools import ToolResult, ToolSpec, ToolTraits
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +63,7 @@ class McpServerTools(ToolProvider):
         mapped = model_names(self.name, by_name)
         self._tools = {model: by_name[tool] for model, tool in mapped.items()}
 
-    def api_specs(self) -> list[ToolParam]:
+    def api_specs(self) -> list[ToolSpec]:
         return [
             {
                 "name": model,

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
-from anthropic.types import ToolParam
 from pydantic import BaseModel, ValidationError
 
-from duragent.domain.tools import ToolResult, ToolTraits
+from duragent.domain.tools import ToolResult, ToolSpec, ToolTraits
 
 logger = logging.getLogger(__name__)
 
@@ -156,7 +155,7 @@ class ToolProvider(ABC):
         """List the tools anew. Never raises: a failed listing keeps the last one."""
 
     @abstractmethod
-    def api_specs(self) -> list[ToolParam]: ...
+    def api_specs(self) -> list[ToolSpec]: ...
 
     @abstractmethod
     async def run(self, name: str, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -255,14 +254,14 @@ class ToolRegistry:
 
     def api_specs(
         self, active: Sequence[str] | None = None, providers: Sequence[str] | None = None
-    ) -> list[ToolParam]:
+    ) -> list[ToolSpec]:
         """`{"name", "description", "input_schema"}` for each active tool, in registry order.
 
         `None` means every tool. Active names that are not registered are ignored, so a
         session configured with a tool this worker lacks still gets the others.
         """
         wanted = set(self._offered(active, providers)) if active is None else set(active)
-        specs: list[ToolParam] = [
+        specs: list[ToolSpec] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
             for t in self._tools.values()
             if t.name in wanted
