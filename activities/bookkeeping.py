@@ -260,9 +260,12 @@ class Bookkeeping:
                     message=item.message,
                     starts_run=True,
                 )
-            cancelled = (
-                input_queue.cancel_pending(db, data.session_id) if data.status == "aborted" else []
+            stopped = data.status == "aborted"
+            untaken = input_queue.settle_taken_guidance(
+                db, data.session_id, data.run_id, stopped=stopped
             )
+            cancelled = input_queue.cancel_pending(db, data.session_id) if stopped else []
+            cancelled = [*(untaken if stopped else []), *cancelled]
             input_queue.release_guidance(db, data.run_id)
             queued_input = input_queue.has_run_starting_input(db, data.session_id)
             end = AgentEnd(

@@ -17,7 +17,7 @@ from duragent.domain.messages import AgentMessage, text_of
 from duragent.store.clock import now_ms
 from duragent.store.records import QueueItem
 from duragent.store.statements import Tx, execute
-from duragent.store.tables import InputQueueRow, RunStateRow
+from duragent.store.tables import EntryRow, InputQueueRow, RunStateRow
 
 QueueKind = Literal["next_turn", "guidance"]
 _INTENTS = get_args(GuidanceIntent)
@@ -248,6 +248,37 @@ def release_guidance(db: Session, run_id: str) -> None:
         )
         .values(kind="next_turn", run_id=None, starts_run=True, updated_at=now_ms())
     )
+
+
+def settle_taken_guidance(
+    db: Session, session_id: str, run_id: str, *, stopped: bool
+) -> list[QueueItem]:
+    """Guidance the run took from the queue that never reached the session (a turn's
+    activity took it, then the run ended before injecting it): cancelled when the run
+    was stopped, as the rest of its input is; else back in the queue, to start the next
+    run. Returns the items settled so."""
+    injected = select(EntryRow.id).where(EntryRow.session_id == session_id)
+    taken = (
+        select(InputQueueRow)
+        .where(
+            InputQueueRow.session_id == session_id,  # the (session, status) index
+            InputQueueRow.status == "consumed",
+            InputQueueRow.run_id == run_id,
+            InputQueueRow.kind == "guidance",
+            InputQueueRow.id.not_in(injected),
+        )
+        .order_by(InputQueueRow.position)
+    )
+    rows = list(db.scalars(taken))
+    now = now_ms()
+    for row in rows:
+        if stopped:
+            row.status = "cancelled"
+        else:
+            row.kind, row.status, row.run_id, row.starts_run = "next_turn", "pending", None, True
+        row.consumed_at, row.updated_at = None, now
+    db.flush()
+    return [QueueItem.model_validate(row) for row in rows]
 
 
 def cancel_pending(db: Session, session_id: str) -> list[QueueItem]:

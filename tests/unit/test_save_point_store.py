@@ -315,3 +315,40 @@ def test_an_aborted_runs_end_counts_and_follows_the_compaction_stored_as_it_stop
         assert record is not None and record.usage == counted.plus(summary_usage)
         path = [e.id for e in entries.load_path(tx, finished.leaf_id)]
     assert path == ["p", "c", "m1"]
+
+
+@BOTH_STORES
+@pytest.mark.parametrize("status", ["aborted", "error"])
+def test_guidance_a_turn_took_but_never_injected_is_not_lost_at_the_runs_end(
+    db: Database, status: str
+) -> None:
+    """A turn's activity took guidance from the queue, then the run ended before the
+    workflow injected it (a stop as the activity returned; a host gone): stopped, it is
+    cancelled as the rest of the input is; otherwise it starts the next run."""
+    from duragent.activities.bookkeeping import Bookkeeping
+    from duragent.activities.extensions import Extensions
+    from duragent.activities.snapshots import SnapshotTaker
+    from duragent.domain.turns import FinishRunInput
+    from duragent.store import input_queue
+
+    with db.transaction() as tx:
+        input_queue.add_item(
+            tx, item_id="g1", session_id="s", kind="next_turn", message=user_text("note it", 1)
+        )
+        assert input_queue.guide(tx, "g1", "r", "supplement")
+        assert input_queue.take_guidance(tx, "r", ["g1"]) == ["g1"]
+    extensions = Extensions()
+    finished = Bookkeeping(db, extensions, SnapshotTaker(extensions)).finish_run(
+        FinishRunInput(
+            session_id="s", run_id="r", status=status, turns=1, usage=Usage(), parent_id="p"
+        )
+    )
+    with db.transaction() as tx:
+        item = input_queue.get_item(tx, "g1")
+    assert item is not None
+    if status == "aborted":
+        assert item.status == "cancelled" and finished.cancelled_inputs == ["note it"]
+        assert not finished.queued_input
+    else:
+        assert (item.kind, item.status, item.starts_run) == ("next_turn", "pending", True)
+        assert finished.queued_input
