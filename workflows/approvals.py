@@ -35,7 +35,6 @@ with workflow.unsafe.imports_passed_through():
     from duragent.domain.events import ApprovalDecided, ApprovalRequested, RunEventPayload
     from duragent.domain.tools import ToolCallRef
 
-PATCH = "tool-approval"
 """Marks the histories of runs in which a call waited at the gate."""
 
 Record = Callable[[bool, RunEventPayload], Awaitable[None]]

@@ -2,7 +2,8 @@
 points, before each model call.
 
 Only a run with a budget (its own, or its session's) reaches the check, and the check is
-behind `workflow.patched(PATCH)`: a run without one issues the commands it always did.
+behind `workflow.patched(patches.BUDGETS)`: a run without one issues the commands it
+always did.
 When a limit is reached the run either stops there, its last turn saved with a note that
 says which limit and what was spent (the model reads it in a later run), or it saves the
 turn and waits for a person to raise the budget: the `raise_budget` update (or a new
@@ -16,6 +17,8 @@ runs spent is read once, by a local activity, at the first check with a session 
 from __future__ import annotations
 
 from temporalio import workflow
+
+from duragent.workflows import patches
 
 with workflow.unsafe.imports_passed_through():
     from duragent.domain.budgets import (
@@ -36,7 +39,6 @@ with workflow.unsafe.imports_passed_through():
 from duragent.workflows import steps
 from duragent.workflows.run_state import RunSteps
 
-PATCH = "budgets"
 """Marks the histories of runs that checked a budget."""
 
 
@@ -46,7 +48,9 @@ async def budget_gate(
     """The check before a model call: (the commit still to save, None) to go on, or
     (None, the run's result) when a budget stopped it."""
     keeper, session_budget = run.state.budgets, run.session_budget()
-    if not keeper.in_force(keeper.run_budget, session_budget) or not workflow.patched(PATCH):
+    if not keeper.in_force(keeper.run_budget, session_budget) or not workflow.patched(
+        patches.BUDGETS
+    ):
         return pending, None
     while True:
         session_budget = run.session_budget()

@@ -26,8 +26,6 @@ with workflow.unsafe.imports_passed_through():
 from duragent.workflows import steps
 from duragent.workflows.run_state import RunSteps
 
-PATCH = "host-queues"
-
 
 class HostGone(Exception):
     """The session's host did not come back within the run's host wait."""

@@ -60,11 +60,9 @@ with workflow.unsafe.imports_passed_through():
         result_entry_id,
     )
 
-from duragent.workflows import hosts, steps
-from duragent.workflows.approvals import PATCH
+from duragent.workflows import hosts, patches, steps
 from duragent.workflows.budgets import budget_gate
 from duragent.workflows.hook_runner import HookError
-from duragent.workflows.questions import PATCH as ASK_USER_PATCH
 from duragent.workflows.run import Run
 from duragent.workflows.subagents import run_subagent
 from duragent.workflows.tool_batch import BatchResult, run_tool_calls
@@ -83,13 +81,6 @@ class TurnEnd:
     """A hook, a tool or the turn limit ends the run here, whatever is queued."""
     guided: list[GuidanceItem] = field(default_factory=list)
     """Guidance the turn's activity took while its calls ran, to inject after them."""
-
-
-ONE_ACTIVITY_PATCH = "turn-one-activity"
-"""Marks the runs whose turns are one activity (model call and tool calls together)."""
-LOST_TURN_PATCH = "lost-turn-calls-rescheduled"
-"""Marks the runs whose calls, run here after their turn's activity was not taken in
-time, look first for what a lost attempt of it did."""
 
 
 async def run_until_idle(run: Run) -> RunResult:
@@ -156,7 +147,7 @@ async def take_turn(run: Run, pending: TurnCommit | None) -> TurnEnd | TurnCommi
     calls = reply.tool_calls
     result_ids = (
         [result_entry_id(assistant_id, call.id) for call in calls]
-        if workflow.patched(ONE_ACTIVITY_PATCH)
+        if workflow.patched(patches.TURN_ONE_ACTIVITY)
         else [run.new_id() for _ in calls]
     )
     turn = state.current = TurnInProgress(
@@ -401,7 +392,7 @@ async def _ask(run: Run, request: ModelTurnInput, attempt: int) -> TakeTurnResul
     runs from before, when a gone host does not take the turn in time (its calls then
     wait for the host), and when a worker of an older build took it (an upgrade)."""
     options = run.state.run.options
-    if workflow.patched(ONE_ACTIVITY_PATCH):
+    if workflow.patched(patches.TURN_ONE_ACTIVITY):
         host = run.state.host
         queue = host_task_queue(workflow.info().task_queue, host) if host else None
         try:
@@ -422,19 +413,23 @@ async def _ask(run: Run, request: ModelTurnInput, attempt: int) -> TakeTurnResul
                 raise
             # Not taken in time: maybe a retry after a worker lost midway, whose attempt
             # had started the calls. Their own activities find what it did first.
-            lost = bool(queue) and steps.not_taken(err) and workflow.patched(LOST_TURN_PATCH)
+            lost = (
+                bool(queue)
+                and steps.not_taken(err)
+                and workflow.patched(patches.LOST_TURN_CALLS_RESCHEDULED)
+            )
             reply = await steps.model_turn(request, options, attempt)
             return TakeTurnResult(reply=reply, calls_may_have_begun=lost)
     return TakeTurnResult(reply=await steps.model_turn(request, options, attempt))
 
 
 async def _run_tool(run: Run, turn: TurnInProgress, call: ToolCallRef) -> ToolCallOutcome:
-    if call.approval is not None and workflow.patched(PATCH):
+    if call.approval is not None and workflow.patched(patches.TOOL_APPROVAL):
         where = (run.state.turn, turn.assistant_id, run.now_ms())
         call = await run.approvals.wait(call, *where, partial(_approval_event, run))
     if call.traits.child_session and call.refused is None:  # delegate: a sub-agent
         return await run_subagent(run, turn, call)
-    if call.question is not None and call.refused is None and workflow.patched(ASK_USER_PATCH):
+    if call.question is not None and call.refused is None and workflow.patched(patches.ASK_USER):
         return await run.questions.wait(run, turn, call, partial(_question_event, run))
     data = ToolCallInput(
         session_id=run.state.run.session_id,
@@ -445,7 +440,7 @@ async def _run_tool(run: Run, turn: TurnInProgress, call: ToolCallRef) -> ToolCa
         call=call,
         rescheduled=1 if turn.calls_may_have_begun else 0,
     )
-    if run.state.host is not None and workflow.patched(hosts.PATCH):  # the session's host
+    if run.state.host is not None and workflow.patched(patches.HOST_QUEUES):  # the session's host
         return await run.host_waits.run_tool(run, run.state.host, data, run.state.run.options)
     return await steps.run_tool(data, run.state.run.options)
 

@@ -35,7 +35,6 @@ with workflow.unsafe.imports_passed_through():
 from duragent.workflows import steps
 from duragent.workflows.run_state import RunSteps
 
-PATCH = "ask-user"
 """Marks the histories of runs in which the model asked the user a question."""
 
 Record = Callable[[RunEventPayload], Awaitable[None]]

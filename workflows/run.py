@@ -38,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
         TurnCommit,
     )
 
-from duragent.workflows import steps
+from duragent.workflows import patches, steps
 from duragent.workflows.approvals import ApprovalGate
 from duragent.workflows.compaction import compact
 from duragent.workflows.hook_runner import HookError, HookRunner
@@ -51,9 +51,6 @@ from duragent.workflows.run_state import RunState
 # execution's history stays under it.
 CONTINUE_AT_EVENTS = 3_500
 CONTINUE_AT_BYTES = 3_500_000
-QUEUED_INPUT_PATCH = "queued-input-runs"
-"""Marks the histories of runs that start the next run for input sent while they were open."""
-SUMMARY_USAGE_PATCH = "summary-usage"
 """Marks the histories of runs whose compaction summaries count in their usage."""
 _REPORTED = {"session_id", "run_id", "status", "turns", "usage", "error"}
 """What a run's result says as its finish recorded it."""
@@ -146,7 +143,7 @@ class Run:
         self.state.summarizing.clear()  # counted below, if it was stored
         if result.compacted and result.entry_id:
             self.state.leaf = result.entry_id
-        if result.usage is not None and workflow.patched(SUMMARY_USAGE_PATCH):
+        if result.usage is not None and workflow.patched(patches.SUMMARY_USAGE):
             # The summary is a model call of the run: its tokens and cost count toward
             # the run's usage and budget (not its turns: a turn is a call of the loop).
             self.state.usage = self.state.usage.plus(result.usage)
@@ -320,7 +317,7 @@ class Run:
         if (
             result.status == "aborted"
             or workflow.info().parent is not None  # a sub-agent: its parent has its result
-            or not workflow.patched(QUEUED_INPUT_PATCH)
+            or not workflow.patched(patches.QUEUED_INPUT_RUNS)
         ):
             return result
         session_id = self.state.run.session_id

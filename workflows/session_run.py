@@ -20,7 +20,6 @@ with workflow.unsafe.imports_passed_through():
     from duragent.domain.queues import QueuedMessage
     from duragent.domain.runs import Phase, RunInput, RunResult, RunView
 
-from duragent.workflows.loop import ONE_ACTIVITY_PATCH as ONE_ACTIVITY_PATCH
 from duragent.workflows.loop import run_until_idle
 from duragent.workflows.run import Run
 

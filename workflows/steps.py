@@ -27,6 +27,8 @@ from temporalio.exceptions import (
 )
 from temporalio.workflow import ActivityCancellationType
 
+from duragent.workflows import patches
+
 with workflow.unsafe.imports_passed_through():
     from duragent.domain import tree_ops as ops
     from duragent.domain.budgets import SESSION_SPEND, SessionSpendInput, Spent
@@ -402,7 +404,6 @@ def failure_type(err: FailureError) -> str | None:
     return cause.type if isinstance(cause, ApplicationError) else None
 
 
-ABORT_WINS_PATCH = "abort-wins"
 """Marks the histories of runs aborted while a step failed some other way."""
 
 
@@ -413,4 +414,4 @@ def cancelled(err: FailureError) -> bool:
     way, as the user asked, rather than failing with the step's error."""
     if isinstance(err, CancelledError) or isinstance(err.cause, CancelledError):
         return True
-    return workflow.cancellation_reason() is not None and workflow.patched(ABORT_WINS_PATCH)
+    return workflow.cancellation_reason() is not None and workflow.patched(patches.ABORT_WINS)
