@@ -58,7 +58,7 @@ def test_the_http_api_reads_the_store_through_the_client() -> None:
 
 LAYERS = [
     ["domain"],
-    ["settings", "store", "temporal_dev", "offline_model"],
+    ["settings", "settings_checks", "store", "temporal_dev", "offline_model"],
     ["activities", "workflows"],
     ["telemetry"],
     ["client"],
@@ -85,7 +85,7 @@ def _layer(part: str) -> int:
 
 def test_each_part_imports_only_its_layer_and_the_ones_below() -> None:
     sources = [
-        *((f"{p}.py", p) for p in ("settings", "worker")),
+        *((f"{p}.py", p) for p in ("settings", "settings_checks", "worker")),
         *((p, p) for layer in LAYERS for p in layer if (ROOT / p).is_dir()),
         ("temporal-dev", "temporal_dev"),
     ]
