@@ -46,6 +46,9 @@ of thing dropped, kept as custom or changed, with how often):
   header's `cwd`, ...), unless it holds nothing (null, false, empty).
 - A `session_info` without a name, and a `leaf` entry whose target is null (back before
   the first entry), become custom entries (`pi_session_info`, `pi_leaf`).
+
+This module maps; pi's lines are read by the models of `domain/pi_format.py`, and the
+notes are counted by `domain/pi_import_notes.py`.
 """
 
 from __future__ import annotations
@@ -53,10 +56,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import ValidationError
 
 from duragent.domain.config import ThinkingLevel
 from duragent.domain.entries import (
@@ -85,8 +87,36 @@ from duragent.domain.messages import (
     Usage,
     UserMessage,
 )
+from duragent.domain.pi_format import (
+    ENTRY_TYPES,
+    MESSAGE_ROLES,
+    PI_ENTRY,
+    PiActiveToolsChange,
+    PiAssistant,
+    PiBashExecution,
+    PiBranchSummary,
+    PiCompaction,
+    PiCustom,
+    PiCustomEntry,
+    PiCustomMessageEntry,
+    PiEntry,
+    PiHeader,
+    PiImage,
+    PiLabel,
+    PiLeaf,
+    PiMessageEntry,
+    PiModelChange,
+    PiSessionInfo,
+    PiText,
+    PiThinking,
+    PiThinkingLevelChange,
+    PiToolCall,
+    PiToolResult,
+    PiUnknown,
+    PiUser,
+)
+from duragent.domain.pi_import_notes import PiImportNotes
 from duragent.domain.session_file_checks import (
-    ImportNote,
     Line,
     NumberedEntry,
     SessionFile,
@@ -110,258 +140,6 @@ _ANTHROPIC = ("anthropic", "anthropic-messages")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,39}")
 """An entry type or message role we do not know, kept in a custom entry's type."""
 _ENTRY_FIELDS = ("type", "id", "parentId", "timestamp")
-
-
-class _Pi(BaseModel):
-    """pi's JSON: camelCase fields. Fields we do not read are kept aside (pydantic's
-    extras) only to be reported as dropped (`_dropped`)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
-
-
-class PiHeader(_Pi):
-    type: Literal["session"]
-    version: int = 1
-    id: str = Field(max_length=200)
-
-
-class PiText(_Pi):
-    type: Literal["text"]
-    text: str
-
-
-class PiImage(_Pi):
-    type: Literal["image"]
-    data: str
-    mime_type: str = Field(max_length=100)
-
-
-class PiThinking(_Pi):
-    type: Literal["thinking"]
-    thinking: str
-    thinking_signature: str | None = None
-    redacted: bool = False
-
-
-class PiToolCall(_Pi):
-    type: Literal["toolCall"]
-    id: str = Field(min_length=1, max_length=200)
-    name: str = Field(min_length=1, max_length=200)
-    arguments: dict[str, Any] = Field(default_factory=dict)
-
-
-PiUserBlock = Annotated[PiText | PiImage, Field(discriminator="type")]
-PiAssistantBlock = Annotated[PiText | PiThinking | PiToolCall, Field(discriminator="type")]
-
-
-class PiUsage(_Pi):
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    total_tokens: int | None = None
-    """The sum of the four: ours is computed, so nothing of it is lost."""
-
-
-class PiUser(_Pi):
-    role: Literal["user"]
-    content: str | list[PiUserBlock]
-    timestamp: int
-
-
-class PiAssistant(_Pi):
-    role: Literal["assistant"]
-    content: list[PiAssistantBlock] = Field(default_factory=list)
-    api: str | None = None
-    provider: str | None = None
-    model: str | None = None
-    usage: PiUsage = Field(default_factory=PiUsage)
-    stop_reason: Literal["stop", "length", "toolUse", "error", "aborted"] = "stop"
-    error_message: str | None = None
-    timestamp: int
-
-
-class PiToolResult(_Pi):
-    role: Literal["toolResult"]
-    tool_call_id: str = Field(min_length=1, max_length=200)
-    tool_name: str
-    content: str | list[PiUserBlock]
-    details: Any = None
-    is_error: bool = False
-    timestamp: int
-
-
-class PiCustom(_Pi):
-    role: Literal["custom", "hookMessage"]
-    custom_type: str
-    content: str | list[PiUserBlock]
-    display: bool = True
-    details: Any = None
-    timestamp: int
-
-
-class PiBashExecution(_Pi):
-    role: Literal["bashExecution"]
-    command: str
-    output: str = ""
-    exit_code: int | None = None
-    cancelled: bool = False
-    timestamp: int
-    exclude_from_context: bool = False
-
-
-PiMessage = Annotated[
-    PiUser | PiAssistant | PiToolResult | PiCustom | PiBashExecution,
-    Field(discriminator="role"),
-]
-_ROLES = frozenset({"user", "assistant", "toolResult", "custom", "hookMessage", "bashExecution"})
-
-
-class _PiEntry(_Pi):
-    id: str
-    parent_id: str | None
-    timestamp: str
-
-
-class PiMessageEntry(_PiEntry):
-    type: Literal["message"]
-    message: PiMessage
-
-
-class PiModelChange(_PiEntry):
-    type: Literal["model_change"]
-    provider: str = "anthropic"
-    model_id: str = Field(min_length=1, max_length=200)
-
-
-class PiThinkingLevelChange(_PiEntry):
-    type: Literal["thinking_level_change"]
-    thinking_level: str
-
-
-class PiActiveToolsChange(_PiEntry):
-    type: Literal["active_tools_change"]
-    active_tool_names: list[str]
-
-
-class PiCompaction(_PiEntry):
-    type: Literal["compaction"]
-    summary: str
-    first_kept_entry_id: str
-    tokens_before: int = 0
-    details: Any = None
-    retained_tail: list[Any] | None = None
-
-
-class PiBranchSummary(_PiEntry):
-    type: Literal["branch_summary"]
-    from_id: str
-    summary: str
-
-
-class PiCustomEntry(_PiEntry):
-    type: Literal["custom"]
-    custom_type: str
-    data: Any = None
-
-
-class PiCustomMessageEntry(_PiEntry):
-    type: Literal["custom_message"]
-    custom_type: str
-    content: str | list[PiUserBlock]
-    display: bool = True
-    details: Any = None
-
-
-class PiLabel(_PiEntry):
-    type: Literal["label"]
-    target_id: str
-    label: str | None = None
-
-
-class PiSessionInfo(_PiEntry):
-    type: Literal["session_info"]
-    name: str | None = None
-
-
-class PiLeaf(_PiEntry):
-    type: Literal["leaf"]
-    target_id: str | None
-
-
-class PiUnknown(_PiEntry):
-    """An entry of a type, or a message of a role, this module does not know: its
-    fields are kept whole, in a custom entry."""
-
-    type: str
-
-
-PiEntry = Annotated[
-    PiMessageEntry
-    | PiModelChange
-    | PiThinkingLevelChange
-    | PiActiveToolsChange
-    | PiCompaction
-    | PiBranchSummary
-    | PiCustomEntry
-    | PiCustomMessageEntry
-    | PiLabel
-    | PiSessionInfo
-    | PiLeaf,
-    Field(discriminator="type"),
-]
-_pi_entry: TypeAdapter[PiEntry] = TypeAdapter(PiEntry)
-_ENTRY_TYPES = frozenset(
-    {
-        "message",
-        "model_change",
-        "thinking_level_change",
-        "active_tools_change",
-        "compaction",
-        "branch_summary",
-        "custom",
-        "custom_message",
-        "label",
-        "session_info",
-        "leaf",
-    }
-)
-
-
-class _Notes:
-    """What an import did not take as it was, counted by kind and what (in file order)."""
-
-    def __init__(self) -> None:
-        self._counts: dict[tuple[Literal["dropped", "custom", "changed"], str], int] = {}
-
-    def add(self, kind: Literal["dropped", "custom", "changed"], what: str) -> None:
-        self._counts[(kind, what)] = self._counts.get((kind, what), 0) + 1
-
-    def dropped(self, model: _Pi, where: str, prefix: str = "") -> None:
-        """Note each field of `model` (and of the models in it) that we did not read and
-        that held something."""
-        for key, value in (model.model_extra or {}).items():
-            if not _empty(value):
-                self.add("dropped", f"`{prefix}{key}` of {where}")
-        for name in type(model).model_fields:
-            value = getattr(model, name)
-            if isinstance(value, _Pi):
-                self.dropped(value, where, f"{prefix}{to_camel(name)}.")
-            elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, _Pi):
-                        self.dropped(item, f"{getattr(item, 'type', name)} blocks")
-
-    def notes(self) -> list[ImportNote]:
-        return [
-            ImportNote(kind=kind, what=what, count=count)
-            for (kind, what), count in self._counts.items()
-        ]
-
-
-def _empty(value: Any) -> bool:
-    """A field that says nothing when dropped: null, false, an empty text or container."""
-    return value is None or value is False or (isinstance(value, str | list | dict) and not value)
 
 
 def read_pi_session(first: Line, lines: Iterator[Line]) -> SessionFile:
@@ -423,7 +201,7 @@ class _Reader:
 
     def __init__(self) -> None:
         self.seen: set[str] = set()
-        self.notes = _Notes()
+        self.notes = PiImportNotes()
 
     def entry(self, line: Line) -> tuple[NumberedEntry, str | None]:
         """The entry of one line, and the leaf if this line is the file's last."""
@@ -433,7 +211,7 @@ class _Reader:
             leaf: str | None = entry.id
         else:
             try:
-                pi = _pi_entry.validate_python(line.data)
+                pi = PI_ENTRY.validate_python(line.data)
             except ValidationError as error:
                 kind = line.data.get("type")
                 what = f"pi {kind!r} entry" if isinstance(kind, str) else "pi entry"
@@ -623,14 +401,14 @@ def _unknown(data: dict[str, Any]) -> str | None:
     """The custom type to keep a line in when its entry type or message role is one we
     do not know (and is a name); None for every other line."""
     kind = data.get("type")
-    if isinstance(kind, str) and kind not in _ENTRY_TYPES:
+    if isinstance(kind, str) and kind not in ENTRY_TYPES:
         if not _NAME.fullmatch(kind):
             return None  # refused by the validation, naming the type
         return f"pi_{kind}"
     message = data.get("message")
     if kind == "message" and isinstance(message, dict):
         role = message.get("role")
-        if isinstance(role, str) and role not in _ROLES and _NAME.fullmatch(role):
+        if isinstance(role, str) and role not in MESSAGE_ROLES and _NAME.fullmatch(role):
             return f"pi_{role}_message"
     return None
 
