@@ -46,12 +46,15 @@ them: when what it holds is out of the transcript's order (a message was told to
 before an older one it lacked, or after its own message that waited), the snapshot is
 preceded by one of the transcript up to the first such message, which drops the rest,
 so the full one appends them again, in order.
+
+The client's side of that is `api/agui_snapshot.py`; a reply's streamed text and thinking
+`api/agui_streams.py`. This module is the AG-UI run: its start and its ends, and what each
+kind of stored event becomes.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import (
@@ -59,12 +62,6 @@ from ag_ui.core import (
     CustomEvent,
     Interrupt,
     Message,
-    MessagesSnapshotEvent,
-    ReasoningEndEvent,
-    ReasoningMessageContentEvent,
-    ReasoningMessageEndEvent,
-    ReasoningMessageStartEvent,
-    ReasoningStartEvent,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
@@ -73,21 +70,18 @@ from ag_ui.core import (
     RunStartedEvent,
     StateDeltaEvent,
     StateSnapshotEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
     ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
-    ToolMessage,
 )
-from ag_ui.core import UserMessage as AguiUserMessage
 from ag_ui.core.version import PROTOCOL_VERSION
 from pydantic import BaseModel, Field, TypeAdapter
 
 from duragent.api.agui_follow import FINISH, Ending
 from duragent.api.agui_messages import as_message
+from duragent.api.agui_snapshot import ClientMessages, user_text
+from duragent.api.agui_streams import ReplyStream, whole_reasoning, whole_text
 from duragent.api.agui_waits import WAIT_PHASES, Ignored, at_position
 from duragent.domain.messages import (
     AgentMessage,
@@ -117,16 +111,6 @@ class HeaderState(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     """The run's tokens so far."""
     model: str | None = None
-
-
-@dataclass(frozen=True)
-class _Open:
-    """The streamed message open now: its kind and its AG-UI id."""
-
-    kind: str
-    """`text` or `reasoning`."""
-    message_id: str
-    entry_id: str
 
 
 class AguiRun:
@@ -159,26 +143,13 @@ class AguiRun:
         calls `interrupt`."""
         self.wants_messages = False
         """The caller owes the client the conversation (`with_messages`)."""
-        self._waits_on: set[str] = set()
-        """The entry ids of the replies whose calls the run waits on (`interrupt`)."""
-        self._held = list(held or [])
-        self._held_texts = {_user_text(m.content) for m in self._held if m.role == "user"}
-        self._sent = sent
-        """The message this input sent, until the transcript has it: a run may take it
-        later than this AG-UI run ends (the next one, started when the open one ends)."""
-        self._told: dict[str, Message] = {}
-        """The messages this stream told, by entry id."""
-        self._open: _Open | None = None
-        self._streamed: set[str] = set()
-        self._done: set[str] = {m.id for m in held or []}
-        """Entries the client has: never told again."""
+        self._messages = ClientMessages(held, sent)
+        """What the client holds: its input's messages, what it was told, in its order."""
+        self._stream = ReplyStream()
         self._closing: list[BaseEvent] = []
         """The `RUN_FINISHED` or `RUN_ERROR` that follows the conversation."""
         self._held_end: BaseEvent | None = None
         """The end of a run whose successor may yet go on with the AG-UI run."""
-        self._order: list[str] = [m.id for m in held or []]
-        """The ids of the messages the client holds, in its order (as near as the events
-        tell: a client may place a tool result by its call)."""
 
     def start(self, run_id: str | None) -> list[BaseEvent]:
         """`RUN_STARTED` and the state (once)."""
@@ -213,7 +184,7 @@ class AguiRun:
         if not interrupts:
             return []
         placed = [i.model_copy(update={"id": at_position(i.id, position)}) for i in interrupts]
-        self._waits_on = {str((i.metadata or {}).get("message_id")) for i in interrupts}
+        self._messages.waits_on = {str((i.metadata or {}).get("message_id")) for i in interrupts}
         return self._close(self._finish(RunFinishedInterruptOutcome(interrupts=placed)))
 
     def finish_idle(self) -> list[BaseEvent]:
@@ -239,7 +210,7 @@ class AguiRun:
         took it. The client's copy of it goes (the transcript never has it)."""
         if self.finished or self._closing:
             return []
-        self._sent = None
+        self._messages.sent = None
         said = CustomEvent(
             name=INPUT_CANCELLED,
             value={"item_id": ending.item_id, "reason": ending.reason, "message": ending.why},
@@ -250,74 +221,16 @@ class AguiRun:
     def with_messages(
         self, conversation: list[Message], queued: list[tuple[str, str]]
     ) -> list[BaseEvent]:
-        """The conversation as the client is to hold it, then the run's end if it ends.
-
-        `conversation` is the session's transcript (oldest first); `queued` the id and
-        text of each input item waiting for a run. A run that waits on tool calls has
-        their turn still waiting for its save point, out of the transcript: its reply and
-        the results so far follow it, as the client holds them or this stream told them.
-        Then the client's own messages that wait in the queue, under the item's id (the
-        id of the entry the run that takes it writes): last, where they will be; and the
-        one this input sent, as the client sent it, while it is on its way to a run."""
+        """The conversation as the client is to hold it (`ClientMessages.snapshots` says
+        what it holds), then the run's end if it ends. `conversation` is the session's
+        transcript (oldest first); `queued` the id and text of each input item waiting for
+        a run."""
         self.wants_messages = False
-        told = {m.id for m in conversation}
-        turn = [m for m in [*self._held, *self._told.values()] if m.id in self._waits_on]
-        calls = {c.id for m in turn for c in getattr(m, "tool_calls", None) or []}
-        staged: list[Message] = []
-        for message in [*self._held, *self._told.values()]:
-            ours = message.id in self._waits_on or (
-                isinstance(message, ToolMessage) and message.tool_call_id in calls
-            )
-            if ours and message.id not in told:
-                told.add(message.id)
-                staged.append(message)
-        waiting = [(item_id, text) for item_id, text in queued if item_id not in told]
-        held = {m.id for m in self._held}
-        if self._sent is not None and any(
-            m.role == "user" and m.id not in held and m.content == _user_text(self._sent.content)
-            for m in conversation
-        ):
-            self._sent = None  # taken already (the stream has not told it yet)
-        mine: list[Message] = []
-        for message in self._held:
-            if message.role != "user" or message.id in told:
-                continue
-            text = _user_text(message.content)
-            item = next((i for i in waiting if i[1] == text), None)
-            if item is not None:
-                waiting.remove(item)
-                told.add(item[0])
-                mine.append(AguiUserMessage(id=item[0], content=text))
-            elif message is self._sent:  # on its way to a run: the client keeps its copy
-                mine.append(message)
-        self._done.update(told)
+        snapshots = self._messages.snapshots(conversation, queued)
         closing, self._closing = self._closing, []
         if closing:
             self.finished = True
-        snapshot = [*conversation, *staged, *mine]
-        out: list[BaseEvent] = [MessagesSnapshotEvent(messages=snapshot), *closing]
-        if (cut := self._out_of_order([m.id for m in snapshot])) is not None:
-            out.insert(0, MessagesSnapshotEvent(messages=snapshot[:cut]))
-        self._order = [m.id for m in snapshot]
-        return out
-
-    def _out_of_order(self, ids: list[str]) -> int | None:
-        """Where the list a client holds after a snapshot of `ids` would first differ from
-        it (None: nowhere). The client keeps what it holds of them in its own order and
-        appends the rest; a snapshot cut there first drops what comes after."""
-        named = set(ids)
-        kept = list(dict.fromkeys(i for i in self._order if i in named))
-        held = set(kept)
-        result = kept + [i for i in ids if i not in held]
-        if result == ids:
-            return None
-        pairs = zip(result, ids, strict=False)  # as long, unless a snapshot repeats an id
-        return next((at for at, (a, b) in enumerate(pairs) if a != b), len(ids))
-
-    def _told_new(self, message_id: str) -> None:
-        """The client appended a message (one it did not hold) to its list."""
-        if message_id not in self._order:
-            self._order.append(message_id)
+        return [*snapshots, *closing]
 
     def translate(self, event: StoredEvent, ending: Ending | None = None) -> list[BaseEvent]:
         """The AG-UI events of one stored event (none for what was already told).
@@ -338,10 +251,11 @@ class AguiRun:
             if p["phase"] in WAIT_PHASES:
                 self.waiting = p["phase"]
         elif kind == "message_start":
-            if self._open and self._open.entry_id == p["entry_id"]:  # the call made again
-                out += self._close_open()
+            # the call made again
+            if self._stream.open and self._stream.open.entry_id == p["entry_id"]:
+                out += self._stream.close()
         elif kind == "message_update":
-            out += self._delta(p)
+            out += self._stream.delta(p, self._messages)
         elif kind == "message_end":
             out += self._message_end(p["entry_id"], p["message"])
         elif kind == "agent_end":
@@ -350,62 +264,28 @@ class AguiRun:
             out.append(CustomEvent(name=CUSTOM_PREFIX + kind, value=p, timestamp=event.created_at))
         return out
 
-    def _delta(self, p: dict[str, Any]) -> list[BaseEvent]:
-        entry_id = p["entry_id"]
-        kind = {"text": "text", "thinking": "reasoning"}.get(p["kind"])
-        if kind is None or not p["delta"] or entry_id in self._done:
-            return []  # tool calls come whole with their message's end
-        attempt = p.get("attempt", 1)
-        message_id = entry_id if attempt == 1 else f"{entry_id}:{attempt}"
-        if kind == "reasoning":
-            message_id = f"{message_id}:reasoning:{p['content_index']}"
-        out: list[BaseEvent] = []
-        if self._open is None or self._open.message_id != message_id:
-            out += self._close_open()
-            out += _opening(kind, message_id)
-            self._open = _Open(kind, message_id, entry_id)
-            self._streamed.add(entry_id)
-            if kind == "text":
-                self._told_new(message_id)
-        if kind == "reasoning":
-            out.append(ReasoningMessageContentEvent(message_id=message_id, delta=p["delta"]))
-        else:
-            out.append(TextMessageContentEvent(message_id=message_id, delta=p["delta"]))
-        return out
-
-    def _close_open(self) -> list[BaseEvent]:
-        if self._open is None:
-            return []
-        message_id, kind = self._open.message_id, self._open.kind
-        self._open = None
-        if kind == "reasoning":
-            return [
-                ReasoningMessageEndEvent(message_id=message_id),
-                ReasoningEndEvent(message_id=message_id),
-            ]
-        return [TextMessageEndEvent(message_id=message_id)]
-
     def _message_end(self, entry_id: str, message: dict[str, Any]) -> list[BaseEvent]:
-        if entry_id in self._done:
+        if entry_id in self._messages.done:
             return []  # told already (a save point tells a message again)
-        self._done.add(entry_id)
+        self._messages.done.add(entry_id)
         role = message.get("role")
         out: list[BaseEvent] = []
         if (told := as_message(entry_id, _STORED.validate_python(message))) is not None:
-            self._told[entry_id] = told
+            self._messages.told[entry_id] = told
         if role == "assistant":
             reply = AssistantMessage.model_validate(message)
-            out += self._close_open()
+            out += self._stream.close()
             text = text_of(reply.content)
-            if entry_id not in self._streamed:  # joined after its deltas
+            if entry_id not in self._stream.streamed:  # joined after its deltas
                 for index, block in enumerate(reply.content):
                     if isinstance(block, ThinkingContent) and block.thinking:
-                        out += _whole_reasoning(f"{entry_id}:reasoning:{index}", block.thinking)
+                        out += whole_reasoning(f"{entry_id}:reasoning:{index}", block.thinking)
                 if text:
-                    out += _whole_text(entry_id, "assistant", text)
-                    self._told_new(entry_id)
+                    out += whole_text(entry_id, "assistant", text)
+                    self._messages.told_new(entry_id)
             if reply.tool_calls:
-                self._told_new(entry_id)  # a client makes the calls' message if it has none
+                # a client makes the calls' message if it has none
+                self._messages.told_new(entry_id)
             for call in reply.tool_calls:
                 out += [
                     ToolCallStartEvent(
@@ -417,7 +297,7 @@ class AguiRun:
             out += self._set(usage=self.state.usage.plus(reply.usage))
         elif role == "toolResult":
             result = ToolResultMessage.model_validate(message)
-            self._told_new(entry_id)
+            self._messages.told_new(entry_id)
             out.append(
                 ToolCallResultEvent(
                     message_id=entry_id,
@@ -428,15 +308,17 @@ class AguiRun:
             )
         elif role == "user":
             text = text_of(UserMessage.model_validate(message).content)
-            if text in self._held_texts:
+            if text in self._messages.held_texts:
                 # The client's own: it holds a copy where it sent it, under its own id.
                 # The conversation replaces that copy with this one, last, where it is.
                 self.wants_messages = True
-                if self._sent is not None and text == _user_text(self._sent.content):
-                    self._sent = None
+                if self._messages.sent is not None and text == user_text(
+                    self._messages.sent.content
+                ):
+                    self._messages.sent = None
             elif text:
-                out += _whole_text(entry_id, "user", text)
-                self._told_new(entry_id)
+                out += whole_text(entry_id, "user", text)
+                self._messages.told_new(entry_id)
         return out
 
     def _end(self, p: dict[str, Any], ending: Ending, event: StoredEvent) -> list[BaseEvent]:
@@ -454,7 +336,7 @@ class AguiRun:
             return [*self._close(ended), *out]
         # Not this AG-UI run's end: told as what it is, and the AG-UI run goes on.
         passed = CustomEvent(name=CUSTOM_PREFIX + "agent_end", value=p, timestamp=event.created_at)
-        out = [*self._close_open(), *out, passed]
+        out = [*self._stream.close(), *out, passed]
         if ending.kind == "cancelled":
             return [*out, *self.cancel_input(ending)]
         if ending.kind == "hold":
@@ -465,7 +347,7 @@ class AguiRun:
         """Close what is open; `ended` follows the conversation (`with_messages`)."""
         self._closing = [ended]
         self.wants_messages = True
-        return self._close_open()
+        return self._stream.close()
 
     def _finish(self, outcome: Any) -> RunFinishedEvent:
         return RunFinishedEvent(
@@ -483,36 +365,3 @@ class AguiRun:
             if before[key] != value
         ]
         return [StateDeltaEvent(delta=ops)] if ops else []
-
-
-def _opening(kind: str, message_id: str) -> list[BaseEvent]:
-    if kind == "reasoning":  # one span of one message
-        return [
-            ReasoningStartEvent(message_id=message_id),
-            ReasoningMessageStartEvent(message_id=message_id, role="reasoning"),
-        ]
-    return [TextMessageStartEvent(message_id=message_id, role="assistant")]
-
-
-def _whole_reasoning(message_id: str, text: str) -> list[BaseEvent]:
-    return [
-        *_opening("reasoning", message_id),
-        ReasoningMessageContentEvent(message_id=message_id, delta=text),
-        ReasoningMessageEndEvent(message_id=message_id),
-        ReasoningEndEvent(message_id=message_id),
-    ]
-
-
-def _user_text(content: Any) -> str:
-    """The text of an AG-UI user message (its text parts, one per line)."""
-    if isinstance(content, str):
-        return content
-    return "\n".join(part.text for part in content or [] if getattr(part, "type", None) == "text")
-
-
-def _whole_text(message_id: str, role: Any, text: str) -> list[BaseEvent]:
-    return [
-        TextMessageStartEvent(message_id=message_id, role=role),
-        TextMessageContentEvent(message_id=message_id, delta=text),
-        TextMessageEndEvent(message_id=message_id),
-    ]
