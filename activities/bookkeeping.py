@@ -65,12 +65,16 @@ class Bookkeeping:
         extensions: Extensions,
         taker: SnapshotTaker,
         host: str | None = None,
+        cache: entries.EntryCache | None = None,
     ) -> None:
         self._db = db
         self._extensions = extensions
         self._taker = taker
         self._host = host
         """This worker's host; None with shared workspaces (runs record no host)."""
+        self._cache = cache or entries.EntryCache()
+        """The paths this worker's turns read (shared with `ModelTurns`): a run starts on
+        the path its previous run ended on, and its first turn reads the path it began."""
 
     @activity.defn(name=START_RUN)
     def start_run(self, data: StartRunInput) -> StartRunResult:
@@ -110,7 +114,8 @@ class Bookkeeping:
         host = self._claim_host(data.session_id) if self._host else None
         with self._db.transaction() as db:
             session = sessions.require_session(db, data.session_id)
-            state = derive_path_state(entries.load_path(db, session.leaf_id), session.config)
+            path = entries.load_context_path(db, session.leaf_id, self._cache)
+            state = derive_path_state(path, session.config)
             ref = self._taker.take(db, session, state)
             if entries.existing_ids(db, data.prompt_entry_ids):
                 leaf_id = data.prompt_entry_ids[-1]  # a retry: the prompt is in already
@@ -186,6 +191,7 @@ class Bookkeeping:
                 ),
             ],
             run_id=data.run_id,
+            cache=self._cache,
         )
         started = [
             TurnStart(turn=1),
@@ -218,9 +224,12 @@ class Bookkeeping:
                     run_id=data.run_id,
                     parent_id=leaf_id,
                     data=commit,
+                    cache=self._cache,
                     found=found,
                 )
-            flushed = append_below(db, data.session_id, leaf_id, data.entries, run_id=data.run_id)
+            flushed = append_below(
+                db, data.session_id, leaf_id, data.entries, run_id=data.run_id, cache=self._cache
+            )
             leaf_id = flushed.leaf_id or leaf_id
             if data.session_config is not None:
                 sessions.set_session_wide_config(db, data.session_id, data.session_config)
@@ -251,15 +260,8 @@ class Bookkeeping:
                 error=data.error,
                 ended=True,
             )
-            for item in data.leftover:  # sent to this run, never reached: the next one's
-                input_queue.add_item(
-                    db,
-                    item_id=item.id,
-                    session_id=data.session_id,
-                    kind="next_turn",
-                    message=item.message,
-                    starts_run=True,
-                )
+            # Sent to this run, never reached: the next one's.
+            input_queue.queue_for_next_run(db, data.session_id, data.leftover)
             stopped = data.status == "aborted"
             untaken = input_queue.settle_taken_guidance(
                 db, data.session_id, data.run_id, stopped=stopped
@@ -299,15 +301,7 @@ class Bookkeeping:
         with self._db.transaction() as db:
             if data.cancel_waiting:
                 input_queue.cancel_pending(db, data.session_id)
-            for item in data.items:
-                input_queue.add_item(
-                    db,
-                    item_id=item.id,
-                    session_id=data.session_id,
-                    kind="next_turn",
-                    message=item.message,
-                    starts_run=True,
-                )
+            input_queue.queue_for_next_run(db, data.session_id, data.items)
 
     @activity.defn(name=APPLY_CHANGES)
     def apply_changes(self, data: ApplyChangesInput) -> None:

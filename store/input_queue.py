@@ -6,7 +6,7 @@ even when two runs (or a retried step) race for it.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Literal, cast, get_args
 
 from sqlalchemy import bindparam, func, select, update
@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from duragent.domain.guidance import GuidanceIntent, GuidanceItem, classify
 from duragent.domain.messages import AgentMessage, text_of
+from duragent.domain.queues import QueuedMessage
 from duragent.store.clock import now_ms
 from duragent.store.records import QueueItem
 from duragent.store.statements import Tx, execute
@@ -61,6 +62,20 @@ def add_item(
     db.add(row)
     db.flush()
     return QueueItem.model_validate(row)
+
+
+def queue_for_next_run(db: Session, session_id: str, items: Sequence[QueuedMessage]) -> None:
+    """Steering and follow-ups a run was sent and never reached: kept, in order, to start
+    the next run (each once: its id is the message's)."""
+    for item in items:
+        add_item(
+            db,
+            item_id=item.id,
+            session_id=session_id,
+            kind="next_turn",
+            message=item.message,
+            starts_run=True,
+        )
 
 
 class RunClosing(Exception):
