@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import CTE, BindParameter, Row, bindparam, literal, select
@@ -99,29 +99,72 @@ def get_entry(db: Session, entry_id: str) -> SessionEntry | None:
 
 @dataclass(frozen=True)
 class PathView:
-    """A path's ids, and where on it the entries that shape a context are."""
+    """What a context needs of the path from the root to a leaf, and no more: the ids
+    from where the context starts (the latest compaction's first kept entry, or the root
+    when no compaction is on the path) to the leaf, and the ids of the config entries
+    before that. What comes before the start never reaches a context again (a later
+    compaction keeps only from its own context: `domain.compaction.plan_compaction`), so
+    a view, and the work of extending it turn after turn, stay the size of a context
+    however long the session runs."""
 
     ids: tuple[str, ...]
-    config_at: tuple[int, ...]
-    """Positions of the config entries (model, thinking level, active tools)."""
-    compaction_at: int | None
-    """Position of the latest compaction."""
+    """From the context's start to the leaf."""
+    config_at: tuple[int, ...] = ()
+    """Positions in `ids` of the config entries (model, thinking level, active tools,
+    approval policy)."""
+    config_before: tuple[str, ...] = ()
+    """The config entries before `ids`, root first."""
+    whole: bool = True
+    """`ids` starts at the root."""
 
     @classmethod
-    def of(cls, entries: Sequence[SessionEntry], base: PathView | None = None) -> PathView:
-        """The view of `base`'s path (or of none) followed by `entries`."""
-        offset = len(base.ids) if base else 0
-        config_at = tuple(
-            offset + i for i, e in enumerate(entries) if isinstance(e, CONFIG_ENTRIES)
+    def of(cls, entries: Sequence[SessionEntry]) -> PathView:
+        """The view of the path `entries` (root to leaf)."""
+        view = _EMPTY.extended(entries)
+        assert view is not None  # a whole path always knows where its context starts
+        return view
+
+    def extended(self, entries: Sequence[SessionEntry]) -> PathView | None:
+        """The view of this path followed by `entries`; None when one of them is a
+        compaction that keeps from an entry before what this view holds (none that this
+        store plans does: the caller reads the path anew)."""
+        offset = len(self.ids)
+        view = replace(
+            self,
+            ids=self.ids + tuple(e.id for e in entries),
+            config_at=self.config_at
+            + tuple(offset + i for i, e in enumerate(entries) if isinstance(e, CONFIG_ENTRIES)),
         )
-        compactions = [i for i, e in enumerate(entries) if isinstance(e, CompactionEntry)]
-        return cls(
-            ids=(base.ids if base else ()) + tuple(e.id for e in entries),
-            config_at=(base.config_at if base else ()) + config_at,
-            compaction_at=offset + compactions[-1]
-            if compactions
-            else (base.compaction_at if base else None),
+        for i in range(len(entries) - 1, -1, -1):
+            if isinstance(compaction := entries[i], CompactionEntry):
+                return view.compacted(compaction, offset + i)
+        return view
+
+    def compacted(self, compaction: CompactionEntry, at: int) -> PathView | None:
+        """This view starting where the context does with the compaction at position
+        `at` (the latest on the path): at its first kept entry, or at the compaction
+        itself when that entry is not on the path (buildContext keeps nothing then)."""
+        start = next(
+            (i for i in range(at - 1, -1, -1) if self.ids[i] == compaction.first_kept_entry_id),
+            None,
         )
+        if start is None and not self.whole:
+            return None  # it may be in the part this view no longer holds
+        start = at if start is None else start
+        return PathView(
+            ids=self.ids[start:],
+            config_at=tuple(i - start for i in self.config_at if i >= start),
+            config_before=self.config_before
+            + tuple(self.ids[i] for i in self.config_at if i < start),
+            whole=self.whole and start == 0,
+        )
+
+    def context_ids(self) -> list[str]:
+        """The ids buildContext needs: the config entries before the context, then it."""
+        return [*self.config_before, *self.ids]
+
+
+_EMPTY = PathView(ids=())
 
 
 class _Lru(Generic[V]):
@@ -181,23 +224,26 @@ class EntryCache:
             self.put(entry)
         if parent_id is None:
             self.remember_path(PathView.of(chain))
-        elif chain and (base := self._paths.pop(parent_id)) is not None:
-            # The leaf moved on: the parent's view is dropped, so a session holds one view
-            # (its ids grow with the session; 256 of them would).
-            self.remember_path(PathView.of(chain, base))
+            return
+        # The leaf moved on: the parent's view is dropped, so a session holds one view.
+        base = self._paths.pop(parent_id) if chain else None
+        view = base.extended(chain) if base is not None else None
+        if view is not None:
+            self.remember_path(view)
 
 
 def _path(leaf_id: str | BindParameter[str]) -> CTE:
-    """The path from `leaf_id` up to the root as (id, depth), by walking parent links."""
+    """The path from `leaf_id` up to the root as (id, type, depth), by walking parent
+    links."""
     table = EntryRow.__table__
     path = (
-        select(table.c.id, table.c.parent_id, literal(0).label("depth"))
+        select(table.c.id, table.c.parent_id, table.c.type, literal(0).label("depth"))
         .where(table.c.id == leaf_id)
         .cte("path", recursive=True)
     )
     parent = table.alias("parent")
     return path.union_all(
-        select(parent.c.id, parent.c.parent_id, path.c.depth + 1).join(
+        select(parent.c.id, parent.c.parent_id, parent.c.type, path.c.depth + 1).join(
             path, parent.c.id == path.c.parent_id
         )
     )
@@ -205,7 +251,10 @@ def _path(leaf_id: str | BindParameter[str]) -> CTE:
 
 _PATH = _path(bindparam("leaf_id"))
 _PATH_IDS = select(_PATH.c.id).order_by(_PATH.c.depth.desc())
+_PATH_TYPES = select(_PATH.c.id, _PATH.c.type).order_by(_PATH.c.depth.desc())
 """Built once: each session's first turn in a worker reads its path."""
+_CONFIG_TYPES = frozenset(cls.model_fields["type"].default for cls in CONFIG_ENTRIES)
+_COMPACTION_TYPE = CompactionEntry.model_fields["type"].default
 
 
 def path_ids(db: Session, leaf_id: str) -> list[str]:
@@ -220,7 +269,7 @@ def load_path(
     if leaf_id is None:
         return []
     view = cache.path(leaf_id) if cache is not None else None
-    if view is not None:
+    if view is not None and view.whole:
         return _read(db, view.ids, cache)
     path = _read(db, path_ids(db, leaf_id), cache)
     if cache is not None:
@@ -234,11 +283,10 @@ def load_config_path(db: Session, leaf_id: str | None) -> list[SessionEntry]:
     if leaf_id is None:
         return []
     path = _path(leaf_id)
-    types = [cls.model_fields["type"].default for cls in CONFIG_ENTRIES]
     rows = db.scalars(
         select(EntryRow)
         .join(path, EntryRow.id == path.c.id)
-        .where(EntryRow.type.in_(types))
+        .where(EntryRow.type.in_(_CONFIG_TYPES))
         .order_by(path.c.depth.desc())
     )
     return [entry_of_row(row) for row in rows]
@@ -247,25 +295,34 @@ def load_config_path(db: Session, leaf_id: str | None) -> list[SessionEntry]:
 def load_context_path(db: Session, leaf_id: str | None, cache: EntryCache) -> list[SessionEntry]:
     """What buildContext needs of the path to `leaf_id`: its config entries, and all from
     the latest compaction's first kept entry on. It gives the same context and config as
-    the whole path, in time that grows with the context, not with the session."""
+    the whole path, in time that grows with the context, not with the session: the
+    worker's view of the path moves on with each save point (`EntryCache.extend`), and a
+    path it does not know is walked for ids and types alone, its context then read."""
     if leaf_id is None:
         return []
     view = cache.path(leaf_id)
     if view is None:
-        load_path(db, leaf_id, cache)
-        view = cache.path(leaf_id)
-        assert view is not None
-    start = 0
-    if view.compaction_at is not None:
-        (compaction,) = _read(db, [view.ids[view.compaction_at]], cache)
-        assert isinstance(compaction, CompactionEntry)
-        start = view.compaction_at  # buildContext keeps nothing before an unknown entry
-        for i in range(view.compaction_at - 1, -1, -1):
-            if view.ids[i] == compaction.first_kept_entry_id:
-                start = i
-                break
-    config = [view.ids[i] for i in view.config_at if i < start]
-    return _read(db, [*config, *view.ids[start:]], cache)
+        view = _context_view(db, leaf_id, cache)
+        cache.remember_path(view)
+    return _read(db, view.context_ids(), cache)
+
+
+def _context_view(db: Session, leaf_id: str, cache: EntryCache) -> PathView:
+    """The view of the path to `leaf_id`, walked in the store: every entry's id and type,
+    the latest compaction's content alone (where its context starts)."""
+    rows = execute(db, _PATH_TYPES, {"leaf_id": leaf_id}).all()
+    view = PathView(
+        ids=tuple(row.id for row in rows),
+        config_at=tuple(i for i, row in enumerate(rows) if row.type in _CONFIG_TYPES),
+    )
+    for i in range(len(rows) - 1, -1, -1):
+        if rows[i].type == _COMPACTION_TYPE:
+            (compaction,) = _read(db, [rows[i].id], cache)
+            assert isinstance(compaction, CompactionEntry)
+            compacted = view.compacted(compaction, i)
+            assert compacted is not None  # a whole path knows where its context starts
+            return compacted
+    return view
 
 
 def _read(db: Session, ids: Sequence[str], cache: EntryCache | None) -> list[SessionEntry]:

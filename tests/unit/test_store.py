@@ -28,6 +28,7 @@ from duragent.domain.entries import (
 from duragent.domain.events import TurnStart
 from duragent.domain.messages import text_of, user_text
 from duragent.store import display, entries, events, sessions
+from duragent.store.append import append_below
 from duragent.store.db import Database, alembic_config
 from duragent.store.entries import EntryCache
 from duragent.store.events import KeyedEvent
@@ -302,6 +303,96 @@ def test_the_context_path_builds_the_same_context_as_the_whole_path(db: Database
         "m41",
         "m42",
     ]
+
+
+def test_what_a_worker_keeps_of_a_path_stays_the_size_of_its_context(db: Database) -> None:
+    """A session of 1,000 turns compacted every 50: the worker's view of its path, moved
+    on by each save point, holds the context (and the config entries before it), not the
+    session; it reads the context the whole path gives, as does a worker that never saw
+    the session (it walks ids and types, and reads only the context's entries)."""
+
+    def message(entry_id: str) -> MessageEntry:
+        return MessageEntry(
+            id=entry_id, parent_id=None, timestamp=0, message=user_text(entry_id, 0)
+        )
+
+    root: list[SessionEntry] = [
+        message("m0"),
+        ModelChangeEntry(id="model", parent_id=None, timestamp=0, model="claude-x"),
+    ]
+    with db.transaction() as tx:
+        sessions.create_session(tx, session_id="s", workspace="/w", config=SessionConfig(model="m"))
+    cache = EntryCache()
+    leaf: str | None = None
+    sizes: list[int] = []
+
+    def save(items: list[SessionEntry]) -> None:  # as a save point appends below the leaf
+        nonlocal leaf
+        with db.transaction() as tx:
+            leaf = append_below(tx, "s", leaf, items, run_id=None, cache=cache).leaf_id
+        assert leaf is not None
+        view = cache.path(leaf)  # what the next turn reads its context from
+        assert view is not None
+        sizes.append(len(view.ids))
+
+    save(root)
+    for turn in range(1, 1001):
+        save([message(f"m{turn}")])
+        if turn % 50 == 0:
+            kept = f"m{turn - 10}"
+            compaction = CompactionEntry(
+                id=f"c{turn}",
+                parent_id=None,
+                timestamp=0,
+                summary=f"S{turn}",
+                first_kept_entry_id=kept,
+            )
+            save([compaction])
+    assert max(sizes[200:]) <= 11 + 1 + 50  # kept, the compaction, the turns since
+    defaults = SessionConfig(model="claude-default")
+    with db.transaction() as tx:
+        whole = build_context(entries.load_path(tx, leaf), defaults)
+        assert build_context(entries.load_context_path(tx, leaf, cache), defaults) == whole
+        cold = entries.load_context_path(tx, leaf, EntryCache())
+    assert build_context(cold, defaults) == whole
+    assert [e.id for e in cold][:3] == ["model", "m990", "m991"]
+    assert whole.model == "claude-x" and len(whole.messages) == 1 + 11  # summary, kept
+
+
+def test_a_compaction_keeping_from_before_the_view_reads_the_path_anew(db: Database) -> None:
+    """A compaction that keeps from before the previous one's kept part (a session
+    imported from pi may hold one): the worker's view no longer holds that entry, so it
+    reads the path from the store and builds the context the whole path gives."""
+
+    def message(entry_id: str, parent: str | None) -> MessageEntry:
+        return MessageEntry(
+            id=entry_id, parent_id=parent, timestamp=0, message=user_text(entry_id, 0)
+        )
+
+    chain: list[SessionEntry] = [message("m0", None)]
+    chain += [message(f"m{i}", f"m{i - 1}") for i in range(1, 20)]
+    chain.append(
+        CompactionEntry(
+            id="c1", parent_id="m19", timestamp=0, summary="S1", first_kept_entry_id="m15"
+        )
+    )
+    later: list[SessionEntry] = [
+        message("m20", "c1"),
+        CompactionEntry(
+            id="c2", parent_id="m20", timestamp=0, summary="S2", first_kept_entry_id="m5"
+        ),
+    ]
+    with db.transaction() as tx:
+        sessions.create_session(tx, session_id="s", workspace="/w", config=SessionConfig(model="m"))
+        entries.insert_entries(tx, "s", [*chain, *later])
+    cache = EntryCache()
+    defaults = SessionConfig(model="claude-default")
+    with db.transaction() as tx:
+        entries.load_context_path(tx, "c1", cache)
+        cache.extend("c1", later)
+        whole = build_context(entries.load_path(tx, "c2"), defaults)
+        assert build_context(entries.load_context_path(tx, "c2", cache), defaults) == whole
+    assert len(whole.messages) == 1 + 15 + 1 + 1  # S2, m5..m19, S1, m20
 
 
 @BOTH_STORES
