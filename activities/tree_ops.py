@@ -96,7 +96,9 @@ class TreeOps:
     def plan_compaction(self, data: PlanCompactionInput) -> PlanCompactionResult:
         with self._db.transaction() as db:
             session = sessions.require_session(db, data.session_id)
-            path = entries.load_path(db, data.leaf_id or session.leaf_id, self._cache)
+            # The context's part of the path plans the same cut as the whole path (and
+            # its config entries give the same model), however long the session is.
+            path = entries.load_context_path(db, data.leaf_id or session.leaf_id, self._cache)
         state = derive_path_state(path, session.config)
         return PlanCompactionResult(
             plan=plan_compaction(path, data.keep_recent_tokens), model=state.model
@@ -238,7 +240,9 @@ class TreeOps:
                     model=staged.model,
                     usage=staged.usage,
                 )
-                append_below(db, data.session_id, plan.leaf_id, [entry], run_id=data.op_id)
+                append_below(
+                    db, data.session_id, plan.leaf_id, [entry], run_id=data.op_id, cache=self._cache
+                )
                 staging.drop_staged(db, [data.entry_id])
                 ended = CompactionEnded(
                     entry_id=data.entry_id,
@@ -343,4 +347,5 @@ class TreeOps:
                 run_id=data.run_id,
                 parent_id=data.parent_id,
                 data=data.commit,
+                cache=self._cache,
             )

@@ -162,11 +162,11 @@ def build_worker(
     )
     taker = SnapshotTaker(hooks, settings.resources_dir)
     host = None if settings.shared_workspaces else settings.host
-    bookkeeping = Bookkeeping(db, hooks, taker, host)
-    anthropic_client = model or model_client(settings)
-    own_model = None if model is not None else anthropic_client  # closed when it stops
     # Entries and paths read by one activity are there for the next: they never change.
     cache = EntryCache()
+    bookkeeping = Bookkeeping(db, hooks, taker, host, cache)
+    anthropic_client = model or model_client(settings)
+    own_model = None if model is not None else anthropic_client  # closed when it stops
     # Replies the model calls staged, read by the tool calls that follow on this worker.
     replies = FinishedReplies()
     prices = price_table(settings.prices_file)  # turns are priced for budgets

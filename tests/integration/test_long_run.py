@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
+from sqlalchemy import Engine, event
 from support import Stack, assert_valid_pairing, eventually
 from temporalio.api.enums.v1 import EventType
 
@@ -93,3 +95,86 @@ async def test_two_thousand_turns(stack: Stack) -> None:
     assert len(steered) == 1
     run_state = stack.client.runs.get(result.run_id)
     assert run_state is not None and run_state.turns == TURNS
+
+
+class StoreWork:
+    """How much the store goes through for the statements of a session's turns:
+    SQLite's own count of the virtual-machine instructions they execute (a statement
+    that walks a thousand rows executes thousands). The worker's background polls
+    (cancel hints, its lease, running calls) go by the clock, not by the turns, and are
+    left out."""
+
+    BACKGROUND = ("cancel_hints", "worker_leases", "running_calls")
+
+    def __init__(self, engine: Engine) -> None:
+        self.steps = 0
+        self._current: dict[int, bool] = {}
+        event.listen(engine, "connect", self._connect)
+        event.listen(engine, "before_cursor_execute", self._before)
+        engine.dispose()  # connections opened from now on count
+
+    def _connect(self, dbapi_connection: Any, _record: Any) -> None:
+        key = id(dbapi_connection)
+
+        def step() -> int:
+            if self._current.get(key, False):
+                self.steps += 1
+            return 0  # go on
+
+        dbapi_connection.set_progress_handler(step, 1)
+
+    def _before(self, connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        counted = not any(table in statement for table in self.BACKGROUND)
+        self._current[id(connection.connection.dbapi_connection)] = counted
+
+
+def runs_script(runs: list[int]) -> dict[str, object]:
+    """Runs of `ls` turns one after the other, each ending with a text."""
+    steps: list[dict[str, object]] = [
+        {"match": "You are compacting", "repeat": True, "reply": [{"text": "## Goal\nGo on."}]},
+        {"match": "beginning of a turn", "repeat": True, "reply": [{"text": "Listing."}]},
+    ]
+    for turns in runs:
+        steps += [{"reply": [{"tool_use": {"name": "ls", "input": {}}}]} for _ in range(turns - 1)]
+        steps.append({"reply": [{"text": "Listed."}]})
+    return {"conversations": {"*": steps}}
+
+
+MEASURED = 30
+RUNS = [20, MEASURED, 150, MEASURED]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.script(runs_script(RUNS))
+async def test_a_turn_goes_through_as_much_of_the_store_late_in_a_session_as_early(
+    stack: Stack,
+) -> None:
+    """What a turn reads of the store does not grow with the session: after 200 turns
+    (compactions and continue-as-new every few turns) a turn costs the store what it
+    cost after 20, the turns that compact or continue as new included."""
+    if stack.db.engine.dialect.name != "sqlite":
+        pytest.skip("counts SQLite's virtual-machine instructions")
+    work = StoreWork(stack.db.engine)
+    session = stack.client.sessions.create()
+    options = stack.client.runs.default_options().model_copy(
+        update={
+            "continue_as_new_after_turns": 10,
+            "compaction": CompactionSettings(
+                context_window=3_500, reserve_tokens=0, keep_recent_tokens=800
+            ),
+        }
+    )
+    per_turn: list[float] = []
+    async with stack.worker():
+        for turns in RUNS:
+            before = work.steps
+            run = await stack.client.runs.prompt(session.id, "list it again", options=options)
+            result = await run.result()
+            assert result.status == "completed" and result.turns == turns, result.error
+            per_turn.append((work.steps - before) / turns)
+    compactions = sum(
+        1 for e in stack.client.tree.entries(session.id) if isinstance(e, CompactionEntry)
+    )
+    assert compactions >= len(RUNS) * 2  # the measured runs compacted too
+    early, late = per_turn[1], per_turn[3]
+    assert late <= early * 1.2, f"per turn: {early:.0f} steps early, {late:.0f} late"
