@@ -238,13 +238,19 @@ async def join(
     client: DuragentClient, session_id: str, run: AguiRun, position: int
 ) -> list[BaseEvent]:
     """Open the session's run in progress (when none of its events came yet) and, when it
-    waits for a person, finish the AG-UI run with what it waits for."""
+    waits for a person, finish the AG-UI run with what it waits for: once every stored
+    event is told (`position`), else the phase change still to come tells the wait, and
+    the client gets the state it says."""
     state = await header_state(client, session_id)
     out: list[BaseEvent] = []
     if not run.started and state.run_id is not None:
         run.state = state
         out += run.start(state.run_id)
-    if run.started and state.phase in WAIT_PHASES:
+    if (
+        run.started
+        and state.phase in WAIT_PHASES
+        and await asyncio.to_thread(client.events.cursor, session_id) <= position
+    ):
         out += run.interrupt(await waiting_interrupts(client, session_id, state.phase), position)
     return [*out, *await restated(client, session_id, run)]
 
