@@ -127,7 +127,6 @@ class Inputs(ClientPart):
         workflow to close and starts the next run itself; so does a session busy with
         what is no run (a compaction, a move), once that is over. Every piece of input
         accepted here is run once, by the open run's successor or by a run started here."""
-        one_message(message, "queued input")  # the size limit, before anything starts
         item_id = item_id or uuid.uuid4().hex
         busy: SessionBusy | None = None
         for _ in range(_START_OR_QUEUE_TRIES):

@@ -44,6 +44,13 @@ class Stack:
     client: DuragentClient
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
+    def heartbeat_every(self, timeout_s: float) -> None:
+        """Calls of runs started from now on (and workers spawned) get this heartbeat
+        timeout: for the tests about heartbeats (what a heartbeat carries, how soon a
+        lost call moves on without a lease)."""
+        self.settings = self.settings.model_copy(update={"heartbeat_timeout_s": timeout_s})
+        self.client.settings = self.settings
+
     def worker(self, **kwargs: Any) -> Worker:
         """An in-process worker: `async with stack.worker():`."""
         return build_worker(self.temporal, self.db, self.settings, **kwargs)
@@ -140,7 +147,12 @@ async def open_stack(
     address: str,
     script: Script | dict[str, Any],
     database_url: str | None = None,
+    heartbeat_timeout_s: float | None = None,
 ) -> AsyncIterator[Stack]:
+    """A stack on `temporal`: its store, offline model and settings (a task queue of its
+    own). Calls heartbeat at the product's pace: a lost worker is found by its lease, and
+    a test about heartbeat timeouts sets `heartbeat_timeout_s` (a tight one everywhere
+    made a loaded machine take live calls for lost)."""
     script_model = script if isinstance(script, Script) else Script.model_validate(script)
     model = OfflineModelServer(script_model)
     await model.__aenter__()
@@ -150,7 +162,7 @@ async def open_stack(
         temporal_address=address,
         task_queue=f"test-{uuid.uuid4().hex[:12]}",
         anthropic_base_url=model.base_url,
-        heartbeat_timeout_s=3.0,
+        heartbeat_timeout_s=heartbeat_timeout_s,
     )
     settings = settings.model_copy(update={"anthropic_api_key": None})
     db = Database(settings.database_url)

@@ -17,6 +17,7 @@ from duragent.client.cli.command import (
     SessionArg,
     client_errors,
     fail,
+    missing_store,
     require_session,
     store_client,
 )
@@ -41,12 +42,15 @@ from duragent.settings import Settings
 
 
 def sessions(ctx: typer.Context) -> None:
-    """List sessions, most recently active first.
+    """List sessions, most recently active first (none, saying so, where no store is yet).
 
     A narrow terminal leaves out the least useful columns (workspace, then updated) and
     says so; piped output has every column in full.
     """
     settings: Settings = ctx.obj
+    if (missing := missing_store(settings)) is not None:
+        err.print(f"No sessions: {missing}", markup=False, highlight=False)
+        return
     client = store_client(settings)
     columns = [
         Column("session"),

@@ -35,8 +35,7 @@ BOUND_S = 10.0
 
 def long_heartbeat_timeout(stack: Stack) -> None:
     """A 60 s heartbeat timeout: only the lease can move a lost worker's call on soon."""
-    stack.settings = stack.settings.model_copy(update={"heartbeat_timeout_s": 60.0})
-    stack.client.settings = stack.settings
+    stack.heartbeat_every(60.0)
 
 
 def signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:

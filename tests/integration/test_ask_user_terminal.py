@@ -61,7 +61,7 @@ def test_a_question_is_answered_on_the_terminal(tmp_path: Path, temporal: DevSer
         DURAGENT_TASK_QUEUE=f"ask-{uuid.uuid4().hex[:8]}",
         TERM="xterm",
     )
-    store = store_client(Settings.from_env(home=home))
+    store = store_client(Settings.from_env(home=home), create=True)
     session = store.sessions.create()
     store.db.dispose()
     configured = subprocess.run(
@@ -109,7 +109,7 @@ def test_a_question_is_answered_on_the_terminal(tmp_path: Path, temporal: DevSer
         running.kill()
         running.wait()
         os.close(leader)
-    store = store_client(Settings.from_env(home=home))
+    store = store_client(Settings.from_env(home=home), create=True)
     results = [
         entry.message
         for entry in store.tree.path(session.id)

@@ -33,13 +33,15 @@ from duragent.store.records import StoredEvent
 # Each process imports everything, says so, and waits for the go: then all of them open
 # the fresh store at the same moment, as `for j in ...; do duragent sessions & done` does.
 AT_ONCE = (
-    "import sys\n"
+    "import os, sys\n"
     "from duragent.client.cli import main\n"
     "print('ready', flush=True)\n"
     "sys.stdin.readline()\n"
-    "sys.argv = ['duragent', 'sessions']\n"
+    "sys.argv = ['duragent', 'trigger', 'add', f'at-once-{os.getpid()}', '--new-session',\n"
+    "            '--template', 'hello']\n"
     "main()\n"
 )
+"""A command that stores something, so each of them opens (and migrates) the new store."""
 
 
 def cli_env(home: Path, database_url: str) -> dict[str, str]:

@@ -58,6 +58,7 @@ SLOW_COMMAND = "echo started >> log.txt; echo working; sleep 12; echo finished >
     }
 )
 async def test_worker_killed_during_model_call_and_during_tool_call(stack: Stack) -> None:
+    stack.heartbeat_every(3.0)  # the command's heartbeats carry its process and output
     session = stack.client.sessions.create()
     workspace = Path(session.workspace)
     first = stack.spawn_worker()
@@ -178,6 +179,7 @@ async def test_worker_killed_between_two_tools_of_one_turn(stack: Stack) -> None
     another runs. The retry keeps the finished results (nothing runs twice, the model is
     not asked again for the turn) and reports the interrupted call, which it does not
     run again."""
+    stack.heartbeat_every(3.0)  # the command's heartbeat carries its process, to stop
     session = stack.client.sessions.create()
     workspace = Path(session.workspace)
     (workspace / "notes.txt").write_text("the notes\n")

@@ -22,8 +22,7 @@ async def test_an_abort_reaches_a_call_at_once_when_heartbeats_are_far_apart(
     """A running call heartbeats every 20 s (a third of the 60 s timeout); the workflow
     task that cancels it runs in the same process, which tells the call to heartbeat now,
     so the abort does not wait for the next heartbeat."""
-    stack.settings = stack.settings.model_copy(update={"heartbeat_timeout_s": 60.0})
-    stack.client.settings = stack.settings
+    stack.heartbeat_every(60.0)
     session = stack.client.sessions.create()
     async with stack.worker():
         await stack.client.runs.prompt(session.id, "run it")
