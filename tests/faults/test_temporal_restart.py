@@ -35,7 +35,8 @@ from duragent.settings import Settings
 from duragent.temporal_dev import DevServer
 
 FINAL = "Done despite the outage."
-HEARTBEAT_TIMEOUT_S = 3.0  # what support.open_stack configures
+HEARTBEAT_TIMEOUT_S = 3.0
+"""The calls' heartbeat timeout here: the outages are timed against it."""
 
 
 def bash_then_final(command: str) -> dict[str, object]:
@@ -84,7 +85,9 @@ async def private_stack(
         temporal = await connect_temporal(settings)
         home = tmp_path / "home"
         home.mkdir()
-        async with open_stack(home, temporal, address, script) as stack:
+        async with open_stack(
+            home, temporal, address, script, heartbeat_timeout_s=HEARTBEAT_TIMEOUT_S
+        ) as stack:
             yield stack, outage
     finally:
         outage.server.stop()
