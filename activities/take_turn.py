@@ -32,7 +32,7 @@ import asyncio
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio import activity
@@ -42,8 +42,9 @@ from duragent.activities.heartbeat import heartbeating
 from duragent.activities.model_turn import ModelTurns
 from duragent.activities.tool_call import ToolCalls, new_progress
 from duragent.activities.worker_loss import unstick_after_retry
+from duragent.domain.call_batches import run_batch
 from duragent.domain.guidance import GuidanceItem
-from duragent.domain.tools import ToolCallRef, batches
+from duragent.domain.tools import ToolCallRef
 from duragent.domain.turns import (
     TAKE_TURN,
     ModelTurnInput,
@@ -151,45 +152,30 @@ class TurnTaker:
         run_one: Callable[[ToolCallRef], Coroutine[Any, Any, ToolCallOutcome]],
         guidance: RunGuidance,
     ) -> _Batch:
-        """Every call's outcome, group by group; guidance cuts the batch short."""
-        batch = _Batch()
-        for group in batches(calls):
-            if batch.taken:
-                break  # guidance ended the batch: the rest is skipped
-            tasks = {call.id: asyncio.create_task(run_one(call)) for call in group}
-            try:
-                stop = await self._until_done_or_interrupted(tasks, guidance, batch.taken)
-            except asyncio.CancelledError:
-                # Aborted: every running call stops and stages what it printed, and the
-                # turn's outcomes still go back, for the history (the workflow aborts).
-                batch.aborted = True
-                stop = True
-            except BaseException:  # a call failed: stop the others, then fail the turn
-                for task in tasks.values():
-                    task.cancel()
-                await asyncio.gather(*tasks.values(), return_exceptions=True)
-                raise
-            if stop:
-                for call_id, task in tasks.items():
-                    if not task.done():
-                        task.cancel()
-                        batch.interrupted.append(call_id)
-            done = await asyncio.gather(*tasks.values(), return_exceptions=True)
-            for call_id, outcome in zip(tasks, done, strict=True):
-                if isinstance(outcome, ToolCallOutcome):
-                    batch.outcomes[call_id] = outcome
-                elif not isinstance(outcome, asyncio.CancelledError) and not batch.aborted:
-                    raise outcome  # the activity fails; its retry skips what finished
-                # Stopped before it could stage a result: the workflow says it was stopped.
-            if batch.aborted:
-                break
-        stopped = {*batch.outcomes, *batch.interrupted}
-        batch.skipped += [call.id for call in calls if call.id not in stopped]
-        return batch
+        """Every call's outcome, by `domain.call_batches`' rules, with the guidance this
+        activity takes from the store; a call that fails fails the turn (its retry skips
+        what finished), unless the turn was aborted."""
+        taken: list[GuidanceItem] = []
+
+        async def until_done(running: set[asyncio.Task[Any]]) -> bool:
+            return await self._until_done_or_interrupted(running, guidance, taken)
+
+        async def ends_batch() -> bool:
+            return bool(taken)  # guidance ended the batch: the rest is skipped
+
+        ran = await run_batch(calls, run_one, until_done, ends_batch)
+        outcomes: dict[str, ToolCallOutcome] = {}
+        for call_id, outcome in ran.outcomes.items():
+            if isinstance(outcome, ToolCallOutcome):
+                outcomes[call_id] = outcome
+            elif not isinstance(outcome, asyncio.CancelledError) and not ran.aborted:
+                raise outcome  # the activity fails; its retry skips what finished
+            # Stopped before it could stage a result: the workflow says it was stopped.
+        return _Batch(outcomes, ran.interrupted, ran.skipped, taken)
 
     async def _until_done_or_interrupted(
         self,
-        tasks: dict[str, asyncio.Task[ToolCallOutcome]],
+        running: set[asyncio.Task[Any]],
         guidance: RunGuidance,
         taken: list[GuidanceItem],
     ) -> bool:
@@ -197,7 +183,6 @@ class TurnTaker:
         (taken at once, into `taken`). Guidance that supplements is taken once the calls
         have finished (until then its sender may still edit or delete it), and ends the
         batch there."""
-        running = set(tasks.values())
         while True:
             pending = {t for t in running if not t.done()}
             if not pending:
@@ -222,8 +207,8 @@ class TurnTaker:
 
 @dataclass
 class _Batch:
-    outcomes: dict[str, ToolCallOutcome] = field(default_factory=dict)
-    interrupted: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    taken: list[GuidanceItem] = field(default_factory=list)
-    aborted: bool = False
+    outcomes: dict[str, ToolCallOutcome]
+    interrupted: list[str]
+    skipped: list[str]
+    taken: list[GuidanceItem]
+    """Guidance this activity took while the calls ran, for the workflow to inject."""

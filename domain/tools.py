@@ -4,7 +4,6 @@ schedule it."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -97,16 +96,3 @@ class ToolCallRef(CompactModel):
     question: UserQuestion | None = None
     """An `ask_user` call's question (its arguments, checked): the workflow waits for the
     user's answer, which becomes the call's result; the call runs no tool activity."""
-
-
-def batches(calls: Sequence[ToolCallRef]) -> list[list[ToolCallRef]]:
-    """Group a turn's consecutive parallel calls; a sequential tool runs alone, in call
-    order (executeToolCalls' batching, wherever the calls run)."""
-    groups: list[list[ToolCallRef]] = []
-    for call in calls:
-        parallel = call.traits.execution == "parallel"
-        if parallel and groups and groups[-1][0].traits.execution == "parallel":
-            groups[-1].append(call)
-        else:
-            groups.append([call])
-    return groups

@@ -1,9 +1,8 @@
-"""executeToolCalls: run one turn's tool calls, in parallel unless a tool asks otherwise.
-
-Runtime guidance can cut a batch short (docs/SPEC.md): guidance that interrupts cancels the
-calls still running (each returns what it printed so far) and skips the rest;
-supplementary guidance lets running calls finish and skips the groups after them.
-"""
+"""executeToolCalls in the workflow, for a turn whose calls must wait here (an approval, a
+sub-agent, a question for the user): the rules are `domain.call_batches`'; this says how
+the workflow waits (`workflow.wait_condition`) and what guidance its signals brought
+means for the batch. A failed call is its exception in the result; an abort stops every
+running call and is raised once each has reported."""
 
 from __future__ import annotations
 
@@ -15,12 +14,13 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from duragent.domain.call_batches import run_batch
     from duragent.domain.fallbacks import Skipped, ToolRun
     from duragent.domain.guidance import GuidanceIntent
-    from duragent.domain.tools import ToolCallRef, batches
+    from duragent.domain.tools import ToolCallRef
     from duragent.domain.turns import ToolCallOutcome
 
-__all__ = ["BatchResult", "Skipped", "ToolRun", "batches", "run_tool_calls"]
+__all__ = ["BatchResult", "Skipped", "ToolRun", "run_tool_calls"]
 
 
 @dataclass
@@ -38,34 +38,22 @@ async def run_tool_calls(
     run_one: Callable[[ToolCallRef], Coroutine[Any, Any, ToolCallOutcome]],
     guidance: Callable[[], GuidanceIntent | None] = lambda: None,
 ) -> BatchResult:
-    """Every call's outcome. A failed call is its exception, never a gap: one sibling
-    failing (or being cancelled) does not lose the results of the others."""
-    result = BatchResult(outcomes=[])
-    by_id: dict[str, ToolRun] = {}
-    for group in batches(calls):
-        if guidance() is not None:
-            for call in group:
-                by_id[call.id] = Skipped()
-                result.skipped.append(call.id)
-            continue
-        tasks = {call.id: asyncio.create_task(run_one(call)) for call in group}
-        running = list(tasks.values())
-        try:
-            await workflow.wait_condition(
-                lambda: all(t.done() for t in running) or guidance() == "interrupt"  # noqa: B023
-            )
-        except asyncio.CancelledError:
-            # The run is aborted: stop every call and wait until each has reported (a
-            # cancelled tool stages what it printed) before the abort is handled.
-            for task in running:
-                task.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
-            raise
-        for call_id, task in tasks.items():
-            if not task.done():
-                task.cancel()
-                result.interrupted.append(call_id)
-        done = await asyncio.gather(*tasks.values(), return_exceptions=True)
-        by_id.update(zip(tasks, done, strict=True))
-    result.outcomes = [by_id[call.id] for call in calls]
-    return result
+    """Every call's outcome; `guidance()`: the intent of the guidance waiting, if any."""
+
+    async def until_done(running: set[asyncio.Task[Any]]) -> bool:
+        await workflow.wait_condition(
+            lambda: all(task.done() for task in running) or guidance() == "interrupt"
+        )
+        return guidance() == "interrupt"
+
+    async def ends_batch() -> bool:
+        return guidance() is not None
+
+    batch = await run_batch(calls, run_one, until_done, ends_batch)
+    if batch.aborted:  # every running call has reported: the abort is handled now
+        raise asyncio.CancelledError
+    return BatchResult(
+        outcomes=[batch.outcomes.get(call.id, Skipped()) for call in calls],
+        interrupted=batch.interrupted,
+        skipped=batch.skipped,
+    )

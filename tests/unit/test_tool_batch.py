@@ -1,4 +1,4 @@
-"""Batching of one turn's tool calls (`workflows.tool_batch.batches`).
+"""Batching of one turn's tool calls (`domain.call_batches.batches`).
 
 Consecutive parallel calls run together; a sequential tool runs alone, and the groups
 keep the model's call order. (How a batch is cut short by guidance is in
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from duragent.domain.call_batches import batches
 from duragent.domain.tools import ExecutionMode, ToolCallRef, ToolTraits
-from duragent.workflows.tool_batch import batches
 
 pytestmark = pytest.mark.fast
 
