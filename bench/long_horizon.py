@@ -1,7 +1,8 @@
 """A long horizon: 2,000 turns in one run, with compaction and continue-as-new.
 
 The worker runs in its own process, as in production. Prints the per-turn time around
-turns 10, 1,000 and 2,000, the worker's peak memory, and the largest workflow history
+turns 10, 1,000 and 2,000, over the first and the last whole compaction cycle (the same
+contexts early and late), the worker's peak memory, and the largest workflow history
 (events and bytes) among the run's executions.
 
     python bench/long_horizon.py [--turns 2000]
@@ -66,11 +67,13 @@ async def main() -> None:
             peak = peak_rss_mb(worker.pid)
         finally:
             kill(worker)
-        starts = [
-            e.created_at
-            async for e in bench.client.events.stream(session.id, follow=False)
-            if e.type in ("turn_start", "agent_end")
-        ]
+        starts: list[int] = []
+        compacted: list[int] = []  # the turns (indexes into durations) that compacted
+        async for e in bench.client.events.stream(session.id, follow=False):
+            if e.type in ("turn_start", "agent_end"):
+                starts.append(e.created_at)
+            elif e.type == "compaction_start":
+                compacted.append(len(starts) - 1)
         durations = [float(b - a) for a, b in itertools.pairwise(starts)]
         histories = []
         query = f"WorkflowId = 'session-{session.id}'"
@@ -86,6 +89,15 @@ async def main() -> None:
             print(f"per-turn time around turn {turn}: {around(durations, turn):.1f} ms")
     blocks = [durations[i : i + 250] for i in range(0, last, 250)]
     print("median per-turn time by 250 turns: " + ", ".join(f"{median(b):.0f}" for b in blocks))
+    if len(compacted) >= 3:
+        # Like with like: a whole cycle between two compactions, early and late, holds the
+        # same contexts (turn 10's is a fifth of the last turn's), the compacting turns
+        # themselves left out.
+        early, late = (median(durations[a + 1 : b]) for a, b in (compacted[:2], compacted[-2:]))
+        print(
+            "median per-turn time, first and last whole compaction cycle: "
+            f"{early:.1f}, {late:.1f} ms ({late / early:.2f})"
+        )
     print(f"worker peak memory: {peak:.0f} MB")
     count, size = max(histories)
     print(f"largest history: {count} events, {size / 1024:.0f} KB")
