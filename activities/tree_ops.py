@@ -251,7 +251,10 @@ class TreeOps:
                     first_kept_entry_id=plan.first_kept_entry_id,
                 )
                 events.append_events(
-                    db, data.session_id, data.op_id, keyed(f"{data.op_id}/compacted", [ended])
+                    db,
+                    data.session_id,
+                    data.op_id,
+                    keyed(f"{data.op_id}/compacted/{data.entry_id}", [ended]),
                 )
         return data.entry_id
 

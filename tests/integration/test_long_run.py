@@ -91,6 +91,13 @@ async def test_five_hundred_turns(stack: Stack) -> None:
     # Each compaction's summary is shown too (hidden, for its cost).
     compactions = [e for e in entries if isinstance(e, CompactionEntry)]
     assert len(stack.client.display.messages(session.id)) == len(messages) + len(compactions)
+    # And each compaction's end is told, not only the run's first one's.
+    ended = [
+        e.payload["entry_id"]
+        async for e in stack.client.events.stream(session.id, follow=False)
+        if e.type == "compaction_end"
+    ]
+    assert ended == [e.id for e in compactions]
     turns = [r.body for r in stack.model.requests_for(session.id) if is_turn(r.body)]
     steered = [b for b in turns if "halfway there" in str(b["messages"][-1])]
     assert len(steered) == 1
