@@ -62,6 +62,9 @@ from support import Stack  # noqa: E402
 
 from duragent.offline_model import Chaos, Script  # noqa: E402
 
+DRIVER_STOP_S = 60.0
+"""How long a session's driver may take to stop once cancelled."""
+
 
 @dataclass
 class SoakOptions:
@@ -152,12 +155,17 @@ async def soak(options: SoakOptions, say: Callable[[str], None] = print) -> Soak
         )
         for task in stuck:
             task.cancel()
-        await asyncio.gather(*drivers, return_exceptions=True)
+        # A driver blocked where a cancel cannot reach (a store call in a thread that never
+        # returns) is reported with where it is, not waited for forever.
+        _, hung = await asyncio.wait(drivers, timeout=DRIVER_STOP_S)
+        for task in hung:
+            where = "".join(f"\n    {frame}" for frame in task.get_stack(limit=8))
+            report.verdict.failed.append(f"a session's driver did not stop:{where}")
         supervising.set()
         await supervisor
         report.worker_exits = services.exits
         for task in drivers:
-            if not task.cancelled() and task.exception() is not None:
+            if task.done() and not task.cancelled() and task.exception() is not None:
                 report.verdict.failed.append(f"a session's driver failed: {task.exception()!r}")
         report.client_errors = driving.client_errors
         report.compactions = sum(log.compactions for log in logs)
