@@ -1,8 +1,12 @@
-"""An offline stand-in for the Anthropic Messages API that plays a scripted conversation.
+"""An offline, scripted stand-in for the model APIs: it plays a scripted conversation.
 
-Start an `OfflineModelServer` with a `Script` (or a script file, see `load_script`) and point
-the real SDK at it: `anthropic.AsyncAnthropic(base_url=server.base_url, api_key="offline")`.
-Each request consumes the next `Step` of its conversation (keyed by `metadata.user_id`).
+It speaks the Anthropic Messages API, OpenAI's Chat Completions and OpenAI's Responses API,
+streaming included. Start an `OfflineModelServer` with a `Script` (or a script file, see
+`load_script`) and point the real SDK at it:
+`anthropic.AsyncAnthropic(base_url=server.base_url, api_key="offline")` or
+`openai.AsyncOpenAI(base_url=server.openai_base_url, api_key="offline")`. Each request
+consumes the next `Step` of its conversation (keyed by `metadata.user_id` on Anthropic's
+wire, by `user` on OpenAI's; see `offline_model.script`).
 """
 
 from duragent.offline_model.chaos import Chaos

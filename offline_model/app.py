@@ -1,6 +1,9 @@
-"""The offline model's Starlette app: the Messages API endpoints and the test controls.
+"""The offline model's Starlette app: the model API endpoints and the test controls.
 
-See `offline_model.server` for the endpoints it answers and how it is run.
+Each API path has its wire protocol (`offline_model.wire.WireProtocol`): the Anthropic
+Messages API, OpenAI's Chat Completions and OpenAI's Responses API. They share the player, so
+a script plays the same on all of them, and one conversation key may even switch wires midway.
+See `offline_model.server` for the endpoints and how the app is run.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -19,20 +22,19 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from duragent.offline_model.chaos import Fault
+from duragent.offline_model.openai_chat import ChatCompletions
+from duragent.offline_model.openai_responses import Responses, count_input_tokens
 from duragent.offline_model.player import ScriptPlayer
-from duragent.offline_model.protocol import (
-    JsonObject,
-    build_message,
-    conversation_key,
-    encode_sse,
-    error_body,
-    estimate_tokens,
-    exhausted_message,
-    new_id,
-    stream_events,
-    validate_request,
-)
+from duragent.offline_model.protocol import AnthropicMessages, estimate_tokens
 from duragent.offline_model.script import DEFAULT_KEY, Step, TextPart
+from duragent.offline_model.wire import (
+    EXHAUSTED_STEP,
+    ApiError,
+    Frame,
+    JsonObject,
+    WireProtocol,
+    new_id,
+)
 
 
 class StreamCut(Exception):
@@ -86,19 +88,15 @@ class Holds:
         return not self._closing.is_set()
 
 
-def _error(status: int, error_type: str, message: str, request_id: str) -> JSONResponse:
-    return JSONResponse(
-        error_body(error_type, message, request_id),
-        status_code=status,
-        headers={"request-id": request_id},
-    )
+def _error(wire: WireProtocol, error: ApiError, request_id: str) -> JSONResponse:
+    status, body = wire.error(error, request_id)
+    return JSONResponse(body, status_code=status, headers={wire.request_id_header: request_id})
 
 
-def _stopped(request_id: str) -> JSONResponse:
-    return _error(500, "api_error", "The offline model server stopped.", request_id)
+def _stopped(wire: WireProtocol, request_id: str) -> JSONResponse:
+    return _error(wire, ApiError(500, "api_error", "The offline model server stopped."), request_id)
 
 
-_PARSE_ERROR = "There was an error parsing the body"
 _DROPPED_TEXT = "This answer is cut off by a dropped connection before it ends. " * 2
 
 
@@ -111,15 +109,13 @@ def _parse_body(raw: bytes) -> JsonObject | None:
 
 
 async def _sse(
-    events: list[tuple[str, JsonObject]], step: Step, holds: Holds, on_delta: Callable[[], None]
+    frames: list[Frame], step: Step, holds: Holds, on_delta: Callable[[], None]
 ) -> AsyncIterator[bytes]:
     limit = step.cut_after_chunks if step.cut_after_chunks is not None else step.stall_after_chunks
     sent_deltas = 0
-    for event in events:
-        is_delta = event[0] == "content_block_delta"
-        if limit is not None and (
-            (is_delta and sent_deltas >= limit) or event[0] == "message_stop"
-        ):
+    for frame in frames:
+        is_delta = frame.kind == "delta"
+        if limit is not None and ((is_delta and sent_deltas >= limit) or frame.kind == "end"):
             if step.stall_after_chunks is not None:
                 await holds.hold(None)
             raise StreamCut
@@ -129,7 +125,7 @@ async def _sse(
                 raise StreamCut
             sent_deltas += 1
             on_delta()
-        yield encode_sse(event)
+        yield frame.data
 
 
 async def _broken_json(body: bytes, step: Step, holds: Holds) -> AsyncIterator[bytes]:
@@ -140,6 +136,7 @@ async def _broken_json(body: bytes, step: Step, holds: Holds) -> AsyncIterator[b
 
 
 def _answer(
+    wire: WireProtocol,
     step: Step,
     body: JsonObject,
     message: JsonObject,
@@ -147,11 +144,11 @@ def _answer(
     holds: Holds,
     on_delta: Callable[[], None] = lambda: None,
 ) -> Response:
-    headers = {"request-id": request_id}
+    headers = {wire.request_id_header: request_id}
     if body.get("stream") is True:
         headers["cache-control"] = "no-cache"
         return StreamingResponse(
-            _sse(stream_events(message), step, holds, on_delta),
+            _sse(wire.frames(message, body), step, holds, on_delta),
             media_type="text/event-stream; charset=utf-8",
             headers=headers,
         )
@@ -167,56 +164,66 @@ def _answer(
 def create_app(player: ScriptPlayer, holds: Holds | None = None) -> Starlette:
     """The Starlette app serving `player`'s script; `holds` defaults to a fresh one."""
     holds = holds or Holds(player)
+    anthropic, chat, responses = AnthropicMessages(), ChatCompletions(), Responses()
 
     async def receive(
-        request: Request, *, count_tokens: bool
+        request: Request, wire: WireProtocol, validate: Callable[[JsonObject], ApiError | None]
     ) -> Response | tuple[int, str, JsonObject]:
         """Parse, log and validate a request: (log position, key, body) or a 400 response."""
         body = _parse_body(await request.body())
-        key = conversation_key(body) if body is not None else DEFAULT_KEY
+        key = wire.conversation_key(body) if body is not None else DEFAULT_KEY
         position = player.record(request.url.path, key, body or {}, dict(request.headers))
-        problem = (
-            _PARSE_ERROR if body is None else validate_request(body, count_tokens=count_tokens)
-        )
+        problem = validate(body) if body is not None else None
         if body is None or problem is not None:
             player.annotate(position, status=400)
-            message = problem or _PARSE_ERROR
-            return _error(400, "invalid_request_error", message, new_id("req_"))
+            problem = problem or ApiError(400, "invalid_request_error", wire.parse_error)
+            return _error(wire, problem, new_id("req_"))
         return position, key, body
 
-    async def messages(request: Request) -> Response:
-        received = await receive(request, count_tokens=False)
-        if isinstance(received, Response):
-            return received
-        position, key, body = received
-        response = await play(key, body, position, new_id("req_"))
-        player.annotate(position, status=response.status_code)
-        return response
+    def model_endpoint(wire: WireProtocol) -> Callable[[Request], Awaitable[Response]]:
+        """The endpoint where requests in `wire`'s format take the script's steps."""
 
-    async def play(key: str, body: JsonObject, position: int, request_id: str) -> Response:
+        async def endpoint(request: Request) -> Response:
+            received = await receive(request, wire, wire.validate)
+            if isinstance(received, Response):
+                return received
+            position, key, body = received
+            response = await play(wire, key, body, position, new_id("req_"))
+            player.annotate(position, status=response.status_code)
+            return response
+
+        return endpoint
+
+    async def play(
+        wire: WireProtocol, key: str, body: JsonObject, position: int, request_id: str
+    ) -> Response:
         dice = player.roll(key)
         if dice is not None:
             if dice.delay_ms and not await holds.pause(dice.delay_ms):
-                return _stopped(request_id)
+                return _stopped(wire, request_id)
             if dice.fault is not None:  # before a step is taken: the retry gets it
-                return chaos_fault(dice.fault, body, position, request_id)
+                return chaos_fault(wire, dice.fault, body, position, request_id)
         taken = player.take(key, body)
         if taken is None:
             if player.when_exhausted == "error":
                 message = f"The offline script has no more steps for key {key!r}."
-                return _error(500, "api_error", message, request_id)
-            return _answer(Step(reply=[]), body, exhausted_message(body), request_id, holds)
+                return _error(wire, ApiError(500, "api_error", message), request_id)
+            exhausted = wire.build(EXHAUSTED_STEP, body)
+            return _answer(wire, Step(reply=[]), body, exhausted, request_id, holds)
         step_index, step = taken
         player.annotate(position, step_index=step_index)
         if step.hang and not await holds.hold(None):
-            return _stopped(request_id)
+            return _stopped(wire, request_id)
         if step.wait_for is not None and not await holds.hold(step.wait_for):
-            return _stopped(request_id)
+            return _stopped(wire, request_id)
         if step.delay_ms and not await holds.pause(step.delay_ms):
-            return _stopped(request_id)
+            return _stopped(wire, request_id)
         if step.error is not None:
             error = step.error
-            response = _error(error.status, error.error_type, error.error_message, request_id)
+            scripted = ApiError(
+                error.status, error.error_type, error.error_message, code=error.code
+            )
+            response = _error(wire, scripted, request_id)
             if error.retry_after is not None:
                 seconds = error.retry_after
                 whole = seconds == int(seconds)
@@ -224,28 +231,35 @@ def create_app(player: ScriptPlayer, holds: Holds | None = None) -> Starlette:
             if error.should_retry is not None:
                 response.headers["x-should-retry"] = "true" if error.should_retry else "false"
             return response
-        reply = build_message(step, body)
+        reply = wire.build(step, body)
         return _answer(
-            step, body, reply, request_id, holds, lambda: player.note_delta_sent(position)
+            wire, step, body, reply, request_id, holds, lambda: player.note_delta_sent(position)
         )
 
-    def chaos_fault(fault: Fault, body: JsonObject, position: int, request_id: str) -> Response:
+    def chaos_fault(
+        wire: WireProtocol, fault: Fault, body: JsonObject, position: int, request_id: str
+    ) -> Response:
         if fault == "overloaded":
-            return _error(529, "overloaded_error", "Overloaded (chaos).", request_id)
+            overloaded = ApiError(529, "overloaded_error", "Overloaded (chaos).")
+            return _error(wire, overloaded, request_id)
         if fault == "server_error":
-            return _error(500, "api_error", "Internal server error (chaos).", request_id)
+            failed = ApiError(500, "api_error", "Internal server error (chaos).")
+            return _error(wire, failed, request_id)
         cut = Step(reply=[TextPart(text=_DROPPED_TEXT)], cut_after_chunks=1)
         return _answer(
+            wire,
             cut,
             body,
-            build_message(cut, body),
+            wire.build(cut, body),
             request_id,
             holds,
             lambda: player.note_delta_sent(position),
         )
 
     async def count_tokens(request: Request) -> Response:
-        received = await receive(request, count_tokens=True)
+        received = await receive(
+            request, anthropic, lambda body: anthropic.validate(body, count_tokens=True)
+        )
         if isinstance(received, Response):
             return received
         position, _, body = received
@@ -254,6 +268,15 @@ def create_app(player: ScriptPlayer, holds: Holds | None = None) -> Starlette:
         return JSONResponse(
             {"input_tokens": estimate_tokens(prompt)}, headers={"request-id": new_id("req_")}
         )
+
+    async def input_tokens(request: Request) -> Response:
+        received = await receive(request, responses, responses.validate)
+        if isinstance(received, Response):
+            return received
+        position, _, body = received
+        player.annotate(position, status=200)
+        headers = {responses.request_id_header: new_id("req_")}
+        return JSONResponse(count_input_tokens(body), headers=headers)
 
     async def list_requests(request: Request) -> Response:
         key = request.query_params.get("key")
@@ -268,27 +291,40 @@ def create_app(player: ScriptPlayer, holds: Holds | None = None) -> Starlette:
     async def add_script(request: Request) -> Response:
         request_id = new_id("req_")
         data = _parse_body(await request.body())
+
+        def refuse(message: str) -> Response:
+            return _error(anthropic, ApiError(400, "invalid_request_error", message), request_id)
+
         if data is None or not isinstance(data.get("key"), str):
-            return _error(400, "invalid_request_error", "key: Field required", request_id)
+            return refuse("key: Field required")
         if data.get("mode", "append") not in ("append", "replace"):
-            return _error(400, "invalid_request_error", "mode: append or replace", request_id)
+            return refuse("mode: append or replace")
         try:
             pending = player.add_steps(
                 data["key"], list(data.get("steps") or []), replace=data.get("mode") == "replace"
             )
         except (ValidationError, TypeError) as exc:
-            return _error(400, "invalid_request_error", str(exc), request_id)
+            return refuse(str(exc))
         return JSONResponse({"key": data["key"], "pending": pending})
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 404
         kind = "not_found_error" if status == 404 else "invalid_request_error"
         detail = exc.detail if isinstance(exc, HTTPException) else "Not Found"
-        return _error(status, kind, detail, new_id("req_"))
+        path = request.url.path
+        wire: WireProtocol = anthropic
+        if path.startswith("/v1/chat/"):
+            wire = chat
+        elif path.startswith("/v1/responses"):
+            wire = responses
+        return _error(wire, ApiError(status, kind, detail), new_id("req_"))
 
     routes = [
-        Route("/v1/messages", messages, methods=["POST"]),
+        Route("/v1/messages", model_endpoint(anthropic), methods=["POST"]),
         Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+        Route("/v1/chat/completions", model_endpoint(chat), methods=["POST"]),
+        Route("/v1/responses", model_endpoint(responses), methods=["POST"]),
+        Route("/v1/responses/input_tokens", input_tokens, methods=["POST"]),
         Route("/_offline/requests", list_requests, methods=["GET"]),
         Route("/_offline/release/{gate}", release, methods=["POST"]),
         Route("/_offline/script", add_script, methods=["POST"]),

@@ -14,14 +14,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from duragent.offline_model.chaos import Chaos, Roll, roll
-from duragent.offline_model.protocol import JsonObject
 from duragent.offline_model.script import TEMPLATE_KEY, Script, Step
+from duragent.offline_model.wire import JsonObject
 
 StepInput = Step | dict[str, Any]
 
 
 class RecordedRequest(BaseModel):
-    """One request the server received on a Messages API path.
+    """One request the server received on a model API path (`path` tells which API).
 
     `step_index` is the index of the step it consumed within its key's conversation (None for
     invalid requests, token counts and requests past the end of the script). `status` is the
@@ -149,8 +149,17 @@ class ScriptPlayer:
 
 
 def _last_user_text(body: JsonObject) -> str:
-    """The text of the request's last user message (what a step's `match` looks at)."""
+    """The text of the request's last user message (what a step's `match` looks at).
+
+    The messages are Anthropic's and Chat Completions' `messages`, or the Responses API's
+    `input` (a string is itself the user's text); content is a string or a list of parts,
+    whose `text` counts (Anthropic's and Chat's text parts, Responses' input_text parts).
+    """
     messages = body.get("messages")
+    if messages is None:
+        messages = body.get("input")
+        if isinstance(messages, str):
+            return messages
     if not isinstance(messages, list):
         return ""
     for message in reversed(messages):

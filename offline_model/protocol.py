@@ -1,42 +1,51 @@
-"""The Messages API wire format: request checks, messages, SSE events and error bodies.
+"""The Anthropic Messages API wire format: request checks, messages, SSE events and error bodies.
 
 Everything here is a pure function of its arguments (apart from random ids), so the server
-only decides *when* to send what these functions build.
+only decides *when* to send what these functions build; `AnthropicMessages` is this module as
+the app's `WireProtocol` (the OpenAI wires are `openai_chat` and `openai_responses`).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import math
 import secrets
-import string
 from collections.abc import Iterator
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from duragent.offline_model.script import DEFAULT_KEY, Step, TextPart, ThinkingPart, ToolUsePart
+from duragent.offline_model.wire import (
+    CHUNK_CHARS,
+    EXHAUSTED_TEXT,
+    ApiError,
+    Frame,
+    FrameKind,
+    JsonObject,
+    WireProtocol,
+    estimate_tokens,
+    new_id,
+    pieces,
+)
 
-CHUNK_CHARS = 20
-"""Streamed text, thinking and tool input are split into pieces of this many characters."""
+__all__ = [  # CHUNK_CHARS and the helpers moved to wire.py stay importable from here
+    "CHUNK_CHARS",
+    "EXHAUSTED_TEXT",
+    "AnthropicMessages",
+    "JsonObject",
+    "SseEvent",
+    "build_message",
+    "conversation_key",
+    "encode_sse",
+    "error_body",
+    "estimate_tokens",
+    "exhausted_message",
+    "new_id",
+    "stream_events",
+    "validate_request",
+]
 
-EXHAUSTED_TEXT = "(offline script finished)"
-
-_ALNUM = string.ascii_letters + string.digits
-
-JsonObject = dict[str, Any]
 SseEvent = tuple[str, JsonObject]
 """One server-sent event: its `event:` name and its `data:` JSON object."""
-
-
-def new_id(prefix: str) -> str:
-    """`prefix` + 24 random letters and digits, the shape of the API's message/tool/request ids."""
-    return prefix + "".join(secrets.choice(_ALNUM) for _ in range(24))
-
-
-def estimate_tokens(value: object) -> int:
-    """About one token per 4 characters of `value` (JSON-encoded unless a str), at least 1."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return max(1, math.ceil(len(text) / 4))
 
 
 def conversation_key(body: JsonObject) -> str:
@@ -356,10 +365,6 @@ def _usage(step: Step, request: JsonObject, content: list[JsonObject]) -> JsonOb
     }
 
 
-def _pieces(text: str) -> list[str]:
-    return [text[k : k + CHUNK_CHARS] for k in range(0, len(text), CHUNK_CHARS)]
-
-
 def _block_start(block: JsonObject) -> JsonObject:
     """A block as content_block_start announces it: empty text/thinking, `{}` input."""
     if block["type"] == "text":
@@ -371,14 +376,14 @@ def _block_start(block: JsonObject) -> JsonObject:
 
 def _block_deltas(block: JsonObject) -> Iterator[JsonObject]:
     if block["type"] == "text":
-        for piece in _pieces(block["text"]):
+        for piece in pieces(block["text"]):
             yield {"type": "text_delta", "text": piece}
     elif block["type"] == "thinking":
-        for piece in _pieces(block["thinking"]):
+        for piece in pieces(block["thinking"]):
             yield {"type": "thinking_delta", "thinking": piece}
         yield {"type": "signature_delta", "signature": block["signature"]}
     elif block["type"] == "tool_use":
-        for piece in _pieces(json.dumps(block["input"], ensure_ascii=False)):
+        for piece in pieces(json.dumps(block["input"], ensure_ascii=False)):
             yield {"type": "input_json_delta", "partial_json": piece}
 
 
@@ -444,3 +449,27 @@ def encode_sse(event: SseEvent) -> bytes:
     name, data = event
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return f"event: {name}\ndata: {payload}\n\n".encode()
+
+
+class AnthropicMessages(WireProtocol):
+    """POST /v1/messages: the functions above as the app's `WireProtocol`."""
+
+    request_id_header = "request-id"
+    parse_error = "There was an error parsing the body"
+
+    def conversation_key(self, body: JsonObject) -> str:
+        return conversation_key(body)
+
+    def validate(self, body: JsonObject, *, count_tokens: bool = False) -> ApiError | None:
+        problem = validate_request(body, count_tokens=count_tokens)
+        return None if problem is None else ApiError(400, "invalid_request_error", problem)
+
+    def build(self, step: Step, body: JsonObject) -> JsonObject:
+        return build_message(step, body)
+
+    def frames(self, response: JsonObject, body: JsonObject) -> list[Frame]:
+        kinds: dict[str, FrameKind] = {"content_block_delta": "delta", "message_stop": "end"}
+        return [Frame(encode_sse(e), kinds.get(e[0], "event")) for e in stream_events(response)]
+
+    def error(self, error: ApiError, request_id: str) -> tuple[int, JsonObject]:
+        return error.status, error_body(error.type, error.message, request_id)

@@ -1,14 +1,35 @@
 """Scripts for the offline model: which reply each request gets, in order.
 
-A script maps a conversation key (the request's `metadata.user_id`, or "default" when it has
-none) to a list of steps. Each request of a key consumes that key's next step. The key "*" is a
-template: a key that the script does not list plays its own fresh copy of the "*" steps.
+A script maps a conversation key to a list of steps. Each request of a key consumes that key's
+next step. The key "*" is a template: a key that the script does not list plays its own fresh
+copy of the "*" steps. The key of a request is its `metadata.user_id` on the Anthropic Messages
+API, its `user` on OpenAI's APIs (see `offline_model.openai_wire.conversation_key`), or
+"default" when it has none.
 
 A step either replies (one assistant message built from `text`, `tool_use` and `thinking`
 parts), answers with an API error, or hangs. Timing fields shape how the answer is delivered:
 `delay_ms` before the response headers, `chunk_delay_ms` between streamed deltas,
 `wait_for` holds the answer until a named gate is released, `cut_after_chunks` and
 `stall_after_chunks` break the stream part-way.
+
+The script is written in the Anthropic API's terms (content blocks, stop reasons, usage fields,
+error types) and the same file plays on every wire the server speaks. On OpenAI's wires
+(details in `offline_model.openai_chat` and `offline_model.openai_responses`):
+
+- `text` parts: Chat's `message.content` (joined); Responses' `message` items, one each.
+- `thinking` parts: Chat's `message.reasoning_content` (joined), where DeepSeek, vLLM and
+  other OpenAI-compatible servers put reasoning; Responses' `reasoning` items, one each, the
+  text as their summary.
+- `tool_use` parts: Chat's `message.tool_calls`; Responses' `function_call` items. The input
+  travels as a JSON `arguments` string; a scripted `id` is the call id.
+- `stop_reason`: Chat's `finish_reason` (stop, tool_calls, length, content_filter);
+  Responses' `status` (completed, or incomplete with its reason).
+- `usage`: OpenAI's prompt / input tokens count the cached ones, so they are input_tokens +
+  cache_read_input_tokens + cache_creation_input_tokens; `cached_tokens` is the cache read,
+  `cache_write_tokens` the cache creation, `reasoning_tokens` the `reasoning_tokens` field.
+- `error`: the status is kept, but 529 (Anthropic's overloaded) becomes 503; the body is
+  OpenAI's (`{"error": {"message", "type", "param", "code"}}`), Anthropic types mapped to
+  OpenAI's (`offline_model.openai_wire.OPENAI_TYPES`).
 
 Scripts load from YAML or JSON with `load_script`, or are built in code with
 `Script.model_validate({...})` / `Script.of([...])`.
@@ -124,6 +145,9 @@ class ScriptedUsage(BaseModel):
     output_tokens: int | None = Field(default=None, ge=0)
     cache_creation_input_tokens: int = Field(default=0, ge=0)
     cache_read_input_tokens: int = Field(default=0, ge=0)
+    reasoning_tokens: int | None = Field(default=None, ge=0)
+    """Of the output tokens, those spent reasoning: OpenAI reports them (`reasoning_tokens`),
+    Anthropic does not. Estimated from the thinking parts when absent (0 without any)."""
 
 
 class ScriptedError(BaseModel):
@@ -133,6 +157,8 @@ class ScriptedError(BaseModel):
     rate_limit_error, ...; api_error for other 5xx, invalid_request_error for other 4xx).
     `retry_after` (seconds) adds a `retry-after` header; `should_retry` adds the API's
     `x-should-retry: true|false` header, its advice on retrying whatever the status.
+    `code` is the `error.code` of OpenAI's error body (e.g. "context_length_exceeded"); the
+    Anthropic body has no such field.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -142,6 +168,7 @@ class ScriptedError(BaseModel):
     message: str | None = None
     retry_after: float | None = Field(default=None, ge=0)
     should_retry: bool | None = None
+    code: str | None = None
 
     @property
     def error_type(self) -> str:
@@ -169,8 +196,9 @@ class Step(BaseModel):
     - `chunk_delay_ms`: wait before each streamed delta event after the first.
     - `wait_for`: hold the answer until the named gate is released (gates stay open once
       released).
-    - `cut_after_chunks`: drop the connection once this many delta events have been sent (or
-      just before `message_stop` when the reply has fewer). A non-streaming request gets its
+    - `cut_after_chunks`: drop the connection once this many delta events have been sent (or,
+      when the reply has fewer, just before the stream's end: Anthropic's `message_stop`,
+      Chat's finish chunk, Responses' `response.completed`). A non-streaming request gets its
       headers and half of its body, then the drop.
     - `stall_after_chunks`: like `cut_after_chunks`, but keep the connection open and silent
       until the server stops.
@@ -212,7 +240,7 @@ class Step(BaseModel):
 
 
 class Script(BaseModel):
-    """Conversations keyed by `metadata.user_id`, plus what to do once a key runs out.
+    """Conversations by key (the requests' conversation key), and what to do once one runs out.
 
     `when_exhausted`: "reply" answers with the text "(offline script finished)" and end_turn;
     "error" answers 500 api_error naming the key. `chaos`: random latency and faults on

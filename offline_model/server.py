@@ -1,13 +1,18 @@
-"""The offline model's HTTP server: a Messages API endpoint that plays a script.
+"""The offline model's HTTP server: model API endpoints that play a script.
 
 `offline_model.app.create_app` builds the Starlette app around an
 `offline_model.player.ScriptPlayer` (the thread-safe script cursors and request log); this
 module runs it. `OfflineModelServer` runs that app in a background thread with its own event
 loop, for tests and demos; `serve_forever` runs it in the foreground for the command line.
 
-Endpoints:
-- POST /v1/messages: validated like the real API, answered by the key's next step.
-- POST /v1/messages/count_tokens: validated, answered with an estimate; consumes no step.
+Endpoints (each model endpoint validated like the real API, answered by the key's next step):
+- POST /v1/messages: the Anthropic Messages API (`offline_model.protocol`); the Anthropic SDK
+  takes `base_url`.
+- POST /v1/chat/completions: OpenAI's Chat Completions (`offline_model.openai_chat`);
+  OpenAI's SDK and OpenAI-compatible clients take `openai_base_url` (`base_url` + "/v1").
+- POST /v1/responses: OpenAI's Responses API (`offline_model.openai_responses`).
+- POST /v1/messages/count_tokens, POST /v1/responses/input_tokens: validated, answered with
+  an estimate; consume no step.
 - GET /_offline/requests[?key=K]: the request log as JSON.
 - POST /_offline/release/{gate}: opens a gate that `wait_for` steps hold on.
 - POST /_offline/script {"key", "steps", "mode": "append"|"replace"}: queues more steps.
@@ -71,6 +76,11 @@ class OfflineModelServer:
         """ "http://HOST:PORT", the `base_url` to give the SDK client (valid once started)."""
         host = f"[{self._host}]" if ":" in self._host else self._host
         return f"http://{host}:{self._port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """ "http://HOST:PORT/v1", the `base_url` to give OpenAI's SDK (valid once started)."""
+        return f"{self.base_url}/v1"
 
     @property
     def port(self) -> int:
@@ -208,6 +218,7 @@ def serve_forever(
     server.start()
     print(f"Offline model serving {path} at {server.base_url}", flush=True)
     print(f"Point the client at it with ANTHROPIC_BASE_URL={server.base_url}", flush=True)
+    print(f"or, for OpenAI's APIs, OPENAI_BASE_URL={server.openai_base_url}", flush=True)
     try:
         # A timed wait keeps the main thread returning to the interpreter, where signal
         # handlers run.
