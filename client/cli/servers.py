@@ -56,7 +56,8 @@ def offline_model(
     ] = None,
     port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 0,
 ) -> None:
-    """Serve the offline model: the Anthropic Messages API playing a scripted conversation."""
+    """Serve the offline model: a scripted conversation over the Anthropic Messages API
+    and OpenAI's Chat Completions and Responses APIs (at /v1/...)."""
     from duragent.offline_model import serve_forever
 
     serve_forever(script, port=port)
