@@ -28,7 +28,7 @@ from duragent.activities.save_point import find_commit, save_point
 from duragent.activities.snapshots import SnapshotTaker
 from duragent.activities.store_retry import with_store_retries
 from duragent.activities.tools import ToolRegistry
-from duragent.activities.tools.base import format_validation_error
+from duragent.activities.tools.schema import format_validation_error
 from duragent.activities.worker_loss import unstick_after_retry
 from duragent.domain.approvals import verdict
 from duragent.domain.config import SnapshotRef, TurnSnapshot

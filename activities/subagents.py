@@ -14,7 +14,7 @@ from temporalio import activity
 
 from duragent.activities.decided_calls import finish_decided_call
 from duragent.activities.tools import DelegateTool, ToolInputError, ToolRegistry
-from duragent.activities.tools.base import truncate_head
+from duragent.activities.tools.truncation import truncate_head
 from duragent.domain.config import TurnSnapshot
 from duragent.domain.events import SubagentStarted, ToolExecutionStart
 from duragent.domain.messages import AssistantMessage

@@ -31,7 +31,8 @@ from duragent.activities.orphans import (
 )
 from duragent.activities.store_retry import with_store_retries
 from duragent.activities.tools import ToolContext, ToolRegistry
-from duragent.activities.tools.base import describe_os_error, moved_workspace
+from duragent.activities.tools.paths import moved_workspace
+from duragent.activities.tools.registry import describe_os_error
 from duragent.activities.worker_loss import unstick_after_retry
 from duragent.domain.events import ToolExecutionStart, ToolExecutionUpdate, tool_call_ended
 from duragent.domain.messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage

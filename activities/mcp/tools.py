@@ -12,7 +12,8 @@ import mcp.types
 from duragent.activities.mcp.config import McpConfig, ServerConfig
 from duragent.activities.mcp.connection import ServerConnection, ServerUnavailable
 from duragent.activities.mcp.names import model_names, split_name
-from duragent.activities.tools.base import ToolContext, ToolProvider, truncate_head
+from duragent.activities.tools.contract import ToolContext, ToolProvider
+from duragent.activities.tools.truncation import truncate_head
 from duragent.domain.messages import ImageContent, TextContent, ToolResultContent
 from duragent.domain.tools import ToolResult, ToolSpec, ToolTraits
 

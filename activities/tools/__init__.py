@@ -2,7 +2,11 @@
 ask_user (offered only where a session's active tools name it).
 
 Plain async Python with no workflow or activity imports; the caller runs them wherever it
-likes (an activity, a test) through a `ToolRegistry`.
+likes (an activity, a test) through a `ToolRegistry`. Beside one module per tool:
+`contract` (what a tool is: `Tool`, `ToolContext`, `ToolProvider`, `ToolInputError`),
+`registry` (`ToolRegistry`), `schema` (argument schemas and validation messages for the
+model), `paths` (paths kept inside the workspace) and `truncation` (long output cut to a
+budget). What a plugin or a tool needs is importable from here.
 """
 
 from __future__ import annotations
@@ -10,14 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from duragent.activities.tools.ask_user import AskUserTool
-from duragent.activities.tools.base import (
-    Tool,
-    ToolContext,
-    ToolInputError,
-    ToolProvider,
-    ToolRegistry,
-)
 from duragent.activities.tools.bash import BashTool, process_group_alive, running_process_groups
+from duragent.activities.tools.contract import Tool, ToolContext, ToolInputError, ToolProvider
 from duragent.activities.tools.delegate import DelegateTool
 from duragent.activities.tools.edit import EditTool
 from duragent.activities.tools.find import FindTool
@@ -25,6 +23,7 @@ from duragent.activities.tools.function import FunctionTool, function_tool, tool
 from duragent.activities.tools.grep import GrepTool
 from duragent.activities.tools.ls import LsTool
 from duragent.activities.tools.read import ReadTool
+from duragent.activities.tools.registry import ToolRegistry
 from duragent.activities.tools.write import WriteTool
 
 __all__ = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from duragent.activities.tools.base import Tool, ToolContext
+from duragent.activities.tools.contract import Tool, ToolContext
 from duragent.domain.questions import ASK_USER_TOOL, UserQuestion
 from duragent.domain.tools import ToolResult
 

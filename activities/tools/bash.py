@@ -28,16 +28,15 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from duragent.activities.tools.base import (
+from duragent.activities.tools.contract import Tool, ToolContext
+from duragent.activities.tools.environment import tool_environment
+from duragent.activities.tools.sandbox import BwrapSandbox
+from duragent.activities.tools.truncation import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
-    Tool,
-    ToolContext,
     format_size,
     truncate_tail,
 )
-from duragent.activities.tools.environment import tool_environment
-from duragent.activities.tools.sandbox import BwrapSandbox
 from duragent.domain.tools import ToolResult, ToolTraits
 
 logger = logging.getLogger(__name__)

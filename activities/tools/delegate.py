@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from duragent.activities.tools.base import Tool, ToolContext
+from duragent.activities.tools.contract import Tool, ToolContext
 from duragent.domain.input import MAX_INPUT_BYTES
 from duragent.domain.subagents import DELEGATE_TOOL, MAX_DEPTH
 from duragent.domain.tools import ToolResult, ToolTraits

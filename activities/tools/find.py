@@ -12,13 +12,8 @@ from typing import ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from duragent.activities.tools.base import (
-    SKIPPED_DIRS,
-    Tool,
-    ToolContext,
-    display_path,
-    resolve_in_workspace,
-)
+from duragent.activities.tools.contract import Tool, ToolContext
+from duragent.activities.tools.paths import SKIPPED_DIRS, display_path, resolve_in_workspace
 from duragent.domain.tools import ToolResult, ToolTraits
 
 DEFAULT_FIND_LIMIT = 1000

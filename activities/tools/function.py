@@ -20,7 +20,7 @@ from typing import Any, ClassVar, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
-from duragent.activities.tools.base import Tool, ToolContext, ToolInputError
+from duragent.activities.tools.contract import Tool, ToolContext, ToolInputError
 from duragent.domain.tools import TOOL_NAME, ToolResult, ToolTraits
 
 logger = logging.getLogger(__name__)

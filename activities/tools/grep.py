@@ -13,17 +13,10 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from duragent.activities.tools.base import (
-    DEFAULT_MAX_BYTES,
-    Tool,
-    ToolContext,
-    ToolInputError,
-    display_path,
-    format_size,
-    resolve_in_workspace,
-    truncate_head,
-)
+from duragent.activities.tools.contract import Tool, ToolContext, ToolInputError
 from duragent.activities.tools.find import GlobMatcher, join, run_walk_in_thread, walk
+from duragent.activities.tools.paths import display_path, resolve_in_workspace
+from duragent.activities.tools.truncation import DEFAULT_MAX_BYTES, format_size, truncate_head
 from duragent.domain.tools import ToolResult, ToolTraits
 
 DEFAULT_GREP_LIMIT = 100

@@ -9,7 +9,8 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from duragent.activities.tools.base import Tool, ToolContext, display_path, resolve_in_workspace
+from duragent.activities.tools.contract import Tool, ToolContext
+from duragent.activities.tools.paths import display_path, resolve_in_workspace
 from duragent.domain.tools import ToolResult, ToolTraits
 
 DEFAULT_LS_LIMIT = 500

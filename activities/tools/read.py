@@ -10,15 +10,9 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from duragent.activities.tools.base import (
-    DEFAULT_MAX_BYTES,
-    DEFAULT_MAX_LINES,
-    Tool,
-    ToolContext,
-    display_path,
-    format_size,
-    resolve_in_workspace,
-)
+from duragent.activities.tools.contract import Tool, ToolContext
+from duragent.activities.tools.paths import display_path, resolve_in_workspace
+from duragent.activities.tools.truncation import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
 from duragent.domain.messages import ImageContent, TextContent
 from duragent.domain.tools import ToolResult, ToolTraits
 

@@ -24,9 +24,10 @@ from duragent.activities.tools import (
     process_group_alive,
     running_process_groups,
 )
-from duragent.activities.tools.base import resolve_in_workspace, truncate_head, truncate_tail
 from duragent.activities.tools.environment import tool_environment
 from duragent.activities.tools.find import GlobMatcher
+from duragent.activities.tools.paths import resolve_in_workspace
+from duragent.activities.tools.truncation import truncate_head, truncate_tail
 from duragent.domain.messages import ImageContent, TextContent
 from duragent.domain.tools import ToolResult, ToolTraits
 from duragent.settings import Settings, parse_tool_env
