@@ -34,8 +34,8 @@ from duragent.domain.messages import (
     ToolResultMessage,
     Usage,
 )
+from duragent.domain.save_points import TurnCommit, result_entry_id
 from duragent.domain.transcript import MISSING_RESULT_TEXT
-from duragent.domain.turns import TurnCommit, result_entry_id
 from duragent.store import entries, events, runs, sessions, staging
 from duragent.store.append import append_below
 from duragent.store.cursor_order import hold_numbering

@@ -44,6 +44,7 @@ from duragent.activities.tool_call import ToolCalls, new_progress
 from duragent.activities.worker_loss import unstick_after_retry
 from duragent.domain.call_batches import run_batch
 from duragent.domain.guidance import GuidanceItem
+from duragent.domain.save_points import result_entry_id
 from duragent.domain.tools import ToolCallRef
 from duragent.domain.turns import (
     TAKE_TURN,
@@ -51,7 +52,6 @@ from duragent.domain.turns import (
     TakeTurnResult,
     ToolCallInput,
     ToolCallOutcome,
-    result_entry_id,
 )
 from duragent.store.statements import Tx
 

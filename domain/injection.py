@@ -13,7 +13,7 @@ from duragent.domain.events import (
     RuntimeGuidanceReplanBeforeTools,
 )
 from duragent.domain.guidance import GuidanceItem, InjectionPoint, guidance_entry
-from duragent.domain.turns import TurnCommit
+from duragent.domain.save_points import TurnCommit
 
 Arrival = str
 """What the run was doing when an item arrived: `model`, `tools` or `between`."""

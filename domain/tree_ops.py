@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from duragent.domain.compaction import CompactionPlan, CompactionSettings
 from duragent.domain.cost import TurnCost
 from duragent.domain.messages import Usage
-from duragent.domain.turns import TurnCommit
+from duragent.domain.save_points import TurnCommit
 
 PLAN_COMPACTION = "plan_compaction"
 SUMMARIZE = "summarize"

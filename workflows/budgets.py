@@ -34,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from duragent.domain.events import BudgetRaised, BudgetReached
     from duragent.domain.messages import TextContent
     from duragent.domain.runs import RunResult
-    from duragent.domain.turns import TurnCommit
+    from duragent.domain.save_points import TurnCommit
 
 from duragent.workflows import steps
 from duragent.workflows.run_state import RunSteps

@@ -18,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from duragent.domain.guidance import GuidanceIntent, GuidanceItem
     from duragent.domain.queues import QueuedMessage, drain, enqueue
     from duragent.domain.runs import InboxState
-    from duragent.domain.turns import QueueConsumption
+    from duragent.domain.save_points import QueueConsumption
 
 
 SEEN_CARRIED = 1000

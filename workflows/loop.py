@@ -39,16 +39,17 @@ with workflow.unsafe.imports_passed_through():
         RunEventPayload,
         ToolExecutionStart,
     )
-    from duragent.domain.fallbacks import Skipped, ToolRun, TurnInProgress, error_reply
+    from duragent.domain.fallbacks import Skipped, ToolRun, error_reply
     from duragent.domain.guidance import GuidanceItem, InjectionPoint
     from duragent.domain.hooks import ToolOutcomeSummary, TurnSummary
     from duragent.domain.hosts import host_task_queue
     from duragent.domain.injection import inject, inject_replan, injection_point
     from duragent.domain.questions import ASK_USER_TOOL
     from duragent.domain.runs import Phase, RunResult
+    from duragent.domain.save_points import CommitSlot, TurnCommit, result_entry_id
     from duragent.domain.tools import ToolCallRef
+    from duragent.domain.turn_in_progress import TurnInProgress
     from duragent.domain.turns import (
-        CommitSlot,
         ModelTurnInput,
         ModelTurnResult,
         ProviderFailure,
@@ -56,8 +57,6 @@ with workflow.unsafe.imports_passed_through():
         TakeTurnResult,
         ToolCallInput,
         ToolCallOutcome,
-        TurnCommit,
-        result_entry_id,
     )
 
 from duragent.workflows import hosts, patches, steps

@@ -20,7 +20,6 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from duragent.domain.events import QuestionAnswered, QuestionAsked, RunEventPayload
-    from duragent.domain.fallbacks import TurnInProgress
     from duragent.domain.questions import (
         AnswerOutcome,
         PendingQuestion,
@@ -30,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         question_ended_text,
     )
     from duragent.domain.tools import ToolCallRef
+    from duragent.domain.turn_in_progress import TurnInProgress
     from duragent.domain.turns import ToolCallOutcome
 
 from duragent.workflows import steps

@@ -26,16 +26,15 @@ with workflow.unsafe.imports_passed_through():
         RunStatus,
         session_workflow_id,
     )
+    from duragent.domain.save_points import CommitSlot, TurnCommit
     from duragent.domain.search_attributes import session_attributes
     from duragent.domain.tree_ops import CompactResult, SaveTurnInput
     from duragent.domain.turns import (
         NOTHING_QUEUED,
-        CommitSlot,
         FinishRunInput,
         QueueInputInput,
         RecordEventsInput,
         StartRunInput,
-        TurnCommit,
     )
 
 from duragent.workflows import patches, steps

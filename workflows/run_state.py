@@ -16,12 +16,12 @@ with workflow.unsafe.imports_passed_through():
     from duragent.domain.config import SnapshotRef
     from duragent.domain.entries import SessionEntry
     from duragent.domain.events import RunEventPayload
-    from duragent.domain.fallbacks import TurnInProgress
     from duragent.domain.hooks import NextTurn
     from duragent.domain.messages import Usage
     from duragent.domain.queues import QueuedMessage
     from duragent.domain.runs import Phase, RunInput, RunResult, RunStatus
-    from duragent.domain.turns import CommitSlot, TurnCommit
+    from duragent.domain.save_points import CommitSlot, TurnCommit
+    from duragent.domain.turn_in_progress import TurnInProgress
 
 from duragent.workflows.budget_keeper import BudgetKeeper
 from duragent.workflows.hook_runner import HookRunner

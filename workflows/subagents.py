@@ -22,12 +22,13 @@ from temporalio.exceptions import ChildWorkflowError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from duragent.domain.fallbacks import TurnInProgress, root_message
+    from duragent.domain.fallbacks import root_message
     from duragent.domain.messages import user_text
     from duragent.domain.runs import RunInput, RunResult, session_workflow_id
     from duragent.domain.search_attributes import session_attributes
     from duragent.domain.subagents import FinishSubagentInput, StartSubagentInput
     from duragent.domain.tools import ToolCallRef
+    from duragent.domain.turn_in_progress import TurnInProgress
     from duragent.domain.turns import ToolCallOutcome
 
 from duragent.workflows import steps

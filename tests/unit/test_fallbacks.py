@@ -9,13 +9,13 @@ import pytest
 from duragent.domain.fallbacks import (
     ABORT_NOTE,
     Skipped,
-    TurnInProgress,
     abort_marker,
     error_reply,
     result_fallback,
 )
 from duragent.domain.messages import ToolResultMessage, text_of
 from duragent.domain.tools import ToolCallRef
+from duragent.domain.turn_in_progress import TurnInProgress
 from duragent.domain.turns import ProviderFailure, ToolCallOutcome
 
 pytestmark = pytest.mark.fast

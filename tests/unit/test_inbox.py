@@ -17,7 +17,7 @@ from duragent.domain.entries import MessageEntry, ModelChangeEntry
 from duragent.domain.guidance import GuidanceIntent, GuidanceItem
 from duragent.domain.messages import user_text
 from duragent.domain.queues import QueuedMessage
-from duragent.domain.turns import QueueConsumption
+from duragent.domain.save_points import QueueConsumption
 from duragent.workflows.inbox import SEEN_CARRIED, Inbox, queued_entries
 
 pytestmark = pytest.mark.fast

@@ -8,7 +8,7 @@ from duragent.domain.events import RuntimeGuidanceInjected, RuntimeGuidanceRepla
 from duragent.domain.guidance import GuidanceItem
 from duragent.domain.injection import inject, inject_replan, injection_point
 from duragent.domain.messages import Usage
-from duragent.domain.turns import CommitSlot, TurnCommit
+from duragent.domain.save_points import CommitSlot, TurnCommit
 
 pytestmark = pytest.mark.fast
 

@@ -29,7 +29,7 @@ from duragent.domain.messages import (
     Usage,
     user_text,
 )
-from duragent.domain.turns import CommitSlot, TurnCommit, result_entry_id
+from duragent.domain.save_points import CommitSlot, TurnCommit, result_entry_id
 from duragent.store import display, entries, events, runs, sessions, staging
 from duragent.store.append import append_below
 from duragent.store.db import Database

@@ -28,7 +28,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from duragent.domain import tree_ops, turns
+from duragent.domain import save_points, tree_ops, turns
 from duragent.domain.compaction import CompactionPlan, CompactionSettings
 from duragent.domain.config import SnapshotRef
 from duragent.domain.entries import CustomMessageEntry
@@ -212,7 +212,9 @@ async def result_of(handle: WorkflowHandle[SessionRun, RunResult]) -> RunResult:
     return await asyncio.wait_for(handle.result(), WAIT_S)
 
 
-def fallbacks(commit: turns.TurnCommit | None) -> Iterator[AssistantMessage | ToolResultMessage]:
+def fallbacks(
+    commit: save_points.TurnCommit | None,
+) -> Iterator[AssistantMessage | ToolResultMessage]:
     assert commit is not None
     for slot in commit.slots:
         if isinstance(slot.fallback, AssistantMessage | ToolResultMessage):
@@ -239,8 +241,8 @@ async def test_steering_waits_for_the_tools_and_a_follow_up_for_the_agent_to_sto
         first.entry_id,
         stand_ins.tool_inputs[0].result_entry_id,
     ]
-    assert second.commit.consumed == [turns.QueueConsumption(entry_id="s1", queue="steering")]
-    assert third.commit.consumed == [turns.QueueConsumption(entry_id="f1", queue="follow_up")]
+    assert second.commit.consumed == [save_points.QueueConsumption(entry_id="s1", queue="steering")]
+    assert third.commit.consumed == [save_points.QueueConsumption(entry_id="f1", queue="follow_up")]
     (finished,) = stand_ins.finished
     assert finished.status == "completed" and not finished.commits[-1].continues
 
