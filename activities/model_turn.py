@@ -43,9 +43,9 @@ from duragent.domain.transcript import repair_pairing
 from duragent.domain.turns import (
     MODEL_TURN,
     PROVIDER_ERROR,
-    ModelTurnInput,
-    ModelTurnResult,
+    ModelReply,
     ProviderFailure,
+    TurnInput,
 )
 from duragent.store import entries, events, sessions, snapshots, staging
 from duragent.store.db import Database
@@ -81,7 +81,7 @@ class ModelTurns:
         """Finished replies, for this worker's tool calls (shared with `ToolCalls`)."""
 
     @activity.defn(name=MODEL_TURN)
-    async def model_turn(self, data: ModelTurnInput) -> ModelTurnResult:
+    async def model_turn(self, data: TurnInput) -> ModelReply:
         # Heartbeats cover the whole call, store waits included: a slow store must not
         # look like a dead worker.
         async with heartbeating():
@@ -90,7 +90,7 @@ class ModelTurns:
         return answer.result
 
     async def answer(
-        self, data: ModelTurnInput, with_calls: Callable[[Tx], None] | None = None
+        self, data: TurnInput, with_calls: Callable[[Tx], None] | None = None
     ) -> Answer:
         """Save the previous turn, then the model's reply, staged (see `Answer`).
         `with_calls` runs in the transaction that stages a reply with tool calls (a read
@@ -109,7 +109,7 @@ class ModelTurns:
 
     async def _reply(
         self,
-        data: ModelTurnInput,
+        data: TurnInput,
         snapshot: TurnSnapshot,
         context: list[AgentMessage],
         servers: list[str] | None,
@@ -185,14 +185,14 @@ class ModelTurns:
 
     def _result(
         self,
-        data: ModelTurnInput,
+        data: TurnInput,
         snapshot: TurnSnapshot,
         message: AssistantMessage,
         servers: list[str] | None,
-    ) -> ModelTurnResult:
+    ) -> ModelReply:
         calls = [self._call_ref(call, snapshot, servers) for call in message.tool_calls]
         asks = any(call.approval is not None for call in calls)
-        return ModelTurnResult(
+        return ModelReply(
             snapshot=None if snapshot.id == data.snapshot.id else SnapshotRef.of(snapshot),
             stop_reason=message.stop_reason,
             usage=message.usage,
@@ -229,7 +229,7 @@ class ModelTurns:
             question=question,
         )
 
-    def _prepare(self, data: ModelTurnInput) -> _Prepared:
+    def _prepare(self, data: TurnInput) -> _Prepared:
         """Save the previous turn, take this turn's snapshot, read the context; and the
         reply an earlier attempt of this turn finished and staged, if any, the MCP
         servers the session uses (session-wide config, as of this save point) and its
@@ -289,7 +289,7 @@ class ModelTurns:
 class Answer(NamedTuple):
     """A turn's model call, done."""
 
-    result: ModelTurnResult
+    result: ModelReply
     raced: bool
     """Another attempt of this turn staged the reply (an earlier one: the model was not
     asked again; or one that raced this one, taken for lost meanwhile): its calls may

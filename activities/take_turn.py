@@ -48,10 +48,10 @@ from duragent.domain.save_points import result_entry_id
 from duragent.domain.tools import ToolCallRef
 from duragent.domain.turns import (
     TAKE_TURN,
-    ModelTurnInput,
-    TakeTurnResult,
     ToolCallInput,
     ToolCallOutcome,
+    TurnInput,
+    TurnResult,
 )
 from duragent.store.statements import Tx
 
@@ -77,7 +77,7 @@ class TurnTaker:
         self._guidance = guidance
 
     @activity.defn(name=TAKE_TURN)
-    async def take_turn(self, data: ModelTurnInput) -> TakeTurnResult:
+    async def take_turn(self, data: TurnInput) -> TurnResult:
         info = activity.info()
         details = info.heartbeat_details
         earlier: dict[str, Any] = (
@@ -102,7 +102,7 @@ class TurnTaker:
             model_ms = int((time.monotonic() - began) * 1000)
             calls = reply.tool_calls
             if not calls or any(decided_in_workflow(call) for call in calls):
-                return TakeTurnResult(reply=reply, model_ms=model_ms)
+                return TurnResult(reply=reply, model_ms=model_ms)
             # Calls may have begun only if another attempt got as far as the reply (an
             # earlier one, or one racing this one: a worker taken for lost and still at
             # work): then what is not staged and not retry-safe is reported, not run.
@@ -133,11 +133,11 @@ class TurnTaker:
                     guidance.update(before)
                 replan = await self._guidance.take(guidance, before) if before else []
                 if replan:  # before any call started: the model re-plans with it
-                    return TakeTurnResult(
+                    return TurnResult(
                         reply=reply, guidance=replan, replanned=True, model_ms=model_ms
                     )
                 batch = await self._run_calls(calls, run_one, guidance)
-        return TakeTurnResult(
+        return TurnResult(
             reply=reply,
             outcomes=[batch.outcomes.get(call.id) for call in calls],
             interrupted=batch.interrupted,

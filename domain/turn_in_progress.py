@@ -34,7 +34,7 @@ class TurnInProgress:
     """The model call returned: the workflow has counted its reply's usage."""
     calls_may_have_begun: bool = False
     """A lost attempt of the turn's activity may have started the calls: each is run as
-    rescheduled, finding what that attempt did (`TakeTurnResult.calls_may_have_begun`)."""
+    rescheduled, finding what that attempt did (`TurnResult.calls_may_have_begun`)."""
 
     def result_id(self, call_id: str) -> str:
         return dict(zip([call.id for call in self.calls], self.result_ids, strict=True))[call_id]

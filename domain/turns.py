@@ -27,8 +27,12 @@ from duragent.domain.save_points import TurnCommit
 from duragent.domain.tools import ToolCallRef, ToolResult
 
 START_RUN = "start_run"
-MODEL_TURN = "model_turn"
 TAKE_TURN = "take_turn"
+"""A turn as one activity: the model's reply (`TurnInput`), then its tool calls (`TurnResult`)."""
+MODEL_TURN = "model_turn"
+"""A turn's model call alone (`TurnInput` to `ModelReply`), its tool calls then activities of
+their own: in runs from before `take_turn`, when the session's host did not take the turn in
+time, and when a worker of an older build did (`workflows.turn_activity`)."""
 RUN_TOOL = "run_tool"
 FINISH_RUN = "finish_run"
 RECORD_EVENTS = "record_events"
@@ -82,8 +86,9 @@ class StartRunResult(_Contract):
     """The session's host, where the run's tool calls go; None: the shared task queue."""
 
 
-class ModelTurnInput(_Contract):
-    """Save the previous turn (if `commit`), then call the model on the committed context.
+class TurnInput(_Contract):
+    """A turn, for either of its activities (`TAKE_TURN`, `MODEL_TURN`): save the previous
+    turn (if `commit`), then call the model on the committed context.
 
     The save point runs at the start of the next model call instead of as a step of its
     own: it is the same transaction either way, and the turn saves a round trip.
@@ -137,7 +142,10 @@ WORKER_LOST = "WorkerLost"
 (`activities.leases`): its next attempt starts at once."""
 
 
-class ModelTurnResult(_Contract):
+class ModelReply(_Contract):
+    """What the workflow learns of the model's reply (the reply itself is staged in the
+    store): why it stopped, its usage and cost, a preview, and the calls it asks for."""
+
     stop_reason: StopReason
     usage: Usage
     text_preview: str
@@ -197,12 +205,12 @@ class ToolCallOutcome(_Contract):
         )
 
 
-class TakeTurnResult(_Contract):
-    """A turn taken in one activity (`TAKE_TURN`, whose input is a `ModelTurnInput`): the
-    reply, and the tool calls it ran. Calls the workflow must decide on (an approval, a
-    `delegate`) are left to it, all of them: `ran_tools` is False and it runs the batch."""
+class TurnResult(_Contract):
+    """A turn taken in one activity (`TAKE_TURN`): the reply, and the tool calls it ran.
+    Calls the workflow must decide on (an approval, a `delegate`) are left to it, all of
+    them: `ran_tools` is False and it runs the batch."""
 
-    reply: ModelTurnResult
+    reply: ModelReply
     outcomes: list[ToolCallOutcome | None] = Field(default_factory=list)
     """One per call of the reply, in call order, when the activity ran them (else empty);
     None: a call guidance kept from starting."""

@@ -59,11 +59,11 @@ from duragent.domain.turns import (
     START_RUN,
     TAKE_TURN,
     FinishRunInput,
-    ModelTurnResult,
+    ModelReply,
     StartRunInput,
-    TakeTurnResult,
     ToolCallInput,
     ToolCallOutcome,
+    TurnResult,
 )
 from duragent.settings import Settings
 
@@ -153,10 +153,10 @@ class WorkerMetrics:
 
     def activity_done(self, name: str, args: Sequence[Any], result: Any, seconds: float) -> None:
         data = args[0] if args else None
-        if name == MODEL_TURN and isinstance(result, ModelTurnResult):
+        if name == MODEL_TURN and isinstance(result, ModelReply):
             self.turns.add(1, {"model": result.model or "unknown"})
             self._model_call(result.model, result.usage, seconds)
-        elif name == TAKE_TURN and isinstance(result, TakeTurnResult):
+        elif name == TAKE_TURN and isinstance(result, TurnResult):
             reply = result.reply
             self.turns.add(1, {"model": reply.model or "unknown"})
             self._model_call(reply.model, reply.usage, result.model_ms / 1000)

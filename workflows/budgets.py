@@ -9,7 +9,7 @@ says which limit and what was spent (the model reads it in a later run), or it s
 turn and waits for a person to raise the budget: the `raise_budget` update (or a new
 session budget set meanwhile) lets it go on, an abort ends it as any abort does.
 
-Costs come priced from the model activity (`ModelTurnResult.cost`) and from sub-agents'
+Costs come priced from the model activity (`ModelReply.cost`) and from sub-agents'
 results (`RunResult.cost_usd`): the workflow never reads prices. What the session's other
 runs spent is read once, by a local activity, at the first check with a session budget.
 """
@@ -56,7 +56,7 @@ async def budget_gate(
         session_budget = run.session_budget()
         if session_budget is not None and session_budget.limited and keeper.session_before is None:
             keeper.session_before = await steps.session_spend(
-                SessionSpendInput(session_id=run.state.run.session_id, run_id=run.state.run_id)
+                SessionSpendInput(session_id=run.state.input.session_id, run_id=run.state.run_id)
             )
         found = keeper.reached(run.spent(), session_budget)
         if not found:

@@ -2,7 +2,7 @@
 
     run_until_idle:                      the outer loop, over follow-ups
         run_turns:                       the inner loop, over tool calls and steering
-            take_turn:                   the model call and its tool calls
+            one_turn:                    the model call and its tool calls
             steering?                    (again while the model calls tools or steering
                                           queues up)
         follow-ups or guidance?          (another round of run_turns if so)
@@ -50,13 +50,13 @@ with workflow.unsafe.imports_passed_through():
     from duragent.domain.tools import ToolCallRef
     from duragent.domain.turn_in_progress import TurnInProgress
     from duragent.domain.turns import (
-        ModelTurnInput,
-        ModelTurnResult,
+        ModelReply,
         ProviderFailure,
         TakeGuidanceInput,
-        TakeTurnResult,
         ToolCallInput,
         ToolCallOutcome,
+        TurnInput,
+        TurnResult,
     )
 
 from duragent.workflows import hosts, patches, steps
@@ -68,11 +68,11 @@ from duragent.workflows.tool_batch import BatchResult, run_tool_calls
 
 
 @dataclass
-class TurnEnd:
+class EndedTurn:
     """A model turn whose tool calls have all ended, not yet committed."""
 
     turn: TurnInProgress
-    reply: ModelTurnResult
+    reply: ModelReply
     batch: BatchResult
     slots: list[CommitSlot]
     """The assistant message, then one result per call."""
@@ -102,7 +102,7 @@ async def run_until_idle(run: Run) -> RunResult:
         pending = await _between_turns(run, end, guided or commit)
 
 
-async def run_turns(run: Run, pending: TurnCommit | None) -> TurnEnd | RunResult:
+async def run_turns(run: Run, pending: TurnCommit | None) -> EndedTurn | RunResult:
     """The inner loop: a model turn (saving `pending` first) and its tool calls, and
     again while the model calls tools or steering queues up. Returns the turn after
     which the agent would stop (or must), or the result of a run a turn ended."""
@@ -112,7 +112,7 @@ async def run_turns(run: Run, pending: TurnCommit | None) -> TurnEnd | RunResult
         pending, stopped = await budget_gate(run, pending)
         if stopped is not None:
             return stopped
-        end = await take_turn(run, pending)
+        end = await one_turn(run, pending)
         if isinstance(end, TurnCommit):  # re-planned with guidance before any tool ran
             pending = end
             continue
@@ -128,20 +128,20 @@ async def run_turns(run: Run, pending: TurnCommit | None) -> TurnEnd | RunResult
         pending = await _between_turns(run, end, commit)
 
 
-async def take_turn(run: Run, pending: TurnCommit | None) -> TurnEnd | TurnCommit | RunResult:
+async def one_turn(run: Run, pending: TurnCommit | None) -> EndedTurn | TurnCommit | RunResult:
     """One model call and the tool calls it asks for. Guidance pending when the model
     has planned calls turns them into a re-plan: the commit for the next call."""
     state = run.state
     state.turn += 1
     state.current = TurnInProgress(assistant_id=run.new_id())
-    taken = await _model_turn(run, pending)
+    result = await _turn_activity(run, pending)
     assistant_id = state.current.assistant_id
-    if isinstance(taken, ProviderFailure):
-        fallback = error_reply(taken, state.snapshot.model, run.now_ms())
+    if isinstance(result, ProviderFailure):
+        fallback = error_reply(result, state.snapshot.model, run.now_ms())
         slot = CommitSlot(entry_id=assistant_id, fallback=fallback)
         commit = run.commit([slot], continues=False)
-        return await run.finish([commit], "error", taken.message, assistant_id)
-    reply = taken.reply
+        return await run.finish([commit], "error", result.message, assistant_id)
+    reply = result.reply
     _count_reply(run, assistant_id, reply)
     calls = reply.tool_calls
     result_ids = (
@@ -154,10 +154,10 @@ async def take_turn(run: Run, pending: TurnCommit | None) -> TurnEnd | TurnCommi
         calls,
         result_ids,
         replied=True,
-        calls_may_have_begun=taken.calls_may_have_begun,
+        calls_may_have_begun=result.calls_may_have_begun,
     )
-    state.inbox.drop_taken([item.id for item in taken.guidance])
-    batch = await _tool_calls(run, turn, taken)
+    state.inbox.drop_taken([item.id for item in result.guidance])
+    batch = await _tool_calls(run, turn, result)
     if isinstance(batch, TurnCommit):  # re-planned: no call ran
         return batch
     slots = turn.finished_slots(batch.outcomes, run.now_ms())
@@ -173,10 +173,10 @@ async def take_turn(run: Run, pending: TurnCommit | None) -> TurnEnd | TurnCommi
         commit = run.commit(slots, continues=False)
         return await run.finish([commit], "error", str(err), assistant_id)
     stop = stop or _turn_limit_reached(run)
-    return TurnEnd(turn, reply, batch, slots, stop=stop, guided=taken.guidance)
+    return EndedTurn(turn, reply, batch, slots, stop=stop, guided=result.guidance)
 
 
-def _count_reply(run: Run, assistant_id: str, reply: ModelTurnResult) -> None:
+def _count_reply(run: Run, assistant_id: str, reply: ModelReply) -> None:
     """What a reply changes in the run: its usage and cost, the snapshot and approval
     policy the next calls use."""
     state = run.state
@@ -188,15 +188,15 @@ def _count_reply(run: Run, assistant_id: str, reply: ModelTurnResult) -> None:
 
 
 async def _tool_calls(
-    run: Run, turn: TurnInProgress, taken: TakeTurnResult
+    run: Run, turn: TurnInProgress, result: TurnResult
 ) -> BatchResult | TurnCommit:
     """How the turn's calls ended: as the turn's activity ran them, or run here (the
     activity left them: an approval, a `delegate`, a run from before); or the re-plan
     guidance asked for before any started."""
-    if taken.replanned:  # the activity took guidance before any call started
-        return _replanned(run, turn, taken.guidance)
-    if taken.ran_tools:
-        stopped = set(taken.interrupted)  # those without an outcome stopped before it
+    if result.replanned:  # the activity took guidance before any call started
+        return _replanned(run, turn, result.guidance)
+    if result.ran_tools:
+        stopped = set(result.interrupted)  # those without an outcome stopped before it
         return BatchResult(
             outcomes=[
                 outcome
@@ -204,10 +204,10 @@ async def _tool_calls(
                 else asyncio.CancelledError()
                 if call.id in stopped
                 else Skipped()
-                for call, outcome in zip(turn.calls, taken.outcomes, strict=True)
+                for call, outcome in zip(turn.calls, result.outcomes, strict=True)
             ],
-            interrupted=taken.interrupted,
-            skipped=taken.skipped,
+            interrupted=result.interrupted,
+            skipped=result.skipped,
         )
     inbox = run.state.inbox
     if turn.calls and inbox.guidance:
@@ -220,13 +220,13 @@ async def _tool_calls(
     return batch
 
 
-async def _complete(run: Run, end: TurnEnd, commit: TurnCommit) -> RunResult:
+async def _complete(run: Run, end: EndedTurn, commit: TurnCommit) -> RunResult:
     run.state.current = None
     commit = commit.model_copy(update={"continues": False})
     return await run.finish([commit], "completed", None, end.turn.assistant_id)
 
 
-async def _between_turns(run: Run, end: TurnEnd, commit: TurnCommit) -> TurnCommit | None:
+async def _between_turns(run: Run, end: EndedTurn, commit: TurnCommit) -> TurnCommit | None:
     """Compact a context that is nearly full and continue as new when it is time;
     `commit` if neither saved it, for the next model call to save."""
     pending: TurnCommit | None = commit
@@ -253,27 +253,27 @@ async def _waiting_input(run: Run) -> TurnCommit | None:
     return commit
 
 
-async def _model_turn(run: Run, commit: TurnCommit | None) -> TakeTurnResult | ProviderFailure:
+async def _turn_activity(run: Run, commit: TurnCommit | None) -> TurnResult | ProviderFailure:
     """The turn's activity (which saves `commit` first); a context the provider refuses
     as too long is compacted and the call tried once more."""
     run.state.unsaved = [commit] if commit else []
     run.state.inbox.activity = "model"
-    reply = await _call_model(run, commit)
+    result = await _attempts(run, commit)
     if commit is not None:  # the model activity saved the previous turn first
         run.state.leaf, run.state.unsaved = commit.leaf_after(run.state.leaf), []
         run.state.inbox.writes_saved()
-    overflow = isinstance(reply, ProviderFailure) and reply.kind == "context_overflow"
-    compacted = overflow and run.state.run.options.compaction.enabled
+    overflow = isinstance(result, ProviderFailure) and result.kind == "context_overflow"
+    compacted = overflow and run.state.input.options.compaction.enabled
     if compacted and (await run.compact("overflow")).compacted:
-        reply = await _call_model(run, None)
+        result = await _attempts(run, None)
     run.state.inbox.activity = "between"
-    return reply
+    return result
 
 
-def _context_nearly_full(run: Run, reply: ModelTurnResult, outcomes: list[ToolRun]) -> bool:
+def _context_nearly_full(run: Run, reply: ModelReply, outcomes: list[ToolRun]) -> bool:
     """Auto-compaction (checked at every save point): the last call's reported tokens
     plus about a token per four characters of what the turn added."""
-    settings = run.state.run.options.compaction
+    settings = run.state.input.options.compaction
     if not settings.enabled:
         return False
     window = settings.context_window or context_window_of(run.state.snapshot.model)
@@ -285,7 +285,7 @@ def _context_nearly_full(run: Run, reply: ModelTurnResult, outcomes: list[ToolRu
 # Runtime guidance: taken at safe points, if the store still lets the run.
 
 
-async def _guidance_after(run: Run, end: TurnEnd, commit: TurnCommit) -> TurnCommit | None:
+async def _guidance_after(run: Run, end: EndedTurn, commit: TurnCommit) -> TurnCommit | None:
     """`commit` with the guidance pending after a turn's tool calls, if any is taken."""
     if not (end.guided or run.state.inbox.guidance):
         return None
@@ -337,8 +337,8 @@ async def _take_guidance(run: Run) -> list[GuidanceItem]:
     items = run.state.inbox.take_guidance()
     taken = await steps.take_guidance(
         TakeGuidanceInput(
-            session_id=run.state.run.session_id,
-            run_id=run.state.run.run_id,
+            session_id=run.state.input.session_id,
+            run_id=run.state.input.run_id,
             item_ids=[item.id for item in items],
         )
     )
@@ -348,12 +348,12 @@ async def _take_guidance(run: Run) -> list[GuidanceItem]:
 # The pieces of a turn.
 
 
-async def _call_model(run: Run, commit: TurnCommit | None) -> TakeTurnResult | ProviderFailure:
+async def _attempts(run: Run, commit: TurnCommit | None) -> TurnResult | ProviderFailure:
     """One turn's activity; retryable provider failures back off here, in the `retry`
     phase."""
-    data, current = run.state.run, run.state.current
+    data, current = run.state.input, run.state.current
     assert current is not None
-    request = ModelTurnInput(
+    request = TurnInput(
         session_id=data.session_id,
         run_id=data.run_id,
         turn=run.state.turn,
@@ -366,7 +366,7 @@ async def _call_model(run: Run, commit: TurnCommit | None) -> TakeTurnResult | P
     attempt = 1
     while True:
         try:
-            return await _ask(run, request, attempt)
+            return await _attempt(run, request, attempt)
         except ActivityError as err:
             if steps.cancelled(err):  # the run is being aborted
                 raise asyncio.CancelledError from err
@@ -385,17 +385,17 @@ async def _call_model(run: Run, commit: TurnCommit | None) -> TakeTurnResult | P
         attempt += 1
 
 
-async def _ask(run: Run, request: ModelTurnInput, attempt: int) -> TakeTurnResult:
+async def _attempt(run: Run, request: TurnInput, attempt: int) -> TurnResult:
     """The turn as one activity where the session's tools run: its host's queue, or
     this run's. The model call alone (its tool calls then activities of their own) in
     runs from before, when a gone host does not take the turn in time (its calls then
     wait for the host), and when a worker of an older build took it (an upgrade)."""
-    options = run.state.run.options
+    options = run.state.input.options
     if workflow.patched(patches.TURN_ONE_ACTIVITY):
         host = run.state.host
         queue = host_task_queue(workflow.info().task_queue, host) if host else None
         try:
-            taken = await steps.take_turn(
+            result = await steps.take_turn(
                 request,
                 options,
                 attempt,
@@ -406,7 +406,7 @@ async def _ask(run: Run, request: ModelTurnInput, attempt: int) -> TakeTurnResul
                 # Aborted while its tools ran: the activity stopped them and returned
                 # what they did (their results are staged for the abort's save).
                 raise asyncio.CancelledError
-            return taken
+            return result
         except ActivityError as err:
             if not (queue and steps.not_taken(err)) and not steps.not_registered(err):
                 raise
@@ -418,8 +418,8 @@ async def _ask(run: Run, request: ModelTurnInput, attempt: int) -> TakeTurnResul
                 and workflow.patched(patches.LOST_TURN_CALLS_RESCHEDULED)
             )
             reply = await steps.model_turn(request, options, attempt)
-            return TakeTurnResult(reply=reply, calls_may_have_begun=lost)
-    return TakeTurnResult(reply=await steps.model_turn(request, options, attempt))
+            return TurnResult(reply=reply, calls_may_have_begun=lost)
+    return TurnResult(reply=await steps.model_turn(request, options, attempt))
 
 
 async def _run_tool(run: Run, turn: TurnInProgress, call: ToolCallRef) -> ToolCallOutcome:
@@ -431,8 +431,8 @@ async def _run_tool(run: Run, turn: TurnInProgress, call: ToolCallRef) -> ToolCa
     if call.question is not None and call.refused is None and workflow.patched(patches.ASK_USER):
         return await run.questions.wait(run, turn, call, partial(_question_event, run))
     data = ToolCallInput(
-        session_id=run.state.run.session_id,
-        run_id=run.state.run.run_id,
+        session_id=run.state.input.session_id,
+        run_id=run.state.input.run_id,
         turn=run.state.turn,
         assistant_entry_id=turn.assistant_id,
         result_entry_id=turn.result_id(call.id),
@@ -440,8 +440,8 @@ async def _run_tool(run: Run, turn: TurnInProgress, call: ToolCallRef) -> ToolCa
         rescheduled=1 if turn.calls_may_have_begun else 0,
     )
     if run.state.host is not None and workflow.patched(patches.HOST_QUEUES):  # the session's host
-        return await run.host_waits.run_tool(run, run.state.host, data, run.state.run.options)
-    return await steps.run_tool(data, run.state.run.options)
+        return await run.host_waits.run_tool(run, run.state.host, data, run.state.input.options)
+    return await steps.run_tool(data, run.state.input.options)
 
 
 async def _approval_event(run: Run, waiting: bool, event: RunEventPayload) -> None:
@@ -478,7 +478,7 @@ def _waiting_phase(run: Run) -> Phase:
 
 
 def _summary(
-    run: Run, reply: ModelTurnResult, calls: list[ToolCallRef], outcomes: list[ToolRun]
+    run: Run, reply: ModelReply, calls: list[ToolCallRef], outcomes: list[ToolRun]
 ) -> TurnSummary:
     return TurnSummary(
         turn=run.state.turn,
@@ -500,7 +500,7 @@ def _summary(
 
 
 def _turn_limit_reached(run: Run) -> bool:
-    limit = run.state.run.max_turns
+    limit = run.state.input.max_turns
     return limit is not None and run.state.turn >= limit
 
 

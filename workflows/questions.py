@@ -94,7 +94,7 @@ class QuestionGate:
         propagates: the batch then answers the call as stopped."""
         question = call.question
         assert question is not None
-        timeout_s = run.state.run.options.ask_user_timeout_s
+        timeout_s = run.state.input.options.ask_user_timeout_s
         asked_at = run.now_ms()
         pending = PendingQuestion(
             call_id=call.id,
@@ -134,8 +134,8 @@ class QuestionGate:
         self._waiting.pop(call.id, None)
         answer = self._answered[call.id]
         stage = StageAnswerInput(
-            session_id=run.state.run.session_id,
-            run_id=run.state.run.run_id,
+            session_id=run.state.input.session_id,
+            run_id=run.state.input.run_id,
             result_entry_id=turn.result_id(call.id),
             call_id=call.id,
             asked_at_ms=asked_at,

@@ -127,11 +127,11 @@ class Run:
         await self.set_phase("compaction")
         try:
             result = await compact(
-                session_id=self.state.run.session_id,
-                op_id=self.state.run.run_id,
+                session_id=self.state.input.session_id,
+                op_id=self.state.input.run_id,
                 leaf_id=self.state.leaf,
-                settings=self.state.run.options.compaction,
-                options=self.state.run.options,
+                settings=self.state.input.options.compaction,
+                options=self.state.input.options,
                 reason=reason,
                 on_summary=self.state.summarizing.append,
             )
@@ -155,8 +155,8 @@ class Run:
         self.state.unsaved = [commit]
         await steps.save_turn(
             SaveTurnInput(
-                session_id=self.state.run.session_id,
-                run_id=self.state.run.run_id,
+                session_id=self.state.input.session_id,
+                run_id=self.state.input.run_id,
                 parent_id=self.state.leaf,
                 commit=commit,
             )
@@ -173,7 +173,7 @@ class Run:
             or info.get_current_history_length() >= CONTINUE_AT_EVENTS
             or info.get_current_history_size() >= CONTINUE_AT_BYTES
             or self.state.turn - self.state.first_turn
-            >= self.state.run.options.continue_as_new_after_turns
+            >= self.state.input.options.continue_as_new_after_turns
         )
 
     async def continue_as_new(self) -> NoReturn:
@@ -183,9 +183,9 @@ class Run:
         info = workflow.info()
         await steps.record_events(
             RecordEventsInput(
-                session_id=self.state.run.session_id,
-                run_id=self.state.run.run_id,
-                key=f"{self.state.run.run_id}/continued/{self.state.turn}",
+                session_id=self.state.input.session_id,
+                run_id=self.state.input.run_id,
+                key=f"{self.state.input.run_id}/continued/{self.state.turn}",
                 events=[
                     ContinuedAsNew(
                         turn=self.state.turn,
@@ -208,7 +208,7 @@ class Run:
             host=self.state.host,
             budget=self.state.budgets.export(),
         )
-        workflow.continue_as_new(self.state.run.model_copy(update={"carried": carried}))
+        workflow.continue_as_new(self.state.input.model_copy(update={"carried": carried}))
 
     def commit(
         self,
@@ -266,7 +266,7 @@ class Run:
         cleared: tuple[list[QueuedMessage], list[QueuedMessage]] | None = None,
         compaction_id: str | None = None,
     ) -> RunResult:
-        run = self.state.run
+        run = self.state.input
         writes, session_config = self.state.inbox.take_writes()
         # Queued messages the run never reached start the session's next run, unless the
         # user aborted (then they go back to the caller). Taken from the inbox: what
@@ -319,7 +319,7 @@ class Run:
             or not workflow.patched(patches.QUEUED_INPUT_RUNS)
         ):
             return result
-        session_id = self.state.run.session_id
+        session_id = self.state.input.session_id
         try:
             await workflow.wait_condition(workflow.all_handlers_finished)
             late = [m for q in self.state.inbox.clear_queues() for m in q]
@@ -338,7 +338,7 @@ class Run:
                 session_id=session_id,
                 run_id=run_id,
                 kind="queued",
-                options=self.state.run.options,
+                options=self.state.input.options,
             ),
             memo={"kind": "run", "run_id": run_id},
             search_attributes=session_attributes(session_id, "run", run_id),
@@ -348,9 +348,9 @@ class Run:
         self.state.phase = phase
         await steps.record_events(
             RecordEventsInput(
-                session_id=self.state.run.session_id,
-                run_id=self.state.run.run_id,
-                key=f"{self.state.run.run_id}/phase/{self.new_id()}",
+                session_id=self.state.input.session_id,
+                run_id=self.state.input.run_id,
+                key=f"{self.state.input.run_id}/phase/{self.new_id()}",
                 events=[*events, PhaseChanged(phase=phase)],
                 phase=phase,
             )
@@ -361,9 +361,9 @@ class Run:
         for), each kind with keys of its own."""
         await steps.record_events(
             RecordEventsInput(
-                session_id=self.state.run.session_id,
-                run_id=self.state.run.run_id,
-                key=f"{self.state.run.run_id}/{kind}/{self.new_id()}",
+                session_id=self.state.input.session_id,
+                run_id=self.state.input.run_id,
+                key=f"{self.state.input.run_id}/{kind}/{self.new_id()}",
                 events=list(events),
             )
         )

@@ -29,7 +29,7 @@ from duragent.workflows.inbox import Inbox
 
 
 class RunState:
-    run: RunInput
+    input: RunInput
     """The run's input (set as the run starts)."""
     snapshot: SnapshotRef
     """The turn snapshot the next model call uses."""

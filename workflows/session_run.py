@@ -132,7 +132,7 @@ class SessionRun:
 
     @workflow.run
     async def run(self, data: RunInput) -> RunResult:
-        self._state.run, self._state.run_id, self._state.phase = data, data.run_id, "turn"
+        self._state.input, self._state.run_id, self._state.phase = data, data.run_id, "turn"
         self._state.budgets.begin(data, self._run.now_ms())
         try:
             if data.carried is not None:

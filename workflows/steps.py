@@ -2,7 +2,7 @@
 
 Bookkeeping steps (start, finish, events) are short store writes and run as local
 activities: a marker in history instead of a task round trip through the server. The
-save point of each turn rides on the next model call (see `ModelTurnInput.commit`).
+save point of each turn rides on the next model call (see `TurnInput.commit`).
 The model call and tool calls are regular activities: they run long, heartbeat so a
 crashed worker is noticed, and are cancelled through heartbeats on abort.
 """
@@ -62,8 +62,7 @@ with workflow.unsafe.imports_passed_through():
         ApplyChangesInput,
         FinishRunInput,
         FinishRunResult,
-        ModelTurnInput,
-        ModelTurnResult,
+        ModelReply,
         ProviderFailure,
         QueueInputInput,
         RecordEventsInput,
@@ -71,9 +70,10 @@ with workflow.unsafe.imports_passed_through():
         StartRunResult,
         TakeGuidanceInput,
         TakeGuidanceResult,
-        TakeTurnResult,
         ToolCallInput,
         ToolCallOutcome,
+        TurnInput,
+        TurnResult,
     )
     from duragent.domain.turns import PROVIDER_ERROR as PROVIDER_ERROR
 
@@ -175,11 +175,11 @@ async def _long_step(
     return cast(T, result)
 
 
-async def model_turn(data: ModelTurnInput, options: RunOptions, attempt: int) -> ModelTurnResult:
+async def model_turn(data: TurnInput, options: RunOptions, attempt: int) -> ModelReply:
     return await _long_step(
         MODEL_TURN,
         data,
-        ModelTurnResult,
+        ModelReply,
         activity_id=f"turn-{data.turn}-model-{attempt}",
         timeout_s=options.model_timeout_s,
         heartbeat_s=options.model_heartbeat_timeout_s,
@@ -195,19 +195,19 @@ async def model_turn(data: ModelTurnInput, options: RunOptions, attempt: int) ->
 
 
 async def take_turn(
-    data: ModelTurnInput,
+    data: TurnInput,
     options: RunOptions,
     attempt: int,
     *,
     task_queue: str | None = None,
     start_within_s: float | None = None,
-) -> TakeTurnResult:
+) -> TurnResult:
     """The model call and its tool calls in one activity, where the session's tools run
     (its host's `task_queue`, to be taken within `start_within_s`)."""
     return await _long_step(
         TAKE_TURN,
         data,
-        TakeTurnResult,
+        TurnResult,
         activity_id=f"turn-{data.turn}-{attempt}",
         # A turn may run several groups of calls one after the other.
         timeout_s=options.model_timeout_s + TURN_TOOL_SPANS * options.tool_timeout_s,

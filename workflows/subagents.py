@@ -37,7 +37,7 @@ from duragent.workflows.run_state import RunSteps
 
 async def run_subagent(run: RunSteps, turn: TurnInProgress, call: ToolCallRef) -> ToolCallOutcome:
     """Run the call's sub-agent to its end and stage its answer as the call's result."""
-    parent = run.state.run
+    parent = run.state.input
     started_at = run.now_ms()
     child_id = run.new_id()
     start = await steps.start_subagent(

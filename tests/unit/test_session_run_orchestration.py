@@ -57,14 +57,14 @@ def tool(call_id: str, execution: ExecutionMode = "parallel") -> ToolCallRef:
     )
 
 
-def calls(*tools: ToolCallRef) -> turns.ModelTurnResult:
-    return turns.ModelTurnResult(
+def calls(*tools: ToolCallRef) -> turns.ModelReply:
+    return turns.ModelReply(
         stop_reason="toolUse", usage=Usage(), text_preview="", tool_calls=list(tools)
     )
 
 
-def answer(text: str) -> turns.ModelTurnResult:
-    return turns.ModelTurnResult(stop_reason="stop", usage=Usage(), text_preview=text)
+def answer(text: str) -> turns.ModelReply:
+    return turns.ModelReply(stop_reason="stop", usage=Usage(), text_preview=text)
 
 
 def queued(item_id: str) -> QueuedMessage:
@@ -75,9 +75,9 @@ class StandIns:
     """The workflow's activities: the model replies from a script, one reply per turn;
     tools wait for `release()` (heartbeating, so an abort reaches them) once `hold()`."""
 
-    def __init__(self, *replies: turns.ModelTurnResult) -> None:
+    def __init__(self, *replies: turns.ModelReply) -> None:
         self.replies = replies
-        self.model_inputs: list[turns.ModelTurnInput] = []
+        self.model_inputs: list[turns.TurnInput] = []
         self.tool_inputs: list[turns.ToolCallInput] = []
         self.finished: list[turns.FinishRunInput] = []
         self.started: defaultdict[str, asyncio.Event] = defaultdict(asyncio.Event)
@@ -111,16 +111,16 @@ class StandIns:
         return turns.StartRunResult(leaf_id="root", snapshot=SNAPSHOT)
 
     @activity.defn(name=turns.MODEL_TURN)
-    async def model_turn(self, data: turns.ModelTurnInput) -> turns.ModelTurnResult:
+    async def model_turn(self, data: turns.TurnInput) -> turns.ModelReply:
         self.model_inputs.append(data)
         self.model_asked.set()
         return self.replies[data.turn - 1]
 
     @activity.defn(name=turns.TAKE_TURN)
-    async def take_turn(self, data: turns.ModelTurnInput) -> turns.TakeTurnResult:
+    async def take_turn(self, data: turns.TurnInput) -> turns.TurnResult:
         """The turn's activity leaving its calls to the workflow, as a turn whose calls
         wait for an approval does: the workflow's own batching is what is checked here."""
-        return turns.TakeTurnResult(reply=await self.model_turn(data))
+        return turns.TurnResult(reply=await self.model_turn(data))
 
     @activity.defn(name=turns.RUN_TOOL)
     async def run_tool(self, data: turns.ToolCallInput) -> turns.ToolCallOutcome:
@@ -299,7 +299,7 @@ class CompactingStandIns(StandIns):
     stores the summary even when the run is stopped meanwhile: a store's transaction
     under way ends whatever the workflow does."""
 
-    def __init__(self, *replies: turns.ModelTurnResult) -> None:
+    def __init__(self, *replies: turns.ModelReply) -> None:
         super().__init__(*replies)
         self.committing = asyncio.Event()
         self.committed: list[str] = []
