@@ -9,11 +9,12 @@
     complete
 
 Each turn is one activity where the session's tools run: the model call, then the tool
-calls it asks for (`activities.take_turn`); a turn whose calls wait for a decision here
-(an approval, a sub-agent) runs them as activities of their own. The save point of a turn
-rides on the next turn's activity (or on finish). Activities exchange references and
-small results with this code, so the workflow history grows with each turn's new
-content, not the context.
+calls it asks for (`activities.take_turn`, called as `workflows.turn_activity` says); a
+turn whose calls wait for a decision here (an approval, a sub-agent) runs them here
+(`workflows.tool_batch`). Guidance is taken at safe points (`workflows.guidance_points`).
+The save point of a turn rides on the next turn's activity (or on finish). Activities
+exchange references and small results with this code, so the workflow history grows with
+each turn's new content, not the context.
 
 Plain functions over a `Run` (its state and the steps at its edges, `workflows.run`);
 the gates they pass (budgets, approvals, hosts, sub-agents) answer go, stop or wait.
@@ -25,46 +26,28 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import timedelta
 from functools import partial
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from duragent.domain.compaction import CHARS_PER_TOKEN, context_window_of
-    from duragent.domain.events import (
-        QuestionAsked,
-        RetryScheduled,
-        RunEventPayload,
-        ToolExecutionStart,
-    )
     from duragent.domain.fallbacks import Skipped, ToolRun, error_reply
-    from duragent.domain.guidance import GuidanceItem, InjectionPoint
+    from duragent.domain.guidance import GuidanceItem
     from duragent.domain.hooks import ToolOutcomeSummary, TurnSummary
-    from duragent.domain.hosts import host_task_queue
-    from duragent.domain.injection import inject, inject_replan, injection_point
-    from duragent.domain.questions import ASK_USER_TOOL
-    from duragent.domain.runs import Phase, RunResult
+    from duragent.domain.runs import RunResult
     from duragent.domain.save_points import CommitSlot, TurnCommit, result_entry_id
     from duragent.domain.tools import ToolCallRef
     from duragent.domain.turn_in_progress import TurnInProgress
-    from duragent.domain.turns import (
-        ModelReply,
-        ProviderFailure,
-        TakeGuidanceInput,
-        ToolCallInput,
-        ToolCallOutcome,
-        TurnInput,
-        TurnResult,
-    )
+    from duragent.domain.turns import ModelReply, ProviderFailure, ToolCallOutcome, TurnResult
 
-from duragent.workflows import hosts, patches, steps
+from duragent.workflows import hosts, patches
 from duragent.workflows.budgets import budget_gate
+from duragent.workflows.guidance_points import after_calls, guided, replan, replanned
 from duragent.workflows.hook_runner import HookError
 from duragent.workflows.run import Run
-from duragent.workflows.subagents import run_subagent
-from duragent.workflows.tool_batch import BatchResult, run_tool_calls
+from duragent.workflows.tool_batch import BatchResult, run_tool, run_tool_calls
+from duragent.workflows.turn_activity import turn_activity
 
 
 @dataclass
@@ -95,11 +78,11 @@ async def run_until_idle(run: Run) -> RunResult:
             return await _complete(run, end, run.commit(end.slots, continues=False))
         follow_ups = run.state.inbox.take_follow_ups()
         commit = run.commit(end.slots, continues=True, queued=follow_ups, queue="follow_up")
-        guided = await _guidance_after(run, end, commit)
+        with_guidance = await after_calls(run, commit, end.turn, end.batch, end.guided)
         run.state.current = None
-        if not follow_ups and guided is None:
+        if not follow_ups and with_guidance is None:
             return await _complete(run, end, commit)
-        pending = await _between_turns(run, end, guided or commit)
+        pending = await _between_turns(run, end, with_guidance or commit)
 
 
 async def run_turns(run: Run, pending: TurnCommit | None) -> EndedTurn | RunResult:
@@ -123,7 +106,7 @@ async def run_turns(run: Run, pending: TurnCommit | None) -> EndedTurn | RunResu
         if not end.turn.calls and not steering:
             return end
         commit = run.commit(end.slots, continues=True, queued=steering)
-        commit = await _guidance_after(run, end, commit) or commit
+        commit = await after_calls(run, commit, end.turn, end.batch, end.guided) or commit
         run.state.current = None
         pending = await _between_turns(run, end, commit)
 
@@ -134,7 +117,7 @@ async def one_turn(run: Run, pending: TurnCommit | None) -> EndedTurn | TurnComm
     state = run.state
     state.turn += 1
     state.current = TurnInProgress(assistant_id=run.new_id())
-    result = await _turn_activity(run, pending)
+    result = await turn_activity(run, pending)
     assistant_id = state.current.assistant_id
     if isinstance(result, ProviderFailure):
         fallback = error_reply(result, state.snapshot.model, run.now_ms())
@@ -194,7 +177,7 @@ async def _tool_calls(
     activity left them: an approval, a `delegate`, a run from before); or the re-plan
     guidance asked for before any started."""
     if result.replanned:  # the activity took guidance before any call started
-        return _replanned(run, turn, result.guidance)
+        return replanned(run, turn, result.guidance)
     if result.ran_tools:
         stopped = set(result.interrupted)  # those without an outcome stopped before it
         return BatchResult(
@@ -211,11 +194,11 @@ async def _tool_calls(
         )
     inbox = run.state.inbox
     if turn.calls and inbox.guidance:
-        replanned = await _replan(run, turn)
-        if replanned is not None:
-            return replanned
+        planned_again = await replan(run, turn)
+        if planned_again is not None:
+            return planned_again
     inbox.activity = "tools"
-    batch = await run_tool_calls(turn.calls, partial(_run_tool, run, turn), inbox.guidance_intent)
+    batch = await run_tool_calls(turn.calls, partial(run_tool, run, turn), inbox.guidance_intent)
     inbox.activity = "between"
     return batch
 
@@ -249,25 +232,8 @@ async def _waiting_input(run: Run) -> TurnCommit | None:
         return None
     commit = run.commit([], continues=True, queued=queued)
     if run.state.inbox.guidance:
-        commit = await _guided(run, commit, "before_model") or commit
+        commit = await guided(run, commit, "before_model") or commit
     return commit
-
-
-async def _turn_activity(run: Run, commit: TurnCommit | None) -> TurnResult | ProviderFailure:
-    """The turn's activity (which saves `commit` first); a context the provider refuses
-    as too long is compacted and the call tried once more."""
-    run.state.unsaved = [commit] if commit else []
-    run.state.inbox.activity = "model"
-    result = await _attempts(run, commit)
-    if commit is not None:  # the model activity saved the previous turn first
-        run.state.leaf, run.state.unsaved = commit.leaf_after(run.state.leaf), []
-        run.state.inbox.writes_saved()
-    overflow = isinstance(result, ProviderFailure) and result.kind == "context_overflow"
-    compacted = overflow and run.state.input.options.compaction.enabled
-    if compacted and (await run.compact("overflow")).compacted:
-        result = await _attempts(run, None)
-    run.state.inbox.activity = "between"
-    return result
 
 
 def _context_nearly_full(run: Run, reply: ModelReply, outcomes: list[ToolRun]) -> bool:
@@ -280,201 +246,6 @@ def _context_nearly_full(run: Run, reply: ModelReply, outcomes: list[ToolRun]) -
     added = sum(o.content_chars for o in outcomes if isinstance(o, ToolCallOutcome))
     tokens = reply.usage.total_tokens + added // CHARS_PER_TOKEN
     return tokens > window - settings.reserve_tokens
-
-
-# Runtime guidance: taken at safe points, if the store still lets the run.
-
-
-async def _guidance_after(run: Run, end: EndedTurn, commit: TurnCommit) -> TurnCommit | None:
-    """`commit` with the guidance pending after a turn's tool calls, if any is taken."""
-    if not (end.guided or run.state.inbox.guidance):
-        return None
-    batch = end.batch
-    arrived = (
-        "tools"
-        if end.guided
-        else run.state.inbox.arrivals.get(run.state.inbox.guidance[0].id, "between")
-    )
-    point = injection_point(
-        arrived, bool(end.turn.calls), bool(batch.interrupted), bool(batch.skipped)
-    )
-    return await _guided(run, commit, point, batch.interrupted, batch.skipped, end.guided)
-
-
-async def _guided(
-    run: Run,
-    commit: TurnCommit,
-    point: InjectionPoint,
-    interrupted: list[str] | None = None,
-    skipped: list[str] | None = None,
-    taken: list[GuidanceItem] | None = None,
-) -> TurnCommit | None:
-    """`commit` with the guidance a turn's activity `taken` and the pending guidance
-    the store still lets this run take; None if there is none."""
-    items = [*(taken or []), *(await _take_guidance(run) if run.state.inbox.guidance else [])]
-    if not items:
-        return None
-    return inject(commit, items, point, run.now_ms(), interrupted, skipped)
-
-
-async def _replan(run: Run, turn: TurnInProgress) -> TurnCommit | None:
-    """before_tools: answer every planned call as not run, then inject the guidance."""
-    items = await _take_guidance(run)
-    if not items:
-        return None
-    return _replanned(run, turn, items)
-
-
-def _replanned(run: Run, turn: TurnInProgress, items: list[GuidanceItem]) -> TurnCommit:
-    slots = turn.replanned_slots(run.now_ms())
-    commit = run.commit(slots, continues=True, queued=run.state.inbox.take_steering())
-    return inject_replan(commit, items, [call.id for call in turn.calls], run.now_ms())
-
-
-async def _take_guidance(run: Run) -> list[GuidanceItem]:
-    """The pending guidance items the store lets this run take (compare-and-set): one
-    edited or deleted since it was sent is dropped."""
-    items = run.state.inbox.take_guidance()
-    taken = await steps.take_guidance(
-        TakeGuidanceInput(
-            session_id=run.state.input.session_id,
-            run_id=run.state.input.run_id,
-            item_ids=[item.id for item in items],
-        )
-    )
-    return [item for item in items if item.id in taken.taken]
-
-
-# The pieces of a turn.
-
-
-async def _attempts(run: Run, commit: TurnCommit | None) -> TurnResult | ProviderFailure:
-    """One turn's activity; retryable provider failures back off here, in the `retry`
-    phase."""
-    data, current = run.state.input, run.state.current
-    assert current is not None
-    request = TurnInput(
-        session_id=data.session_id,
-        run_id=data.run_id,
-        turn=run.state.turn,
-        leaf_id=run.state.leaf,
-        entry_id=current.assistant_id,
-        snapshot=run.state.snapshot,
-        commit=commit,
-        override=run.state.override,
-    )
-    attempt = 1
-    while True:
-        try:
-            return await _attempt(run, request, attempt)
-        except ActivityError as err:
-            if steps.cancelled(err):  # the run is being aborted
-                raise asyncio.CancelledError from err
-            failure = steps.provider_failure(err)
-        if not failure.retryable or attempt > data.options.provider_retries:
-            return failure
-        delay_ms = failure.retry_after_ms or int(
-            data.options.provider_backoff_s * 1000 * 2 ** (attempt - 1)
-        )
-        retry = RetryScheduled(
-            turn=run.state.turn, attempt=attempt, delay_ms=delay_ms, error=failure.message
-        )
-        await run.set_phase("retry", retry)
-        await workflow.sleep(timedelta(milliseconds=delay_ms))
-        await run.set_phase("turn")
-        attempt += 1
-
-
-async def _attempt(run: Run, request: TurnInput, attempt: int) -> TurnResult:
-    """The turn as one activity where the session's tools run: its host's queue, or
-    this run's. The model call alone (its tool calls then activities of their own) in
-    runs from before, when a gone host does not take the turn in time (its calls then
-    wait for the host), and when a worker of an older build took it (an upgrade)."""
-    options = run.state.input.options
-    if workflow.patched(patches.TURN_ONE_ACTIVITY):
-        host = run.state.host
-        queue = host_task_queue(workflow.info().task_queue, host) if host else None
-        try:
-            result = await steps.take_turn(
-                request,
-                options,
-                attempt,
-                task_queue=queue,
-                start_within_s=options.host_check_s if queue else None,
-            )
-            if workflow.cancellation_reason() is not None:
-                # Aborted while its tools ran: the activity stopped them and returned
-                # what they did (their results are staged for the abort's save).
-                raise asyncio.CancelledError
-            return result
-        except ActivityError as err:
-            if not (queue and steps.not_taken(err)) and not steps.not_registered(err):
-                raise
-            # Not taken in time: maybe a retry after a worker lost midway, whose attempt
-            # had started the calls. Their own activities find what it did first.
-            lost = (
-                bool(queue)
-                and steps.not_taken(err)
-                and workflow.patched(patches.LOST_TURN_CALLS_RESCHEDULED)
-            )
-            reply = await steps.model_turn(request, options, attempt)
-            return TurnResult(reply=reply, calls_may_have_begun=lost)
-    return TurnResult(reply=await steps.model_turn(request, options, attempt))
-
-
-async def _run_tool(run: Run, turn: TurnInProgress, call: ToolCallRef) -> ToolCallOutcome:
-    if call.approval is not None and workflow.patched(patches.TOOL_APPROVAL):
-        where = (run.state.turn, turn.assistant_id, run.now_ms())
-        call = await run.approvals.wait(call, *where, partial(_approval_event, run))
-    if call.traits.child_session and call.refused is None:  # delegate: a sub-agent
-        return await run_subagent(run, turn, call)
-    if call.question is not None and call.refused is None and workflow.patched(patches.ASK_USER):
-        return await run.questions.wait(run, turn, call, partial(_question_event, run))
-    data = ToolCallInput(
-        session_id=run.state.input.session_id,
-        run_id=run.state.input.run_id,
-        turn=run.state.turn,
-        assistant_entry_id=turn.assistant_id,
-        result_entry_id=turn.result_id(call.id),
-        call=call,
-        rescheduled=1 if turn.calls_may_have_begun else 0,
-    )
-    if run.state.host is not None and workflow.patched(patches.HOST_QUEUES):  # the session's host
-        return await run.host_waits.run_tool(run, run.state.host, data, run.state.input.options)
-    return await steps.run_tool(data, run.state.input.options)
-
-
-async def _approval_event(run: Run, waiting: bool, event: RunEventPayload) -> None:
-    """An approval event; the phase is `awaiting_approval` while any call waits (else
-    `awaiting_input` while a question does)."""
-    phase: Phase = "awaiting_approval" if waiting else _waiting_phase(run)
-    if phase != run.state.phase:
-        await run.set_phase(phase, event)
-        return
-    await run.emit("approval", event)
-
-
-async def _question_event(run: Run, event: RunEventPayload) -> None:
-    """An `ask_user` event (the call's start with its question); the phase is
-    `awaiting_input` while a question waits and no call waits for approval."""
-    events: list[RunEventPayload] = [event]
-    if isinstance(event, QuestionAsked):
-        args = event.model_dump(include={"question", "choices", "allow_other"}, exclude_none=True)
-        events.insert(
-            0, ToolExecutionStart(tool_call_id=event.call_id, tool_name=ASK_USER_TOOL, args=args)
-        )
-    phase = _waiting_phase(run)
-    if phase != run.state.phase:
-        await run.set_phase(phase, *events)
-        return
-    await run.emit("question", *events)
-
-
-def _waiting_phase(run: Run) -> Phase:
-    """The phase of a turn whose calls may wait for people: approvals first."""
-    if run.approvals.pending():
-        return "awaiting_approval"
-    return "awaiting_input" if run.questions.waiting else "turn"
 
 
 def _summary(
