@@ -31,6 +31,7 @@ from duragent.activities.hosts import HostActivities, MoveBookkeeping
 from duragent.activities.leases import LeaseInterceptor, WorkerLease
 from duragent.activities.mcp.config import McpConfigError, load_config
 from duragent.activities.mcp.tools import mcp_providers
+from duragent.activities.model import Model
 from duragent.activities.model_turn import ModelTurns
 from duragent.activities.orphans import ProcessRecords, sweep_records
 from duragent.activities.prices import price_table
@@ -44,6 +45,7 @@ from duragent.activities.tools import BashTool, ToolRegistry, default_tools
 from duragent.activities.tools.environment import tool_environment
 from duragent.activities.tools.sandbox import BwrapSandbox, SandboxUnavailable
 from duragent.activities.tree_ops import TreeOps
+from duragent.activities.turn_store import TurnStore
 from duragent.client.api import DuragentClient
 from duragent.client.connection import connect_when_up
 from duragent.client.errors import DuragentError
@@ -170,7 +172,9 @@ def build_worker(
     # Replies the model calls staged, read by the tool calls that follow on this worker.
     replies = FinishedReplies()
     prices = price_table(settings.prices_file)  # turns are priced for budgets
-    models = ModelTurns(db, anthropic_client, registry, hooks, taker, cache, prices, replies)
+    # A turn's model call: the store's side of it, and asking the model.
+    turn_store = TurnStore(db, taker, cache, replies)
+    models = ModelTurns(turn_store, Model(anthropic_client), registry, hooks, prices)
     tree = TreeOps(db, anthropic_client, cache, prices)
     subagents = Subagents(db, registry)
     questions = Questions(db)
