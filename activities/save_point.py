@@ -7,7 +7,8 @@ transaction. Entry ids were chosen by the workflow and events carry dedup keys, 
 committing the same turn twice changes nothing.
 
 Whatever the turn left unfinished, the stored transcript stays valid: a tool call
-without a result gets one saying so.
+without a result gets one saying so. The whole protocol, from the ids the workflow fixes
+to the commit known saved: docs/ARCHITECTURE.md, "The save point".
 """
 
 from __future__ import annotations

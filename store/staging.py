@@ -1,4 +1,5 @@
-"""Activity outputs waiting for their save point (see `StagedMessageRow`)."""
+"""Activity outputs waiting for their save point (see `StagedMessageRow`; the protocol:
+docs/ARCHITECTURE.md, "The save point")."""
 
 from __future__ import annotations
 

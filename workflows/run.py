@@ -1,7 +1,9 @@
 """A session run: its state (`RunState`) and the steps at its edges, the narrow interface
 the loop (`workflows.loop`) and its gates (budgets, approvals, hosts, sub-agents) work
 through: start and restore, commit, save, compact, continue as new, abort and finish,
-set the phase and emit events, new ids and the time.
+set the phase and emit events, new ids and the time. The save point's workflow side is
+here: a finished turn's `commit`, handed to a step that saves it (`saving`), known saved
+(`saved`), saved again with an aborted turn (`abort`) or with the last (`finish`).
 """
 
 from __future__ import annotations
@@ -152,7 +154,7 @@ class Run:
 
     async def save(self, commit: TurnCommit) -> None:
         """A save point on its own, for when no model call follows at once."""
-        self.state.unsaved = [commit]
+        self.saving(commit)
         await steps.save_turn(
             SaveTurnInput(
                 session_id=self.state.input.session_id,
@@ -161,6 +163,16 @@ class Run:
                 commit=commit,
             )
         )
+        self.saved(commit)
+
+    def saving(self, commit: TurnCommit | None) -> None:
+        """`commit` is handed to a step that saves it: until that returns, an abort saves
+        it too (a save point saved before changes nothing the second time)."""
+        self.state.unsaved = [commit] if commit else []
+
+    def saved(self, commit: TurnCommit) -> None:
+        """`commit` is saved: the session's leaf is its last entry, its pending writes are
+        stored."""
         self.state.leaf, self.state.unsaved = commit.leaf_after(self.state.leaf), []
         self.state.inbox.writes_saved()
 

@@ -27,12 +27,11 @@ from duragent.workflows.run import Run
 async def turn_activity(run: Run, commit: TurnCommit | None) -> TurnResult | ProviderFailure:
     """The turn's activity (which saves `commit` first); a context the provider refuses
     as too long is compacted and the call tried once more."""
-    run.state.unsaved = [commit] if commit else []
+    run.saving(commit)
     run.state.inbox.activity = "model"
     result = await _attempts(run, commit)
-    if commit is not None:  # the model activity saved the previous turn first
-        run.state.leaf, run.state.unsaved = commit.leaf_after(run.state.leaf), []
-        run.state.inbox.writes_saved()
+    if commit is not None:  # the activity saved the previous turn first
+        run.saved(commit)
     overflow = isinstance(result, ProviderFailure) and result.kind == "context_overflow"
     compacted = overflow and run.state.input.options.compaction.enabled
     if compacted and (await run.compact("overflow")).compacted:
