@@ -10,7 +10,9 @@
 | `DURAGENT_TASK_QUEUE` | `duragent` |
 | `DURAGENT_MODEL` | `claude-sonnet-5-5` |
 | `ANTHROPIC_API_KEY` | none: the offline (scripted) model is used |
-| `ANTHROPIC_BASE_URL` | Anthropic's; set by the CLI to the offline model when there is no key |
+| `ANTHROPIC_BASE_URL` | Anthropic's |
+| `OPENAI_API_KEY`, `OPENAI_BASE_URL`, ... | each provider's own (docs/MODELS.md) |
+| `DURAGENT_OFFLINE_MODEL_URL` | set by the CLI: the offline model, for providers with no key |
 | `DURAGENT_OFFLINE_SCRIPT` | the bundled demo script |
 | `DURAGENT_HEARTBEAT_TIMEOUT` | `60` seconds: a lost worker's call moves on then, if no lease did |
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
@@ -46,6 +48,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 from typing import Annotated, Any, Self
@@ -63,6 +66,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from duragent.domain.hosts import HOST_NAME_RULE, host_task_queue, is_host_name, sanitized_host_name
+from duragent.domain.models import PROVIDERS, UnknownModel, endpoint, parse_model
 from duragent.domain.prices import PriceFileError
 from duragent.settings_checks import (
     TOOL_ENV_RULE,
@@ -129,6 +133,9 @@ class Settings(BaseSettings):
     model: str = "claude-sonnet-5-5"
     anthropic_api_key: str | None = _env("ANTHROPIC_API_KEY", None)
     anthropic_base_url: str | None = _env("ANTHROPIC_BASE_URL", None)
+    offline_model_url: str | None = None
+    """Where the offline model serves: a provider with neither key nor address of its own
+    is asked there (`domain.models.endpoint`). The CLI sets it when it starts one."""
     offline_script: Path | None = None
     heartbeat_timeout_s: float = _env("DURAGENT_HEARTBEAT_TIMEOUT", 60.0)
     """A running model or tool call whose worker sends no heartbeat this long counts as
@@ -201,6 +208,15 @@ class Settings(BaseSettings):
         if host and not is_host_name(host):
             raise SettingError(f"DURAGENT_HOST: {host!r} is not a host name ({HOST_NAME_RULE})")
         return host
+
+    @field_validator("model")
+    @classmethod
+    def _check_model(cls, model: str) -> str:
+        try:
+            parse_model(model)
+        except UnknownModel as exc:
+            raise SettingError(f"DURAGENT_MODEL: {exc}") from None
+        return model
 
     @field_validator("host_wait_s")
     @classmethod
@@ -375,8 +391,26 @@ class Settings(BaseSettings):
 
     @property
     def offline(self) -> bool:
-        """No API key: the scripted offline model stands in for Claude."""
-        return not self.anthropic_api_key
+        """The default model's provider has neither key nor address of its own: the
+        scripted offline model stands in for it."""
+        provider = PROVIDERS[parse_model(self.model).provider]
+        where = endpoint(provider, offline_base_url="offline", environ=self.provider_environ())
+        return where.offline
+
+    def provider_environ(self) -> dict[str, str]:
+        """The model providers' variables (keys and addresses, `domain.models.PROVIDERS`)
+        as this process has them, Anthropic's as these settings say."""
+        names = {v for p in PROVIDERS.values() for v in (p.key_env, p.base_url_env) if v}
+        found = {name: os.environ[name] for name in names if os.environ.get(name)}
+        for name, value in (
+            ("ANTHROPIC_API_KEY", self.anthropic_api_key),
+            ("ANTHROPIC_BASE_URL", self.anthropic_base_url),
+        ):
+            if value:
+                found[name] = value
+            else:
+                found.pop(name, None)
+        return found
 
     @property
     def temporal_tls_on(self) -> bool:

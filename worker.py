@@ -11,7 +11,7 @@ import asyncio
 
 from duragent.client.workers import (
     build_worker,
-    model_client,
+    model_clients,
     private_paths,
     run_worker,
     settle_worker_process,
@@ -23,7 +23,7 @@ from duragent.settings import Settings
 __all__ = [
     "build_worker",
     "main",
-    "model_client",
+    "model_clients",
     "private_paths",
     "run_worker",
     "tool_registry",

@@ -10,13 +10,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-import anthropic
 from sqlalchemy.orm import Session
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from duragent.activities.heartbeat import heartbeating
-from duragent.activities.provider_errors import classify
+from duragent.activities.models.clients import ModelClients
+from duragent.activities.models.seam import ModelFailed, SummaryRequest
 from duragent.activities.save_point import save_point
 from duragent.activities.store_retry import with_store_retries
 from duragent.domain.compaction import (
@@ -46,6 +46,7 @@ from duragent.domain.messages import (
     UserMessage,
     text_of,
 )
+from duragent.domain.models import UnknownModel
 from duragent.domain.prices import PriceTable
 from duragent.domain.tree_ops import (
     COMMIT_COMPACTION,
@@ -82,12 +83,12 @@ class TreeOps:
     def __init__(
         self,
         db: Database,
-        client: anthropic.AsyncAnthropic,
+        models: ModelClients,
         cache: entries.EntryCache,
         prices: PriceTable | None = None,
     ) -> None:
         self._db = db
-        self._client = client
+        self._models = models
         self._cache = cache
         self._prices = prices
         """Prices each summary for a run's budget, as the model turns are priced."""
@@ -163,32 +164,22 @@ class TreeOps:
         return text, usage, {"history": history, "files_read": read, "files_modified": modified}
 
     async def _ask(self, data: SummarizeInput, prompt: str) -> tuple[str, Usage]:
+        request = SummaryRequest(
+            model=data.model, prompt=prompt, max_tokens=data.max_tokens, session_id=data.session_id
+        )
         try:
-            reply = await self._client.messages.create(
-                model=data.model,
-                max_tokens=data.max_tokens,
-                messages=[{"role": "user", "content": prompt}],
-                metadata={"user_id": data.session_id},
-            )
-        except Exception as exc:
-            failure = classify(exc)
-            if failure is None:
-                raise
+            return await self._models.for_model(data.model).complete(request)
+        except UnknownModel as exc:
+            raise ApplicationError(str(exc), type=PROVIDER_ERROR, non_retryable=True) from None
+        except ModelFailed as failed:
+            failure = failed.failure
             delay = failure.retry_after_ms
             raise ApplicationError(
                 failure.message,
                 type=PROVIDER_ERROR,
                 non_retryable=not failure.retryable,
                 next_retry_delay=timedelta(milliseconds=delay) if delay else None,
-            ) from exc
-        text = "".join(block.text for block in reply.content if block.type == "text")
-        usage = Usage(
-            input_tokens=reply.usage.input_tokens,
-            output_tokens=reply.usage.output_tokens,
-            cache_read_tokens=reply.usage.cache_read_input_tokens or 0,
-            cache_write_tokens=reply.usage.cache_creation_input_tokens or 0,
-        )
-        return text, usage
+            ) from failed.__cause__
 
     def _summary_inputs(
         self, data: SummarizeInput

@@ -63,6 +63,7 @@ async def bench_stack(script: Script | dict[str, Any]) -> AsyncIterator[Bench]:
                 temporal_address=server.address,
                 task_queue=f"bench-{uuid.uuid4().hex[:8]}",
                 anthropic_base_url=model.base_url,
+                offline_model_url=model.base_url,
             ).model_copy(update={"anthropic_api_key": None})
             temporal = await connect_temporal(settings)
             db = Database(settings.database_url)

@@ -31,13 +31,12 @@ from common import Bench, bench_stack, median
 from temporal_floor import bare_temporal, floor_run
 from tracing_column import traced_duragent
 
-from duragent.activities.anthropic_format import request_params
-from duragent.activities.anthropic_stream import ReplyStream, assistant_message
+from duragent.activities.models.seam import ModelRequest
 from duragent.activities.tools import ToolContext, ToolRegistry, default_tools
 from duragent.domain.config import SessionConfig, TurnSnapshot
 from duragent.domain.messages import AgentMessage, user_text
 from duragent.domain.transcript import llm_transcript
-from duragent.worker import build_worker, model_client
+from duragent.worker import build_worker, model_clients
 
 
 def script(turns: int, latency_ms: int) -> dict[str, Any]:
@@ -57,7 +56,8 @@ def script(turns: int, latency_ms: int) -> dict[str, Any]:
 
 async def plain_loop(bench: Bench, workspace: Path, turns: int) -> list[float]:
     """The baseline: the agent loop with nothing durable about it."""
-    client = model_client(bench.settings)
+    clients = model_clients(bench.settings)
+    client = clients.for_model(bench.settings.model)
     tools = ToolRegistry(default_tools())
     config = SessionConfig(model=bench.settings.model)
     snapshot = TurnSnapshot(
@@ -72,17 +72,14 @@ async def plain_loop(bench: Bench, workspace: Path, turns: int) -> list[float]:
     durations: list[float] = []
     for _ in range(turns + 1):
         began = time.perf_counter()
-        params = request_params(
-            snapshot, llm_transcript(messages), tools.api_specs(None), session_id=key
-        )
-        final = await ReplyStream().run(client, params, lambda _: None)
-        reply = assistant_message(final, model=snapshot.model, timestamp=0)
+        request = ModelRequest(snapshot, llm_transcript(messages), tools.api_specs(None), key, 0)
+        reply = await client.ask(request).reply(lambda _: None)
         messages.append(reply)
         for call in reply.tool_calls:
             result = await tools.run(call.name, call.arguments, ToolContext(workspace))
             messages.append(result.to_message(call.id, call.name, 0))
         durations.append((time.perf_counter() - began) * 1000)
-    await client.close()
+    await clients.aclose()
     return durations
 
 

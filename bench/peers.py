@@ -14,7 +14,7 @@ pydantic-ai goes into a virtual environment of its own, made on first use (under
 `~/.cache/duragent-bench/`, or `--peer-venv`), with the same `temporalio` and `anthropic`
 versions as duragent's, so both sides run the same Temporal SDK and model client; its
 worker runs with that environment's python. Each side's model client speaks HTTP as the
-side ships it: duragent's over aiohttp (`worker.model_client`), pydantic-ai's over httpx;
+side ships it: duragent's over aiohttp (`worker.model_clients`), pydantic-ai's over httpx;
 `--peer-http aiohttp` gives the peer duragent's transport, to see what the rest of the
 two costs. Nothing of duragent imports it. (The
 deprecated `TemporalAgent` wrapper schedules the same activities with the same payloads.)

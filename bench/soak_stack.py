@@ -209,6 +209,7 @@ async def soak_services(
                 temporal_address=temporal.address,
                 task_queue=f"soak-{uuid.uuid4().hex[:8]}",
                 anthropic_base_url=model.base_url,
+                offline_model_url=model.base_url,
                 heartbeat_timeout_s=heartbeat_timeout_s,
             ).model_copy(update={"anthropic_api_key": None})
             db = Database(settings.database_url)

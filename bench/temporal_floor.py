@@ -26,18 +26,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-import anthropic
 from common import Bench
 from temporalio import activity, workflow
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from duragent.activities.anthropic_format import request_params
-from duragent.activities.anthropic_stream import ReplyStream, assistant_message
+from duragent.activities.models.seam import ModelRequest
 from duragent.activities.tools import ToolContext, ToolRegistry, default_tools
 from duragent.domain.config import SessionConfig, TurnSnapshot
 from duragent.domain.messages import AgentMessage, AssistantMessage, user_text
 from duragent.domain.transcript import llm_transcript
-from duragent.worker import model_client
+from duragent.worker import model_clients
 
 
 @dataclass
@@ -85,7 +83,8 @@ class FloorActivities:
 
     def __init__(self, bench: Bench, queue: str) -> None:
         self.queue = queue
-        self._client: anthropic.AsyncAnthropic = model_client(bench.settings)
+        self._clients = model_clients(bench.settings)
+        self._client = self._clients.for_model(bench.settings.model)
         self._tools = ToolRegistry(default_tools())
         config = SessionConfig(model=bench.settings.model)
         self._snapshot = TurnSnapshot(
@@ -104,14 +103,10 @@ class FloorActivities:
         messages = self._messages.setdefault(
             data.run_id, [user_text("Read the notes, many times.", 0)]
         )
-        params = request_params(
-            self._snapshot,
-            llm_transcript(messages),
-            self._tools.api_specs(None),
-            session_id=data.run_id,
+        request = ModelRequest(
+            self._snapshot, llm_transcript(messages), self._tools.api_specs(None), data.run_id, 0
         )
-        final = await ReplyStream().run(self._client, params, lambda _: None)
-        reply = assistant_message(final, model=self._snapshot.model, timestamp=0)
+        reply = await self._client.ask(request).reply(lambda _: None)
         messages.append(reply)
         return len(reply.tool_calls)
 
@@ -137,7 +132,7 @@ class FloorActivities:
             messages.append(result.to_message(call.id, call.name, 0))
 
     async def close(self) -> None:
-        await self._client.close()
+        await self._clients.aclose()
 
 
 @contextlib.asynccontextmanager

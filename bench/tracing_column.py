@@ -20,9 +20,11 @@ from common import Bench
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from duragent.activities.models.anthropic_model import AnthropicModel
+from duragent.activities.models.clients import ModelClients
 from duragent.client.api import DuragentClient
 from duragent.telemetry import tracing
-from duragent.worker import build_worker, model_client
+from duragent.worker import build_worker, model_clients
 
 RECEIVER = """
 import json, sys, threading
@@ -82,16 +84,19 @@ async def traced_duragent(bench: Bench) -> AsyncIterator[Bench]:
             data_converter=pydantic_data_converter,
             interceptors=tracing.client_interceptors(provider),
         )
-        model = model_client(settings)
-        model = model.with_options(
-            open_telemetry={**model.open_telemetry, "tracer_provider": provider}
+        made = model_clients(settings)
+        claude = made.for_model(settings.model)
+        assert isinstance(claude, AnthropicModel)
+        model = claude.with_options(
+            open_telemetry={**claude.sdk.open_telemetry, "tracer_provider": provider}
         )
         db = bench.client.db
-        async with build_worker(temporal, db, settings, model=model):
+        models = ModelClients(given={"anthropic": model})
+        async with build_worker(temporal, db, settings, models=models):
             yield dataclasses.replace(
                 bench, settings=settings, client=DuragentClient(temporal, db, settings)
             )
-        await model.close()
+        await made.aclose()
         provider.force_flush()
         with urllib.request.urlopen(endpoint) as answer:
             print(f"spans exported with tracing on: {json.load(answer)['spans']}")

@@ -32,6 +32,7 @@ from duragent.client.connection import connect_temporal, open_store, temporal_re
 from duragent.client.errors import DuragentError
 from duragent.client.home_temporal import at_home_server, running_home_server
 from duragent.client.service_users import ServiceUsers
+from duragent.domain.models import PROVIDERS, parse_model
 from duragent.offline_model import DEMO_SCRIPT, OfflineModelServer
 from duragent.settings import Settings
 from duragent.store import leases
@@ -279,23 +280,25 @@ async def start_dev_server(
 
 @contextlib.asynccontextmanager
 async def ensure_model(settings: Settings, announce: Announce) -> AsyncIterator[Settings]:
-    """With no API key and no base URL, serve the offline model and point settings at it.
+    """When the default model's provider has neither key nor address of its own, serve
+    the offline model and point settings at it (every provider without its own, too).
 
     Only for a worker of this process: the model is called by workers alone.
     """
-    if not settings.offline or settings.anthropic_base_url:
+    if not settings.offline or settings.offline_model_url:
         yield settings
         return
     script = settings.offline_script or DEMO_SCRIPT
     server = OfflineModelServer(script)
     server.start()
+    provider = PROVIDERS[parse_model(settings.model).provider]
     announce(
-        f"No ANTHROPIC_API_KEY: this command's worker uses the offline model, which plays "
-        f"scripted replies from {script.name}. It is not Claude; set ANTHROPIC_API_KEY to use "
-        "Claude."
+        f"No {provider.key_env}: this command's worker uses the offline model, which plays "
+        f"scripted replies from {script.name}. It is not {settings.model}; set "
+        f"{provider.key_env} (or {provider.base_url_env}) to use it."
     )
     try:
-        yield settings.model_copy(update={"anthropic_base_url": server.base_url})
+        yield settings.model_copy(update={"offline_model_url": server.base_url})
     finally:
         server.stop()
 

@@ -16,7 +16,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import anthropic
 from sqlalchemy.engine import make_url
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
@@ -33,6 +32,7 @@ from duragent.activities.mcp.config import McpConfigError, load_config
 from duragent.activities.mcp.tools import mcp_providers
 from duragent.activities.model import Model
 from duragent.activities.model_turn import ModelTurns
+from duragent.activities.models.clients import ClientOptions, ModelClients
 from duragent.activities.orphans import ProcessRecords, sweep_records
 from duragent.activities.prices import price_table
 from duragent.activities.questions import Questions
@@ -65,20 +65,16 @@ from duragent.workflows.session_run import SessionRun
 from duragent.workflows.session_structure import SessionCompaction, SessionNavigation
 
 
-def model_client(settings: Settings) -> anthropic.AsyncAnthropic:
-    """The worker's model client. Its HTTP goes over aiohttp (the SDK's `aiohttp` extra):
-    with a hundred replies streaming at once it takes less than half the CPU per reply of
-    the default transport, whose connection pool is pure Python. Close it when done
-    (`await client.close()`); a worker closes the one it made when it stops."""
-    return anthropic.AsyncAnthropic(
-        api_key=settings.anthropic_api_key or "offline",
-        base_url=settings.anthropic_base_url,
-        http_client=anthropic.DefaultAioHttpClient(),
-        # Retries are the workflow's, where they are visible and abortable.
-        max_retries=0,
-        timeout=anthropic.Timeout(
-            connect=10.0, read=settings.model_read_timeout_s, write=30.0, pool=10.0
-        ),
+def model_clients(settings: Settings) -> ModelClients:
+    """The worker's model clients, one per provider, made as its sessions first name one:
+    each provider reached and keyed from its usual variables (`domain.models.PROVIDERS`),
+    Anthropic's from `settings`; a provider with neither key nor address goes to the
+    offline model when `settings.offline_model_url` names one. Close them when done
+    (`await clients.aclose()`); a worker closes the ones it made when it stops."""
+    return ModelClients(
+        offline_base_url=settings.offline_model_url,
+        options=ClientOptions(read_timeout_s=settings.model_read_timeout_s),
+        environ=settings.provider_environ(),
     )
 
 
@@ -140,7 +136,7 @@ def build_worker(
     settings: Settings,
     *,
     tools: ToolRegistry | None = None,
-    model: anthropic.AsyncAnthropic | None = None,
+    models: ModelClients | None = None,
     extensions: Sequence[Extension] = (),
     plugins: Sequence[Plugin] | Plugins = (),
 ) -> Worker:
@@ -167,15 +163,15 @@ def build_worker(
     # Entries and paths read by one activity are there for the next: they never change.
     cache = EntryCache()
     bookkeeping = Bookkeeping(db, hooks, taker, host, cache)
-    anthropic_client = model or model_client(settings)
-    own_model = None if model is not None else anthropic_client  # closed when it stops
+    clients = models or model_clients(settings)
+    own_model = None if models is not None else clients  # closed when it stops
     # Replies the model calls staged, read by the tool calls that follow on this worker.
     replies = FinishedReplies()
     prices = price_table(settings.prices_file)  # turns are priced for budgets
     # A turn's model call: the store's side of it, and asking the model.
     turn_store = TurnStore(db, taker, cache, replies)
-    models = ModelTurns(turn_store, Model(anthropic_client), registry, hooks, prices)
-    tree = TreeOps(db, anthropic_client, cache, prices)
+    model_turns = ModelTurns(turn_store, Model(clients), registry, hooks, prices)
+    tree = TreeOps(db, clients, cache, prices)
     subagents = Subagents(db, registry)
     questions = Questions(db)
     moves = MoveBookkeeping(db)
@@ -183,7 +179,7 @@ def build_worker(
     tool_calls = ToolCalls(db, registry, hooks, records, host, replies)
     # A turn is one activity where its session's tools run: a host's worker takes the
     # whole turn, model call included, so it needs the model's settings too.
-    turns = TurnTaker(models, tool_calls, GuidanceWatch(db))
+    turns = TurnTaker(model_turns, tool_calls, GuidanceWatch(db))
     # Calls heartbeat for liveness only, and fast while a cancel is hinted
     # (`activities.heartbeat`): every heartbeat they ask for is to be sent, so the SDK's
     # throttle is the floor of that fast pace. Cancellation reaches an activity in the
@@ -247,7 +243,7 @@ def build_worker(
             bookkeeping.record_events,
             bookkeeping.take_guidance,
             bookkeeping.queue_input,
-            models.model_turn,
+            model_turns.model_turn,
             turns.take_turn,
             tree.plan_compaction,
             tree.summarize,
@@ -342,7 +338,7 @@ class SessionWorker(Worker):
         *args: Any,
         hints: CancelHints | None = None,
         lease: WorkerLease | None = None,
-        own_model: anthropic.AsyncAnthropic | None = None,
+        own_model: ModelClients | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -378,7 +374,7 @@ class SessionWorker(Worker):
                 self._hints.stop()
             await self._tool_registry.aclose()
             if self._own_model is not None:
-                await self._own_model.close()
+                await self._own_model.aclose()
 
     async def shutdown(self) -> None:
         if self.host_worker is None:

@@ -42,6 +42,7 @@ def stack_env(settings: Settings, model_base_url: str, **extra: str) -> dict[str
         TEMPORAL_ADDRESS=settings.temporal_address,
         DURAGENT_TASK_QUEUE=settings.task_queue,
         ANTHROPIC_BASE_URL=model_base_url,
+        DURAGENT_OFFLINE_MODEL_URL=model_base_url,
         DURAGENT_HEARTBEAT_TIMEOUT=str(settings.heartbeat_timeout_s),
         DURAGENT_WORKER_LEASE=str(settings.worker_lease_s),
         PYTHONPATH=str(REPO),

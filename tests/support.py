@@ -162,6 +162,7 @@ async def open_stack(
         temporal_address=address,
         task_queue=f"test-{uuid.uuid4().hex[:12]}",
         anthropic_base_url=model.base_url,
+        offline_model_url=model.base_url,
         heartbeat_timeout_s=heartbeat_timeout_s,
     )
     settings = settings.model_copy(update={"anthropic_api_key": None})

@@ -33,6 +33,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
+from duragent.activities.models.anthropic_model import AnthropicModel
+from duragent.activities.models.clients import ModelClients
 from duragent.domain.entries import MessageEntry
 from duragent.domain.messages import AssistantMessage
 from duragent.domain.runs import session_workflow_id
@@ -41,7 +43,7 @@ from duragent.store import events
 from duragent.telemetry import tracing
 from duragent.telemetry.call_spans import CallContext
 from duragent.temporal_dev import DevServer
-from duragent.worker import model_client
+from duragent.worker import model_clients
 
 
 @dataclass(frozen=True)
@@ -156,15 +158,18 @@ class Traced:
     @contextlib.asynccontextmanager
     async def worker(self) -> AsyncIterator[Worker]:
         """An in-process worker on the traced client, its model client tracing too."""
-        model = model_client(self.stack.settings)
-        model = model.with_options(
-            open_telemetry={**model.open_telemetry, "tracer_provider": self.provider}
+        made = model_clients(self.stack.settings)
+        claude = made.for_model(self.stack.settings.model)
+        assert isinstance(claude, AnthropicModel)
+        model = claude.with_options(
+            open_telemetry={**claude.sdk.open_telemetry, "tracer_provider": self.provider}
         )
+        models = ModelClients(given={"anthropic": model})
         try:
-            async with self.stack.worker(model=model) as worker:
+            async with self.stack.worker(models=models) as worker:
                 yield worker
         finally:
-            await model.close()  # the worker closes only a model client it made
+            await made.aclose()  # the worker closes only model clients it made
 
     def client_spans(self) -> list[Span]:
         return [Span.of(s) for s in self.exporter.get_finished_spans()]

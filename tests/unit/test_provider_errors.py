@@ -17,8 +17,8 @@ import httpx
 import httpx2
 import pytest
 
-from duragent.activities.anthropic_stream import interruption
-from duragent.activities.provider_errors import classify, retry_after_ms
+from duragent.activities.models.anthropic_errors import classify, retry_after_ms
+from duragent.activities.models.anthropic_stream import interruption
 
 pytestmark = pytest.mark.fast
 

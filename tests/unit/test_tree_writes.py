@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import anthropic
 import pytest
 from postgres_server import store_url
 from support import BOTH_STORES
 
+from duragent.activities.models.clients import ModelClients
 from duragent.activities.tree_ops import TreeOps
 from duragent.domain.config import SessionConfig
 from duragent.domain.entries import BranchSummaryEntry, LeafEntry, MessageEntry
@@ -77,7 +77,7 @@ def test_a_navigation_committed_twice_keeps_its_branch_summary_at_the_leaf(
             timestamp=0,
         )
         staging.stage_message(tx, entry_id="sum", session_id="s", run_id="op", message=summary)
-    ops = TreeOps(db, anthropic.AsyncAnthropic(api_key="unused"), EntryCache())
+    ops = TreeOps(db, ModelClients(), EntryCache())
     step = CommitNavigationInput(
         session_id="s",
         op_id="op",

@@ -12,7 +12,7 @@ from typing import Any
 
 import anthropic
 
-from duragent.activities.anthropic_stream import (
+from duragent.activities.models.anthropic_stream import (
     IncompleteStream,
     InterruptedStream,
     UnreadableStream,

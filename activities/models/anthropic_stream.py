@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import anthropic
@@ -25,8 +24,8 @@ from anthropic.types import (
     ToolUseBlock,
 )
 
-from duragent.activities.anthropic_format import RequestParams
-from duragent.domain.events import DeltaKind
+from duragent.activities.models.anthropic_format import RequestParams
+from duragent.activities.models.seam import Delta
 from duragent.domain.messages import (
     AssistantContent,
     AssistantMessage,
@@ -63,14 +62,6 @@ class InterruptedStream(Exception):
     def __init__(self, message: str, *, timed_out: bool) -> None:
         super().__init__(message)
         self.timed_out = timed_out
-
-
-@dataclass(frozen=True)
-class Delta:
-    content_index: int
-    kind: DeltaKind
-    text: str
-    tool_name: str | None = None
 
 
 class ReplyStream:
@@ -160,7 +151,12 @@ def _delta(event: RawContentBlockDeltaEvent, so_far: Message) -> Delta | None:
 
 
 def assistant_message(
-    reply: Message | None, *, model: str, timestamp: int, partial: bool = False
+    reply: Message | None,
+    *,
+    model: str,
+    timestamp: int,
+    partial: bool = False,
+    provider: str = "anthropic",
 ) -> AssistantMessage:
     """Our message for the SDK's. A partial one (aborted) drops its tool calls: none of
     them will run, and a stored call without a result would break the transcript."""
@@ -182,7 +178,7 @@ def assistant_message(
     return AssistantMessage(
         content=content,
         api="anthropic-messages",
-        provider="anthropic",
+        provider=provider,
         model=reply.model if reply else model,
         usage=_usage(reply),
         stop_reason=stop,

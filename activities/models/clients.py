@@ -1,0 +1,100 @@
+"""A worker's model clients: one per provider, made when a model of it is first asked.
+
+Where each provider is reached and with which key comes from its usual variables
+(`domain.models.PROVIDERS`: `OPENAI_API_KEY`, `OLLAMA_BASE_URL`, ...), read when the
+client is made: keys go to the SDK's client and never into a workflow, an event or a log.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from duragent.activities.models.seam import ModelClient
+from duragent.domain.models import (
+    PROVIDERS,
+    Api,
+    Endpoint,
+    Provider,
+    UnknownModel,
+    endpoint,
+    parse_model,
+)
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """What every client of a worker shares."""
+
+    read_timeout_s: float = 600.0
+    """A stream silent this long counts as cut off (`Settings.model_read_timeout_s`)."""
+
+
+class ModelClients:
+    """The clients a worker asks models through, one per provider, made on first use
+    (so a worker needs only the SDKs of the providers its sessions name)."""
+
+    def __init__(
+        self,
+        *,
+        offline_base_url: str | None = None,
+        options: ClientOptions | None = None,
+        environ: Mapping[str, str] | None = None,
+        given: Mapping[str, ModelClient] | None = None,
+    ) -> None:
+        self._offline_base_url = offline_base_url
+        self._options = options or ClientOptions()
+        self._environ = environ
+        self._clients: dict[str, ModelClient] = dict(given or {})
+        self._own: set[str] = set()
+
+    def for_model(self, model: str) -> ModelClient:
+        """The client for `model` (`provider:model`, or a bare Claude model name).
+        Raises `UnknownModel` for a name no provider serves, `MissingProviderPackage`
+        when the provider's SDK is not installed."""
+        provider = PROVIDERS[parse_model(model).provider]
+        client = self._clients.get(provider.name)
+        if client is None:
+            env = os.environ if self._environ is None else self._environ
+            where = endpoint(provider, offline_base_url=self._offline_base_url, environ=env)
+            client = make_client(provider, where, self._options)
+            self._clients[provider.name] = client
+            self._own.add(provider.name)
+        return client
+
+    async def aclose(self) -> None:
+        """Close the clients it made (not those it was given)."""
+        for name in sorted(self._own):
+            await self._clients.pop(name).aclose()
+        self._own.clear()
+
+
+class MissingProviderPackage(UnknownModel):
+    """The provider's SDK is an optional extra that is not installed."""
+
+
+WIRE_MODULES: dict[Api, str] = {
+    "anthropic-messages": "duragent.activities.models.anthropic_model",
+    "openai-chat": "duragent.activities.models.openai_chat",
+    "openai-responses": "duragent.activities.models.openai_responses",
+}
+"""The module speaking each wire API: its `make(provider, endpoint, options)` makes the
+client (imported on first use, so each needs its SDK only when a session names it)."""
+
+_EXTRAS: dict[Api, str] = {"openai-chat": "openai", "openai-responses": "openai"}
+
+
+def make_client(provider: Provider, where: Endpoint, options: ClientOptions) -> ModelClient:
+    """The client for `provider`'s wire API, through its vendor's SDK."""
+    try:
+        module = importlib.import_module(WIRE_MODULES[provider.api])
+    except ModuleNotFoundError as exc:
+        extra = _EXTRAS.get(provider.api, provider.name)
+        raise MissingProviderPackage(
+            f"the {provider.name} provider needs the {exc.name} package: "
+            f"pip install 'duragent[{extra}]'"
+        ) from None
+    client: ModelClient = module.make(provider, where, options)
+    return client
