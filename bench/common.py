@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import statistics
@@ -26,7 +27,7 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest  # noqa: 
 from duragent.client.api import DuragentClient  # noqa: E402
 from duragent.client.connection import connect_temporal  # noqa: E402
 from duragent.domain.hosts import host_task_queue  # noqa: E402
-from duragent.offline_model import OfflineModelServer, Script  # noqa: E402
+from duragent.offline_model import WIRE_MODELS, OfflineModelServer, Script  # noqa: E402
 from duragent.settings import Settings  # noqa: E402
 from duragent.store.db import Database  # noqa: E402
 from duragent.temporal_dev import DevServer  # noqa: E402
@@ -46,8 +47,11 @@ class Bench:
 
 
 @contextlib.asynccontextmanager
-async def bench_stack(script: Script | dict[str, Any]) -> AsyncIterator[Bench]:
-    """A fresh dev server, store and offline model in a temporary directory."""
+async def bench_stack(
+    script: Script | dict[str, Any], protocol: str = "anthropic"
+) -> AsyncIterator[Bench]:
+    """A fresh dev server, store and offline model in a temporary directory; sessions on
+    the offline model's `protocol` (`WIRE_MODELS`: anthropic, openai, openai-responses)."""
     script_model = script if isinstance(script, Script) else Script.model_validate(script)
     with tempfile.TemporaryDirectory(prefix="duragent-bench-") as tmp:
         home = Path(tmp)
@@ -64,6 +68,7 @@ async def bench_stack(script: Script | dict[str, Any]) -> AsyncIterator[Bench]:
                 task_queue=f"bench-{uuid.uuid4().hex[:8]}",
                 anthropic_base_url=model.base_url,
                 offline_model_url=model.base_url,
+                model=WIRE_MODELS[protocol],
             ).model_copy(update={"anthropic_api_key": None})
             temporal = await connect_temporal(settings)
             db = Database(settings.database_url)
@@ -74,6 +79,16 @@ async def bench_stack(script: Script | dict[str, Any]) -> AsyncIterator[Bench]:
         finally:
             model.stop()
             server.stop()
+
+
+def add_protocol_option(parser: argparse.ArgumentParser) -> None:
+    """`--protocol`: the wire API the sessions' model speaks (the offline model plays each)."""
+    parser.add_argument(
+        "--protocol",
+        choices=list(WIRE_MODELS),
+        default="anthropic",
+        help="the model's wire API (default: anthropic)",
+    )
 
 
 def median(values: list[float]) -> float:

@@ -18,6 +18,7 @@ from duragent.activities.resources import load_resources
 from duragent.client.bounds import bounded
 from duragent.client.errors import (
     EntryNotInSession,
+    InvalidChange,
     InvalidHost,
     InvalidWorkspace,
     SessionNotFound,
@@ -29,6 +30,7 @@ from duragent.domain.context import derive_path_state
 from duragent.domain.cost import SessionCosts, session_costs
 from duragent.domain.entries import SessionInfoEntry
 from duragent.domain.hosts import is_host_name
+from duragent.domain.models import UnknownModel, parse_model
 from duragent.domain.resources import ResourceKind
 from duragent.domain.runs import Phase, RunView
 from duragent.store import entries, input_queue, runs, sessions
@@ -115,6 +117,11 @@ class Sessions(ClientPart):
         ):
             if text is not None:
                 bounded(what, str(text))
+        if model is not None:
+            try:
+                parse_model(model)
+            except UnknownModel as err:
+                raise InvalidChange(f"model: {err}") from None
         session_id = session_id or uuid.uuid4().hex
         config = config or self.new_config(model, system_prompt)
         folder = self.new_workspace(session_id, workspace, owner=owner, policy=policy, host=host)

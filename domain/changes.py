@@ -7,7 +7,7 @@ so writes are serialized with runs by Temporal itself.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from duragent.domain.approvals import ApprovalPolicy
 from duragent.domain.budgets import Budget
@@ -23,6 +23,7 @@ from duragent.domain.entries import (
     SessionInfoEntry,
     ThinkingLevelChangeEntry,
 )
+from duragent.domain.models import parse_model
 
 FacadeEntry = CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry
 
@@ -45,6 +46,13 @@ class ConfigChange(BaseModel):
     mcp_servers: list[str] | None = None
     budget: Budget | None = None
     """The session's budget (session-wide); a budget without limits removes it."""
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, model: str | None) -> str | None:
+        if model is not None:
+            parse_model(model)  # UnknownModel (a ValueError) names what is wrong
+        return model
 
     def entries(self, change_id: str, timestamp: int) -> list[SessionEntry]:
         """The branch-scoped part as entries, with ids derived from the change's."""

@@ -13,8 +13,17 @@ from duragent.offline_model.chaos import Chaos
 from duragent.offline_model.script import DEMO_SCRIPT, Script, Step, load_script
 from duragent.offline_model.server import OfflineModelServer, RecordedRequest, serve_forever
 
+WIRE_MODELS: dict[str, str] = {
+    "anthropic": "claude-sonnet-5-5",
+    "openai": "openai:gpt-4.1",
+    "openai-responses": "openai-responses:gpt-4.1",
+}
+"""A model of each wire the offline model plays, as sessions name it (tests and benchmarks
+run the same scripts on each)."""
+
 __all__ = [
     "DEMO_SCRIPT",
+    "WIRE_MODELS",
     "Chaos",
     "OfflineModelServer",
     "RecordedRequest",

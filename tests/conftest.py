@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from postgres_server import PostgresServer, find_binaries, new_database
-from support import POSTGRES_ENV, ApiServer, Stack, open_stack
+from support import POSTGRES_ENV, PROTOCOL_MODELS, ApiServer, Stack, open_stack
 from temporalio.client import Client
 
 from duragent.client.connection import connect_temporal
@@ -92,6 +92,13 @@ def database(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", "sqlite"))
 
 
+@pytest.fixture
+def protocol(request: pytest.FixtureRequest) -> str:
+    """The wire API the stack's model speaks: `anthropic` unless a test parametrizes it
+    (`support.BOTH_PROTOCOLS`); the stack's default model is the protocol's (`MODELS`)."""
+    return str(getattr(request, "param", "anthropic"))
+
+
 StackFactory = Callable[[Any], Any]
 
 
@@ -102,6 +109,7 @@ async def stack_factory(
     temporal: Client,
     dev_server: DevServer,
     database: str,
+    protocol: str,
 ) -> AsyncIterator[Callable[..., Any]]:
     """`async with stack_factory(script) as stack:` — several per test are fine."""
     count = 0
@@ -113,7 +121,14 @@ async def stack_factory(
         home = tmp_path / f"stack{count}"
         home.mkdir()
         url = new_database(server) if server else None
-        return open_stack(home, temporal, dev_server.address, script, database_url=url)
+        return open_stack(
+            home,
+            temporal,
+            dev_server.address,
+            script,
+            database_url=url,
+            default_model=PROTOCOL_MODELS[protocol],
+        )
 
     yield make
 

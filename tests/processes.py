@@ -40,6 +40,7 @@ def stack_env(settings: Settings, model_base_url: str, **extra: str) -> dict[str
         DURAGENT_HOME=str(settings.home),
         DURAGENT_DATABASE_URL=settings.database_url,
         TEMPORAL_ADDRESS=settings.temporal_address,
+        DURAGENT_MODEL=settings.model,
         DURAGENT_TASK_QUEUE=settings.task_queue,
         ANTHROPIC_BASE_URL=model_base_url,
         DURAGENT_OFFLINE_MODEL_URL=model_base_url,

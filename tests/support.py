@@ -29,7 +29,7 @@ from temporalio.worker import Worker
 from duragent.client.api import DuragentClient
 from duragent.domain.entries import MessageEntry, SessionEntry
 from duragent.domain.messages import AssistantMessage, ToolResultMessage
-from duragent.offline_model import OfflineModelServer, Script
+from duragent.offline_model import WIRE_MODELS, OfflineModelServer, Script
 from duragent.settings import Settings
 from duragent.store.db import Database
 from duragent.worker import build_worker
@@ -127,6 +127,13 @@ async def serves(url: str) -> bool:
         return False
 
 
+PROTOCOL_MODELS = {name: WIRE_MODELS[name] for name in ("anthropic", "openai")}
+"""The stack's default model for each wire API the scenarios run on (Anthropic's Messages
+API; OpenAI's Chat Completions)."""
+
+BOTH_PROTOCOLS = pytest.mark.parametrize("protocol", list(PROTOCOL_MODELS), indirect=True)
+"""Run the test with its sessions on a model of each wire API (the same script played)."""
+
 BOTH_STORES = pytest.mark.parametrize("database", ["sqlite", "postgresql"], indirect=True)
 """Run the test on SQLite and on PostgreSQL (a throwaway server, see `postgres_server`)."""
 
@@ -148,6 +155,7 @@ async def open_stack(
     script: Script | dict[str, Any],
     database_url: str | None = None,
     heartbeat_timeout_s: float | None = None,
+    default_model: str | None = None,
 ) -> AsyncIterator[Stack]:
     """A stack on `temporal`: its store, offline model and settings (a task queue of its
     own). Calls heartbeat at the product's pace: a lost worker is found by its lease, and
@@ -164,6 +172,7 @@ async def open_stack(
         anthropic_base_url=model.base_url,
         offline_model_url=model.base_url,
         heartbeat_timeout_s=heartbeat_timeout_s,
+        **({"model": default_model} if default_model else {}),
     )
     settings = settings.model_copy(update={"anthropic_api_key": None})
     db = Database(settings.database_url)

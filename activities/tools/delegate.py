@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from duragent.activities.tools.contract import Tool, ToolContext
 from duragent.domain.input import MAX_INPUT_BYTES
+from duragent.domain.models import parse_model
 from duragent.domain.subagents import DELEGATE_TOOL, MAX_DEPTH
 from duragent.domain.tools import ToolResult, ToolTraits
 
@@ -46,8 +47,18 @@ class DelegateArgs(BaseModel):
         default=None,
         min_length=1,
         max_length=MAX_MODEL_CHARS,
-        description="The model the sub-agent runs on; default: yours.",
+        description=(
+            "The model the sub-agent runs on (provider:model, e.g. openai:gpt-4.1; a bare "
+            "name is Claude's); default: yours."
+        ),
     )
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, model: str | None) -> str | None:
+        if model is not None:
+            parse_model(model)  # UnknownModel (a ValueError): the model reads what is wrong
+        return model
 
 
 class DelegateTool(Tool[DelegateArgs]):

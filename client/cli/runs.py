@@ -19,6 +19,7 @@ from duragent.client.cli.questions import InlineAnswers
 from duragent.client.cli.views import announce, console, cost_line
 from duragent.client.render import EventPrinter
 from duragent.client.services import ensure_worker, local_services, stand_in_worker
+from duragent.domain.models import UnknownModel, parse_model
 from duragent.settings import Settings
 
 EXIT_CODES = {"completed": 0, "error": 1, "aborted": 130}
@@ -35,6 +36,14 @@ def run(
         typer.Option(help="Directory the tools work in (new sessions; default: a fresh one)."),
     ] = None,
     name: Annotated[str | None, typer.Option(help="Name for a new session.")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Model (provider:model, e.g. openai:gpt-4.1, ollama:qwen3; a bare name is "
+            "Claude's) for a new session, or with --session for the session's turns from now on "
+            "[env DURAGENT_MODEL]."
+        ),
+    ] = None,
     host: Annotated[
         str | None,
         typer.Option(
@@ -65,12 +74,20 @@ def run(
     (0 completed, 1 error, 130 aborted).
 
     Starts a Temporal dev server and a worker in this process when none is reachable, and
-    for that worker the offline model when ANTHROPIC_API_KEY is unset. A worker already
-    polling is named and used; when it does not answer for a few seconds, a worker is
-    started here after all. Ctrl-C or SIGTERM stop what it started; the run stays open for
-    the next worker.
+    for that worker the offline model when the model's provider has no key or address of
+    its own (ANTHROPIC_API_KEY for Claude, OPENAI_API_KEY or OPENAI_BASE_URL for openai:).
+    A worker already polling is named and used; when it does not answer for a few seconds,
+    a worker is started here after all. Ctrl-C or SIGTERM stop what it started; the run
+    stays open for the next worker.
     """
     settings = command.with_plugins(ctx.obj, plugin)
+    if model is not None:
+        try:
+            parse_model(model)
+        except UnknownModel as error:
+            fail(f"--model: {error}")
+        if session is None:
+            settings = settings.model_copy(update={"model": model})
     if max_turns is not None and max_turns < 1:
         fail(f"--max-turns is at least 1 (got {max_turns})")
     limits = (max_tokens, max_cost, max_wall)
@@ -87,6 +104,8 @@ def run(
         return client.sessions.get(session).id
 
     async def start(client: DuragentClient, session_id: str) -> RunHandle:
+        if model is not None and session is not None:
+            await client.config.update(session_id, model=model)
         return await client.runs.prompt(session_id, prompt, max_turns=max_turns, budget=budget)
 
     raise typer.Exit(command.run(_follow(settings, open_session, start)))
