@@ -120,11 +120,14 @@ class ModelInfo:
     thinking: ThinkingStyle
 
 
+_CLAUDE = r"(?:(?:[a-z]+(?:-[a-z]+)?\.)?anthropic\.)?claude-"
+"""Claude as Anthropic and Vertex name it (`claude-sonnet-4-5@20250929` on Vertex), and as
+Bedrock does (`anthropic.claude-...`, or a cross-region profile's `us.anthropic.claude-...`)."""
+
 _KNOWN: list[tuple[str, ModelInfo]] = [
     # Anthropic: adaptive thinking on current models, a budget on the older ones.
-    (r"claude-(3|sonnet-4-[025]|opus-4-[0125]|haiku-4-5)", ModelInfo(200_000, 64_000, "budget")),
-    (r"claude-", ModelInfo(200_000, 64_000, "adaptive")),
-    (r"anthropic\.claude-", ModelInfo(200_000, 64_000, "adaptive")),  # Bedrock's ids
+    (_CLAUDE + r"(3|sonnet-4-[025]|opus-4-[0125]|haiku-4-5)", ModelInfo(200_000, 64_000, "budget")),
+    (_CLAUDE, ModelInfo(200_000, 64_000, "adaptive")),
     # OpenAI: reasoning models take an effort; GPT-4.1 has a million tokens of context.
     (r"(o1|o3|o4)(-|$)", ModelInfo(200_000, 100_000, "effort")),
     (r"gpt-5", ModelInfo(400_000, 128_000, "effort")),

@@ -32,6 +32,7 @@ from duragent.domain.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from duragent.domain.models import model_info, parse_model
 from duragent.domain.resources import skills_section
 from duragent.domain.tools import ToolSpec
 from duragent.domain.transcript import LlmMessage
@@ -42,7 +43,7 @@ UserBlock = TextBlockParam | ImageBlockParam
 
 
 class RequestParams(TypedDict, total=False):
-    """The keyword arguments of `client.messages.stream(...)` that a model turn sets."""
+    """The keyword arguments of `client.messages.create(...)` that a model turn sets."""
 
     model: str
     max_tokens: int
@@ -56,17 +57,6 @@ class RequestParams(TypedDict, total=False):
 
 _CACHE: CacheControlEphemeralParam = {"type": "ephemeral"}
 _THINKING_HEADROOM = 4096
-_BUDGET_THINKING_MODELS = (
-    "claude-3",
-    "claude-sonnet-4-0",
-    "claude-sonnet-4-2",
-    "claude-sonnet-4-5",
-    "claude-opus-4-0",
-    "claude-opus-4-1",
-    "claude-opus-4-2",
-    "claude-opus-4-5",
-    "claude-haiku-4-5",
-)
 _EFFORT: dict[str, Literal["low", "medium", "high"]] = {
     "minimal": "low",
     "low": "low",
@@ -82,9 +72,10 @@ def request_params(
     *,
     session_id: str,
 ) -> RequestParams:
-    """Keyword arguments for `client.messages.stream(...)`."""
+    """Keyword arguments for `client.messages.create(...)`; the model as its provider's API
+    names it (`bedrock:anthropic.claude-...` asks Bedrock for `anthropic.claude-...`)."""
     params: RequestParams = {
-        "model": snapshot.model,
+        "model": parse_model(snapshot.model).model,
         "max_tokens": snapshot.max_tokens,
         "messages": api_messages(transcript),
         "metadata": {"user_id": session_id},
@@ -104,12 +95,13 @@ def request_params(
 
 def thinking_params(snapshot: TurnSnapshot) -> RequestParams:
     """Thinking for the snapshot's level (the parameters it sets, to merge into the rest):
-    adaptive thinking with an effort on current models; a token budget on the older ones
-    that only know manual thinking."""
+    a token budget on the older models that only know manual thinking (the registry's
+    "budget" style, `domain.models`); adaptive thinking with an effort on the others, a
+    model the registry does not know included (a new Claude, most likely)."""
     level = snapshot.thinking_level
     if level == "off":
         return {}
-    if snapshot.model.startswith(_BUDGET_THINKING_MODELS):
+    if model_info(parse_model(snapshot.model)).thinking == "budget":
         budget = THINKING_BUDGETS[level]
         return {
             "thinking": {"type": "enabled", "budget_tokens": budget},

@@ -90,7 +90,6 @@ class AnthropicCall:
         params = request_params(
             request.snapshot, request.messages, request.tools, session_id=request.session_id
         )
-        params["model"] = request.ref.model
         try:
             reply = await self._stream.run(self._client, params, on_delta)
         except Exception as exc:
