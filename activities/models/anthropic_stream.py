@@ -26,6 +26,11 @@ from anthropic.types import (
 
 from duragent.activities.models.anthropic_format import RequestParams
 from duragent.activities.models.seam import Delta
+from duragent.activities.models.transport_failures import (
+    IncompleteStream,
+    UnreadableStream,
+    interruption,
+)
 from duragent.domain.messages import (
     AssistantContent,
     AssistantMessage,
@@ -45,23 +50,6 @@ _STOP_REASONS: dict[str, StopReason] = {
     "model_context_window_exceeded": "length",
     "refusal": "error",
 }
-
-
-class IncompleteStream(Exception):
-    """The stream ended before `message_stop`: the connection was closed mid-reply."""
-
-
-class UnreadableStream(Exception):
-    """The SDK could not read what the stream sent (e.g. tool input that is not JSON)."""
-
-
-class InterruptedStream(Exception):
-    """The connection failed while the reply streamed: cut, reset, or silent past the read
-    timeout (`timed_out`)."""
-
-    def __init__(self, message: str, *, timed_out: bool) -> None:
-        super().__init__(message)
-        self.timed_out = timed_out
 
 
 class ReplyStream:
@@ -99,42 +87,6 @@ class ReplyStream:
             if not finished:
                 raise IncompleteStream("the model stream ended before message_stop")
             return await stream.get_final_message()
-
-
-def interruption(exc: BaseException) -> InterruptedStream | None:
-    """The stream's failure if the connection under it failed, else None. Versions and
-    transports differ in shape: up to SDK 2.16 the HTTP library's error comes through as
-    is, from 2.17 it is the cause of the SDK's `APIConnectionError` (or
-    `APITimeoutError`), and over aiohttp that is in turn caused by aiohttp's own."""
-    chain: list[BaseException] = []
-    cause: BaseException | None = exc
-    while cause is not None:
-        if type(cause).__module__.startswith(_TRANSPORT_MODULES) or isinstance(
-            cause, ConnectionError
-        ):
-            chain.append(cause)
-        cause = cause.__cause__
-    if not chain:
-        return None
-    # Only what the other side did is quoted, the deepest account of it: the text of other
-    # errors (h11's on a header it refuses) can quote the request, and with it the API key.
-    told = [e for e in chain if type(e).__name__ in _QUOTED_ERRORS or isinstance(e, OSError)]
-    reason = (str(told[-1]) if told else "") or type(chain[-1]).__name__
-    timed_out = any("Timeout" in type(e).__name__ for e in chain)
-    return InterruptedStream(f"stream interrupted: {reason}", timed_out=timed_out)
-
-
-_TRANSPORT_MODULES = ("httpx", "httpcore", "h11", "aiohttp")
-_QUOTED_ERRORS = frozenset(
-    {
-        "RemoteProtocolError",
-        "ReadError",
-        "WriteError",
-        "CloseError",
-        "ServerDisconnectedError",
-        "ClientPayloadError",
-    }
-)
 
 
 def _delta(event: RawContentBlockDeltaEvent, so_far: Message) -> Delta | None:
