@@ -62,6 +62,17 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Of the output tokens, those the model spent reasoning (OpenAI reports them):
+    already counted in `output_tokens`, kept for display only."""
+
+    @model_serializer(mode="wrap")
+    def _without_reasoning(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Only a reply that reasoned carries it: every other usage is stored as it always was.
+        data: dict[str, Any] = handler(self)
+        if not data.get("reasoning_tokens"):
+            data.pop("reasoning_tokens", None)
+        return data
 
     @property
     def total_tokens(self) -> int:
@@ -78,6 +89,7 @@ class Usage(BaseModel):
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
 
