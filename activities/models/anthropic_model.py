@@ -16,7 +16,7 @@ from anthropic.types import TextBlock
 
 from duragent.activities.models.anthropic_errors import classify
 from duragent.activities.models.anthropic_format import request_params
-from duragent.activities.models.anthropic_stream import ReplyStream, assistant_message
+from duragent.activities.models.anthropic_stream import ReplyStream
 from duragent.activities.models.clients import ClientOptions
 from duragent.activities.models.seam import (
     Delta,
@@ -91,19 +91,18 @@ class AnthropicCall:
             request.snapshot, request.messages, request.tools, session_id=request.session_id
         )
         try:
-            reply = await self._stream.run(self._client, params, on_delta)
+            await self._stream.run(self._client, params, on_delta)
         except Exception as exc:
             failure = classify(exc)
             if failure is None:
                 raise
             raise ModelFailed(failure) from exc
-        return assistant_message(
-            reply, model=request.ref.model, timestamp=request.timestamp, provider=self._provider
+        return self._stream.message(
+            model=request.ref.model, timestamp=request.timestamp, provider=self._provider
         )
 
     def so_far(self) -> AssistantMessage:
-        return assistant_message(
-            self._stream.so_far,
+        return self._stream.message(
             model=self._request.ref.model,
             timestamp=self._request.timestamp,
             partial=True,
