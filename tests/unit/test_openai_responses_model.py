@@ -10,6 +10,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseErrorEvent,
+    ResponseFailedEvent,
+    ResponseOutputItemAddedEvent,
+    ResponseOutputItemDoneEvent,
+    ResponseReasoningSummaryPartAddedEvent,
+    ResponseReasoningSummaryTextDeltaEvent,
+    ResponseStreamEvent,
+)
 
 from duragent.activities.models.clients import ClientOptions
 from duragent.activities.models.openai_responses import (
@@ -409,24 +420,88 @@ async def test_a_broken_stream_is_a_retryable_failure(serve: Any) -> None:
     assert (silent.value.failure.kind, silent.value.failure.retryable) == ("timeout", True)
 
 
-def test_a_failed_response_in_the_stream_is_sorted() -> None:
-    # The offline model fails before it streams; OpenAI can also fail a response mid-way.
-    from openai.types.responses import Response, ResponseErrorEvent, ResponseFailedEvent
-
-    failed = Response.model_validate(
+def response(**fields: Any) -> Response:
+    return Response.model_validate(
         {
             "id": "resp_1",
             "object": "response",
             "created_at": 0,
             "model": MODEL,
-            "status": "failed",
-            "error": {"code": "server_error", "message": "boom"},
             "output": [],
             "parallel_tool_calls": True,
             "tool_choice": "auto",
             "tools": [],
+            **fields,
         }
     )
+
+
+def test_summary_parts_stream_as_the_paragraphs_the_thinking_ends_with() -> None:
+    # The offline model sends one summary part per reasoning item; OpenAI's may send several.
+    at = {"item_id": "rs_1", "output_index": 0}
+    item: dict[str, Any] = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [],
+        "encrypted_content": None,
+    }
+    parts = [{"type": "summary_text", "text": t} for t in ("First.", "Then.")]
+    done = {**item, "summary": parts, "encrypted_content": "enc", "status": "completed"}
+    events: list[ResponseStreamEvent] = [
+        ResponseOutputItemAddedEvent.model_validate(
+            {
+                "type": "response.output_item.added",
+                "sequence_number": 0,
+                "output_index": 0,
+                "item": item,
+            }
+        )
+    ]
+    for number, part in enumerate(parts):
+        where = {**at, "summary_index": number, "sequence_number": 0}
+        events.append(
+            ResponseReasoningSummaryPartAddedEvent.model_validate(
+                {
+                    **where,
+                    "type": "response.reasoning_summary_part.added",
+                    "part": {**part, "text": ""},
+                }
+            )
+        )
+        events.append(
+            ResponseReasoningSummaryTextDeltaEvent.model_validate(
+                {**where, "type": "response.reasoning_summary_text.delta", "delta": part["text"]}
+            )
+        )
+    events.append(
+        ResponseOutputItemDoneEvent.model_validate(
+            {
+                "type": "response.output_item.done",
+                "sequence_number": 0,
+                "output_index": 0,
+                "item": done,
+            }
+        )
+    )
+    completed = response(status="completed", output=[done])
+    events.append(
+        ResponseCompletedEvent(type="response.completed", sequence_number=9, response=completed)
+    )
+    state, deltas = ReplyState(), list[Delta]()
+    for event in events:
+        state.take(event, deltas.append)
+    message = state.message(provider="openai-responses", model=MODEL, timestamp=1, partial=False)
+
+    (thinking,) = message.content
+    assert isinstance(thinking, ThinkingContent) and thinking.thinking == "First.\n\nThen."
+    assert streamed(deltas, 0) == thinking.thinking
+    assert json.loads(thinking.signature or "")["encrypted_content"] == "enc"
+    assert message.stop_reason == "stop"
+
+
+def test_a_failed_response_in_the_stream_is_sorted() -> None:
+    # The offline model fails before it streams; OpenAI can also fail a response mid-way.
+    failed = response(status="failed", error={"code": "server_error", "message": "boom"})
     state = ReplyState()
     with pytest.raises(StreamFailure) as server:
         state.take(
