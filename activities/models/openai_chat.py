@@ -1,0 +1,334 @@
+"""OpenAI's Chat Completions API behind the seam: OpenAI's models, and every server that
+speaks the API (Ollama, vLLM, llama.cpp, OpenRouter, Gemini's OpenAI endpoint).
+
+Through the official SDK's `AsyncOpenAI`. `openai_format` builds the request,
+`openai_errors` sorts the failures; the stream is read here, chunk by chunk, without the
+SDK's accumulating helper: each piece goes to `on_delta` the moment it arrives, what the
+servers add beyond OpenAI's own chunks (their reasoning, as `reasoning_content` or
+`reasoning`) is read too, and a stream that ends before its `finish_reason`, or whose
+connection fails, counts as cut off (a retryable failure).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai.types import CompletionUsage
+from openai.types.chat import ChatCompletionChunk
+from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
+
+from duragent.activities.models.clients import ClientOptions
+from duragent.activities.models.openai_errors import classify
+from duragent.activities.models.openai_format import request_params, user_id
+from duragent.activities.models.seam import Delta, ModelFailed, ModelRequest, SummaryRequest
+from duragent.activities.models.transport_failures import (
+    IncompleteStream,
+    UnreadableStream,
+    interruption,
+)
+from duragent.domain.messages import (
+    AssistantContent,
+    AssistantMessage,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+)
+from duragent.domain.models import Api, Endpoint, Provider
+
+API: Api = "openai-chat"
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "stop": "stop",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+    "length": "length",
+    "content_filter": "error",
+}
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""Where OpenAI-compatible servers stream a reply's reasoning (OpenAI's own models do not
+return it): `reasoning_content` (vLLM, DeepSeek, llama.cpp, SGLang), `reasoning` (Ollama,
+OpenRouter). The first that has text is read: a server sending both sends the same."""
+
+
+class OpenAIChatModel:
+    """A model over Chat Completions, through `client` (one per worker and provider);
+    `provider` is the name its messages are stamped with (openai, ollama, vllm, ...)."""
+
+    api: Api = API
+
+    def __init__(self, client: openai.AsyncOpenAI, provider: str = "openai") -> None:
+        self._client = client
+        self.provider = provider
+
+    @property
+    def sdk(self) -> openai.AsyncOpenAI:
+        """The SDK's client it asks through."""
+        return self._client
+
+    def ask(self, request: ModelRequest) -> OpenAIChatCall:
+        return OpenAIChatCall(self._client, request, self.provider)
+
+    async def complete(self, request: SummaryRequest) -> tuple[str, Usage]:
+        try:
+            reply = await self._client.chat.completions.create(
+                model=request.ref.model,
+                messages=[{"role": "user", "content": request.prompt}],
+                max_completion_tokens=request.max_tokens,
+                user=user_id(request.session_id),
+            )
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            raise ModelFailed(failure) from exc
+        text = "".join(choice.message.content or "" for choice in reply.choices[:1])
+        return text, usage_of(reply.usage)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+@dataclass
+class _Call:
+    """A tool call as its pieces arrive: the id and name from its first chunk, its
+    argument JSON in fragments."""
+
+    content_index: int
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Reply:
+    """The reply as far as it arrived. Each block takes the next content index when its
+    first piece arrives, so the index a delta names is the one the block has in the final
+    message (the servers send reasoning, then text, then the tool calls in order)."""
+
+    model: str
+    thinking: list[str] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    calls: dict[int, _Call] = field(default_factory=dict)
+    order: list[str | int] = field(default_factory=list)
+    """The blocks in content order: "thinking", "text", or a tool call's index."""
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    def index_of(self, block: str | int) -> int:
+        if block not in self.order:
+            self.order.append(block)
+        return self.order.index(block)
+
+    def content(self, *, partial: bool) -> list[AssistantContent]:
+        content: list[AssistantContent] = []
+        for block in self.order:
+            if block == "thinking":
+                content.append(ThinkingContent(thinking="".join(self.thinking)))
+            elif block == "text":
+                content.append(TextContent(text="".join(self.text)))
+            elif isinstance(block, int) and not partial:
+                call = self.calls[block]
+                content.append(
+                    ToolCall(
+                        id=call.id or f"call_{uuid.uuid4().hex[:24]}",
+                        name=call.name,
+                        arguments=_arguments("".join(call.arguments)),
+                    )
+                )
+        return content
+
+
+class OpenAIChatCall:
+    """One request, streamed once with `reply`."""
+
+    def __init__(self, client: openai.AsyncOpenAI, request: ModelRequest, provider: str) -> None:
+        self._client = client
+        self._request = request
+        self._provider = provider
+        self._reply = _Reply(model=request.ref.model)
+
+    async def reply(self, on_delta: Callable[[Delta], None]) -> AssistantMessage:
+        request = self._request
+        params = request_params(
+            request.ref,
+            request.snapshot,
+            request.messages,
+            request.tools,
+            session_id=request.session_id,
+        )
+        try:
+            stream = await self._client.chat.completions.create(
+                **params, stream=True, stream_options={"include_usage": True}
+            )
+            async with stream:
+                await self._read(stream, on_delta)
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            raise ModelFailed(failure) from exc
+        reply = self._reply
+        calls = bool(reply.calls)
+        stop = _STOP_REASONS.get(reply.finish_reason or "", "stop")
+        if stop == "stop" and calls:
+            stop = "toolUse"  # a server that says "stop" after tool calls (older Ollama)
+        return self._message(stop, partial=False)
+
+    async def _read(
+        self, stream: openai.AsyncStream[ChatCompletionChunk], on_delta: Callable[[Delta], None]
+    ) -> None:
+        reply = self._reply
+        try:
+            async for chunk in stream:
+                if chunk.model:
+                    reply.model = chunk.model
+                if chunk.usage is not None:
+                    reply.usage = usage_of(chunk.usage)
+                for choice in chunk.choices:
+                    if choice.index != 0:
+                        continue  # one choice asked for (n = 1)
+                    for delta in _deltas(reply, choice.delta):
+                        on_delta(delta)
+                    if choice.finish_reason is not None:
+                        reply.finish_reason = choice.finish_reason
+        except ValueError as exc:  # a chunk that is not JSON
+            raise UnreadableStream(f"the model stream could not be read: {exc}") from exc
+        except Exception as exc:
+            cut = interruption(exc)
+            if cut is None:
+                raise
+            raise cut from exc
+        if reply.finish_reason is None:
+            raise IncompleteStream("the model stream ended before its finish_reason")
+
+    def so_far(self) -> AssistantMessage:
+        return self._message("aborted", partial=True)
+
+    def _message(self, stop: StopReason, *, partial: bool) -> AssistantMessage:
+        """Our message for what arrived. A partial one (aborted) drops its tool calls: none
+        of them will run, and a stored call without a result would break the transcript."""
+        reply = self._reply
+        return AssistantMessage(
+            content=reply.content(partial=partial),
+            api=API,
+            provider=self._provider,
+            model=reply.model,
+            usage=reply.usage,
+            stop_reason=stop,
+            timestamp=self._request.timestamp,
+        )
+
+
+def _deltas(reply: _Reply, delta: ChoiceDelta) -> list[Delta]:
+    """The pieces of one chunk's delta, kept in `reply` and told as `Delta`s."""
+    told: list[Delta] = []
+    reasoning = _reasoning(delta)
+    if reasoning:
+        reply.thinking.append(reasoning)
+        told.append(Delta(reply.index_of("thinking"), "thinking", reasoning))
+    for text in (delta.content, delta.refusal):
+        if text:
+            reply.text.append(text)
+            told.append(Delta(reply.index_of("text"), "text", text))
+    for piece in delta.tool_calls or []:
+        call = _call(reply, piece)
+        fragment = piece.function.arguments if piece.function else None
+        if fragment:
+            call.arguments.append(fragment)
+            told.append(Delta(call.content_index, "toolCall", fragment, tool_name=call.name))
+    return told
+
+
+def _reasoning(delta: ChoiceDelta) -> str:
+    extra = delta.model_extra or {}
+    for name in REASONING_FIELDS:
+        value = extra.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _call(reply: _Reply, piece: ChoiceDeltaToolCall) -> _Call:
+    """The call a tool call's piece belongs to: by its `index`, or (a server that sends
+    none) by its id, a piece without either continuing the last call."""
+    index: Any = getattr(piece, "index", None)
+    if not isinstance(index, int):
+        known = [i for i, c in reply.calls.items() if piece.id and c.id == piece.id]
+        if known:
+            index = known[0]
+        elif piece.id or not reply.calls:
+            index = max(reply.calls, default=-1) + 1
+        else:
+            index = max(reply.calls)
+    call = reply.calls.get(index)
+    if call is None:
+        call = reply.calls[index] = _Call(content_index=reply.index_of(index))
+    if piece.id and not call.id:
+        call.id = piece.id
+    if piece.function and piece.function.name and not call.name:
+        call.name = piece.function.name
+    return call
+
+
+def usage_of(usage: CompletionUsage | None) -> Usage:
+    """Our usage for the API's. OpenAI counts the cached prompt tokens in `prompt_tokens`;
+    ours (as Anthropic's) counts them apart, so input is what was read without the cache.
+    The reasoning tokens are part of the completion tokens, as of the output ones."""
+    if usage is None:
+        return Usage()
+    prompt = usage.prompt_tokens_details
+    cache_read = (prompt.cached_tokens or 0) if prompt else 0
+    cache_write = (prompt.cache_write_tokens or 0) if prompt else 0
+    completion = usage.completion_tokens_details
+    return Usage(
+        input_tokens=max(0, (usage.prompt_tokens or 0) - cache_read - cache_write),
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+        reasoning_tokens=(completion.reasoning_tokens or 0) if completion else 0,
+    )
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    """Tool arguments; arguments that are not a JSON object are kept so the tool can
+    report them."""
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {"__invalid_json__": raw}
+    if isinstance(value, dict):
+        return value
+    return {"__invalid_json__": raw}
+
+
+def make(provider: Provider, where: Endpoint, options: ClientOptions) -> OpenAIChatModel:
+    """The SDK's client for `provider` (OpenAI, or a server that speaks its API). Its HTTP
+    goes over aiohttp when the SDK's `aiohttp` extra is installed, as Anthropic's does
+    (`anthropic_model.make`: less CPU per streamed reply); over the SDK's default
+    transport otherwise. Retries are the workflow's, where they are visible and
+    abortable."""
+    timeout = openai.Timeout(connect=10.0, read=options.read_timeout_s, write=30.0, pool=10.0)
+    client = openai.AsyncOpenAI(
+        api_key=where.api_key or "none",  # a server of the user's own may want none
+        base_url=where.base_url,
+        max_retries=0,
+        timeout=timeout,
+        **_aiohttp(),
+    )
+    return OpenAIChatModel(client, provider.name)
+
+
+def _aiohttp() -> dict[str, Any]:
+    """The SDK's aiohttp transport as `AsyncOpenAI`'s `http_client`, if it can have it."""
+    try:
+        return {"http_client": openai.DefaultAioHttpClient()}
+    except (AttributeError, RuntimeError):  # an SDK without it, or aiohttp not installed
+        return {}
