@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,26 +186,19 @@ class OpenAIChatCall:
         self, stream: openai.AsyncStream[ChatCompletionChunk], on_delta: Callable[[Delta], None]
     ) -> None:
         reply = self._reply
-        try:
-            async for chunk in stream:
-                if chunk.model:
-                    reply.model = chunk.model
-                if chunk.usage is not None:
-                    reply.usage = usage_of(chunk.usage)
-                for choice in chunk.choices:
-                    if choice.index != 0:
-                        continue  # one choice asked for (n = 1)
-                    for delta in _deltas(reply, choice.delta):
-                        on_delta(delta)
-                    if choice.finish_reason is not None:
-                        reply.finish_reason = choice.finish_reason
-        except ValueError as exc:  # a chunk that is not JSON
-            raise UnreadableStream(f"the model stream could not be read: {exc}") from exc
-        except Exception as exc:
-            cut = interruption(exc)
-            if cut is None:
-                raise
-            raise cut from exc
+        chunks = aiter(stream)
+        while (chunk := await _next_chunk(chunks)) is not None:
+            if chunk.model:
+                reply.model = chunk.model
+            if chunk.usage is not None:
+                reply.usage = usage_of(chunk.usage)
+            for choice in chunk.choices:
+                if getattr(choice, "index", 0) != 0:
+                    continue  # one choice asked for (n = 1); a server may not number it
+                for delta in _deltas(reply, choice.delta):
+                    on_delta(delta)
+                if choice.finish_reason is not None:
+                    reply.finish_reason = choice.finish_reason
         if reply.finish_reason is None:
             raise IncompleteStream("the model stream ended before its finish_reason")
 
@@ -225,6 +218,26 @@ class OpenAIChatCall:
             stop_reason=stop,
             timestamp=self._request.timestamp,
         )
+
+
+async def _next_chunk(
+    chunks: AsyncIterator[ChatCompletionChunk],
+) -> ChatCompletionChunk | None:
+    """The stream's next chunk, None at its end. Only the reading is watched here (not
+    what is done with a chunk): a chunk that is not JSON is unreadable, a failure of the
+    connection under the stream an interruption; the server's own error event (an
+    `openai.APIError`) goes through as it is."""
+    try:
+        return await anext(chunks)
+    except StopAsyncIteration:
+        return None
+    except ValueError as exc:
+        raise UnreadableStream(f"the model stream could not be read: {exc}") from exc
+    except Exception as exc:
+        cut = interruption(exc)
+        if cut is None:
+            raise
+        raise cut from exc
 
 
 def _deltas(reply: _Reply, delta: ChoiceDelta) -> list[Delta]:

@@ -69,10 +69,13 @@ class Served:
 async def serve() -> AsyncIterator[Any]:
     started: list[Served] = []
 
-    def start(steps: list[dict[str, Any]], **script: Any) -> Served:
+    def start(
+        steps: list[dict[str, Any]], options: ClientOptions | None = None, **script: Any
+    ) -> Served:
         server = OfflineModelServer(Script.of(steps, **script)).start()
         where = Endpoint(server.openai_base_url, "offline")
-        started.append(Served(server, make(PROVIDERS["openai"], where, ClientOptions())))
+        model = make(PROVIDERS["openai"], where, options or ClientOptions())
+        started.append(Served(server, model))
         return started[-1]
 
     yield start
@@ -384,6 +387,30 @@ async def test_a_broken_stream_is_a_retryable_interruption(serve: Any, fault: An
     assert (failure.kind, failure.retryable) == ("network", True)
     assert failure.message.startswith("stream interrupted")
     assert deltas and call.so_far().content == [TextContent(text=streamed(deltas, 0))]
+
+
+async def test_a_silent_stream_times_out_and_is_retried(serve: Any) -> None:
+    served = serve(
+        [{"reply": [{"text": LONG_TEXT}], "stall_after_chunks": 1}],
+        options=ClientOptions(read_timeout_s=0.5),
+    )
+    failure = await failure_of(served.model, ask([user("hi")]))
+    assert (failure.kind, failure.retryable) == ("timeout", True)
+
+
+async def test_an_error_sent_inside_the_stream_is_classified() -> None:
+    error = {"message": "The server had an error.", "type": "server_error", "code": None}
+    streamed_error = over(sse(chunk({"content": "Hal"}), {"error": error}))
+    unreadable = over(b"data: {not json\n\n")
+    server = await failure_of(streamed_error, ask([user("hi")]))
+    garbled = await failure_of(unreadable, ask([user("hi")]))
+    await streamed_error.aclose()
+    await unreadable.aclose()
+
+    assert (server.kind, server.retryable) == ("server", True)
+    assert server.message == "stream error: server_error: The server had an error."
+    assert (garbled.kind, garbled.retryable) == ("server", True)
+    assert garbled.message.startswith("the model stream could not be read")
 
 
 # ---------------------------------------------------------------------------------------------

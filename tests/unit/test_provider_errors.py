@@ -1,4 +1,5 @@
-"""Provider error mapping (`activities.provider_errors`): which failures the run retries.
+"""Provider error mapping (`activities.models.anthropic_errors`, with `transport_failures`):
+which failures the run retries.
 
 A model call's exception becomes a `ProviderFailure`: rate limits, overload, server
 errors, timeouts and dropped connections are retried (after the wait the server asks
@@ -17,8 +18,8 @@ import httpx
 import httpx2
 import pytest
 
-from duragent.activities.models.anthropic_errors import classify, retry_after_ms
-from duragent.activities.models.anthropic_stream import interruption
+from duragent.activities.models.anthropic_errors import classify
+from duragent.activities.models.transport_failures import interruption, retry_after_ms
 
 pytestmark = pytest.mark.fast
 
