@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -47,6 +47,8 @@ class ScriptPlayer:
     """
 
     def __init__(self, script: Script) -> None:
+        self.script = script
+        """The script it was made with (steps queued later are not in it)."""
         self._lock = threading.Lock()
         self.when_exhausted = script.when_exhausted
         self._template = list(script.conversations.get(TEMPLATE_KEY, []))
@@ -54,6 +56,7 @@ class ScriptPlayer:
         self._played: dict[str, set[int]] = {}
         self._log: list[RecordedRequest] = []
         self._open_gates: set[str] = set()
+        self._gate_watchers: list[Callable[[str], None]] = []
         self.chaos: Chaos | None = script.chaos
         self._rolled: dict[str, int] = {}
 
@@ -139,9 +142,24 @@ class ScriptPlayer:
             return [r for r in self._log if key is None or r.key == key]
 
     def open_gate(self, gate: str) -> None:
-        """Mark `gate` released; it stays open for every later `wait_for` on it."""
+        """Mark `gate` released; it stays open for every later `wait_for` on it. The
+        watchers are told, from the caller's thread."""
         with self._lock:
             self._open_gates.add(gate)
+            watchers = list(self._gate_watchers)
+        for watcher in watchers:
+            watcher(gate)
+
+    def watch_gates(self, watcher: Callable[[str], None]) -> None:
+        """Have `watcher(gate)` called each time a gate is released: how replies held on
+        another event loop than the releaser's hear of it (`offline_model.in_process`)."""
+        with self._lock:
+            self._gate_watchers.append(watcher)
+
+    def unwatch_gates(self, watcher: Callable[[str], None]) -> None:
+        with self._lock:
+            if watcher in self._gate_watchers:
+                self._gate_watchers.remove(watcher)
 
     def gate_open(self, gate: str) -> bool:
         with self._lock:

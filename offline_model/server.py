@@ -87,6 +87,12 @@ class OfflineModelServer:
         return self._port
 
     @property
+    def player(self) -> ScriptPlayer:
+        """Its script's player: the steps, gates and request log it serves from, which an
+        in-process model (`offline_model.in_process.ScriptedModel`) may play as well."""
+        return self._player
+
+    @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
