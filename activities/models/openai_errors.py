@@ -114,6 +114,8 @@ def _code_and_message(exc: openai.APIError) -> tuple[str | None, str]:
     """The error's code and its words, "type: message" when the body is OpenAI's error
     object (the SDK unwraps `{"error": {...}}`), else the SDK's own message."""
     body: Any = exc.body
+    if isinstance(body, list) and len(body) == 1:
+        body = body[0]  # Gemini's OpenAI endpoint answers a list of one error
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         body = body["error"]  # a server that nests it once more
     code = exc.code
