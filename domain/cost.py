@@ -6,6 +6,9 @@ is priced by its own model) and of the summaries its compactions asked a model f
 session's is the sum of its runs, and of the compactions and branch summaries made while
 it was idle. A model the table has no
 price for makes the cost unknown (None), and says which model that was: never a guess.
+
+A model is named as `PriceTable.price_of` takes it: a session's name (`openai:gpt-4.1`,
+a bare name being Anthropic's), or a stored message's model id with its provider.
 """
 
 from __future__ import annotations
@@ -15,13 +18,16 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict, Field
 
 from duragent.domain.messages import Usage
+from duragent.domain.models import DEFAULT_PROVIDER
 from duragent.domain.prices import ModelPrice, PriceTable
 
 PER_MILLION = 1_000_000
 
 
 def usage_cost(usage: Usage, price: ModelPrice) -> float:
-    """US dollars for `usage` at `price` (each kind of token at its own rate)."""
+    """US dollars for `usage` at `price` (each kind of token at its own rate). Reasoning
+    tokens are counted in the output tokens (`Usage.reasoning_tokens` only says how many
+    of them were), so they are priced once, as output."""
     return (
         usage.input_tokens * price.input
         + usage.output_tokens * price.output
@@ -45,7 +51,8 @@ def cache_hit_rate(usage: Usage) -> float | None:
 
 
 class ModelUsage(BaseModel):
-    """The usage of some model calls of one model (as the assistant messages name it)."""
+    """The usage of some model calls of one model: its name as the session names it
+    (`provider:model`, bare for Anthropic's), or as an assistant message does."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -102,12 +109,14 @@ def cost_of(parts: Iterable[ModelUsage], prices: PriceTable) -> Cost:
 
 
 def _priced(part: ModelUsage, prices: PriceTable) -> ModelCost:
-    price = prices.price_of(part.model)
+    return ModelCost(**dict(part), cost_usd=_cost(part.usage, prices.price_of(part.model)))
+
+
+def _cost(usage: Usage, price: ModelPrice | None) -> float | None:
     # A call that reported no tokens (it failed before any) costs nothing whatever its model.
-    if price is None and part.usage.total_tokens == 0:
-        return ModelCost(**dict(part), cost_usd=0.0)
-    cost = usage_cost(part.usage, price) if price is not None else None
-    return ModelCost(**dict(part), cost_usd=cost)
+    if price is None:
+        return 0.0 if usage.total_tokens == 0 else None
+    return usage_cost(usage, price)
 
 
 def cost_text(cost_usd: float | None, unpriced_models: Iterable[str] = ()) -> str:
@@ -144,21 +153,39 @@ class TurnCost(BaseModel):
         return cost_text(self.cost_usd, [self.model or "(none)"])
 
 
-def turn_cost(model: str | None, usage: Usage, prices: PriceTable) -> TurnCost:
-    """The cost of one assistant message: its usage at the price of the model it names."""
-    priced = _priced(ModelUsage(model=model, usage=usage, calls=1), prices)
-    return TurnCost(cost_usd=priced.cost_usd, model=model, cache_hit_rate=cache_hit_rate(usage))
+def model_name(provider: str | None, model: str | None) -> str | None:
+    """A stored message's model (the id its provider's API returned) as sessions name it,
+    the name costs are priced and grouped by: `provider:model`, bare for Anthropic's (and
+    for a message stored without its provider, as every message was Anthropic's then)."""
+    if model is None or provider is None or provider == DEFAULT_PROVIDER:
+        return model
+    return f"{provider}:{model}"
+
+
+def turn_cost(
+    model: str | None, usage: Usage, prices: PriceTable, provider: str | None = None
+) -> TurnCost:
+    """The cost of one model call: its usage at the price of the model it names (with the
+    provider that served it, when the name is an assistant message's model id)."""
+    cost = _cost(usage, prices.price_of(model, provider))
+    return TurnCost(cost_usd=cost, model=model, cache_hit_rate=cache_hit_rate(usage))
 
 
 def message_turn_cost(message: dict[str, object], prices: PriceTable) -> TurnCost | None:
-    """`turn_cost` of a stored message (as JSON) that a model call wrote: an assistant's,
-    or a compaction or branch summary (a custom message with a usage); None otherwise."""
+    """`turn_cost` of a stored message (as JSON) that a model call wrote: an assistant's
+    (its model id priced at its provider's), or a compaction or branch summary (a custom
+    message with a usage, naming the model as the session does); None otherwise."""
     role = message.get("role")
     if role != "assistant" and not (role == "custom" and message.get("usage") is not None):
         return None
-    model = message.get("model")
+    model, provider = message.get("model"), message.get("provider")
     usage = Usage.model_validate(message.get("usage") or {})
-    return turn_cost(model if isinstance(model, str) else None, usage, prices)
+    return turn_cost(
+        model if isinstance(model, str) else None,
+        usage,
+        prices,
+        provider if isinstance(provider, str) else None,
+    )
 
 
 class SessionCosts(BaseModel):

@@ -1,6 +1,9 @@
 """What a session's model calls used, per run and model, summed from the messages they
 wrote: the assistant messages its runs stored, and the compaction and branch summaries
 (hidden custom messages), each carrying the model that wrote it and the usage it reported.
+A model is named as sessions name it, so that its provider prices it: an assistant
+message's `provider:model` (bare for Anthropic's, and for messages stored without a
+provider), a summary's model as the session named it.
 
 Read from the display messages, which keep every assistant message a run committed,
 branches and compacted turns included, every summary's model call (under the run that
@@ -12,17 +15,18 @@ after N to stay up to date (`client.usage_tally`).
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from duragent.domain.cost import ModelUsage
 from duragent.domain.messages import Usage
+from duragent.domain.models import DEFAULT_PROVIDER
 from duragent.store.tables import DisplayMessageRow
 
 COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 RunUsage = dict[str, dict[str | None, list[int]]]
-"""run id -> model (as the messages name it) -> [calls, *COUNTS]: plain sums,
+"""run id -> model (as sessions name it, `provider:model`) -> [calls, *COUNTS]: plain sums,
 cheap to add to row by row."""
 
 
@@ -35,7 +39,11 @@ def usage_after(db: Session, session_id: str, after: int, into: RunUsage) -> int
     message's JSON and sums them per run and model; no message reaches Python.
     """
     payload = DisplayMessageRow.payload
-    model = payload["model"].as_string()
+    model_id, provider = payload["model"].as_string(), payload["provider"].as_string()
+    model = case(
+        (provider.is_(None) | (provider == DEFAULT_PROVIDER), model_id),
+        else_=provider + ":" + model_id,
+    )
     sums = [func.coalesce(func.sum(payload[("usage", k)].as_integer()), 0) for k in COUNTS]
     query = (
         select(

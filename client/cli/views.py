@@ -165,18 +165,20 @@ def one_line(entry: SessionEntry) -> str:
 
 def turn_line(message: AssistantMessage, prices: PriceTable) -> str:
     """`claude-x · 1,200 in / 80 out tokens · $0.0042`, with the cache's reads and writes
-    when there were any."""
-    return call_line(message.model, message.usage, prices)
+    when there were any. The model is priced at its provider's price."""
+    return call_line(message.model, message.usage, prices, message.provider)
 
 
-def call_line(model: str | None, usage: Usage, prices: PriceTable) -> str:
+def call_line(
+    model: str | None, usage: Usage, prices: PriceTable, provider: str | None = None
+) -> str:
     """`turn_line` of any model call (a turn's, a summary's)."""
     tokens = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out"
     if usage.cache_read_tokens or usage.cache_write_tokens:
         tokens += (
             f" / {usage.cache_read_tokens:,} cache read / {usage.cache_write_tokens:,} cache write"
         )
-    cost = turn_cost(model, usage, prices)
+    cost = turn_cost(model, usage, prices, provider)
     return f"{model or 'model'} · {tokens} tokens · {cost.text}"
 
 
