@@ -22,6 +22,7 @@ from duragent.domain.config import TurnSnapshot
 from duragent.domain.context import context_messages, derive_path_state
 from duragent.domain.events import MessageStart
 from duragent.domain.messages import AgentMessage, AssistantMessage
+from duragent.domain.models import stored_model_ref
 from duragent.domain.turns import TurnInput
 from duragent.store import entries, events, sessions, snapshots, staging
 from duragent.store.db import Database
@@ -109,8 +110,13 @@ class TurnStore:
             )
             if finished is None and data.override is not None:
                 snapshot = snapshot.model_copy(update=data.override.model_dump(exclude_none=True))
+            # The reply's provider, API and model id, as its wire stamps the reply itself.
+            model = stored_model_ref(snapshot.model)
             skeleton = AssistantMessage(
-                model=snapshot.model, provider="anthropic", timestamp=int(time.time() * 1000)
+                api=model.api,
+                provider=model.provider,
+                model=model.model,
+                timestamp=int(time.time() * 1000),
             )
             if finished is None:
                 # The reply's start, stored with the save point (a transaction of its

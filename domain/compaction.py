@@ -31,6 +31,7 @@ from duragent.domain.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from duragent.domain.models import UnknownModel, model_info, parse_model
 
 CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 1200
@@ -105,8 +106,19 @@ def estimate_context_tokens(messages: Sequence[AgentMessage]) -> int:
 
 
 def context_window_of(model: str) -> int:
-    """Known context windows (tokens); Claude models have 200k unless stated."""
-    return 200_000 if model.startswith("claude") else 128_000
+    """The model's context window (tokens), as the model registry knows it
+    (`domain.models.model_info`): 200k for Claude, the model's own for the others it
+    knows, 128k for a model it does not know (a bare name that is not Claude's included).
+
+    The workflow calls it, so it is pure and raises for no name: a name the registry
+    refuses (stored before names were checked) keeps the window it always had, 200k for a
+    `claude` name and 128k for any other, so recorded histories replay as they ran.
+    """
+    try:
+        ref = parse_model(model)
+    except UnknownModel:
+        return 200_000 if model.startswith("claude") else 128_000
+    return model_info(ref).context_window
 
 
 def _is_cut_point(entry: SessionEntry) -> bool:

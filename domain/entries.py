@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from duragent.domain.approvals import ApprovalPolicy
 from duragent.domain.config import ThinkingLevel
 from duragent.domain.messages import AgentMessage, Usage, UserContent
+from duragent.domain.models import stored_model_ref
 
 
 class _Entry(BaseModel):
@@ -33,7 +34,23 @@ class MessageEntry(_Entry):
 class ModelChangeEntry(_Entry):
     type: Literal["model_change"] = "model_change"
     model: str
-    provider: str = "anthropic"
+    """The model as the session names it (`provider:model`, a bare name being Anthropic's)."""
+    provider: str = ""
+    """The provider serving it: `model`'s own unless given (an import gives pi's). Every
+    entry is stored with it, so no stored entry depends on a default: an entry made
+    without one takes its model's, which for every name made before there were providers
+    is Anthropic's, the default this replaces."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _provider_of_the_model(cls, data: Any) -> Any:
+        if (
+            isinstance(data, dict)
+            and not data.get("provider")
+            and isinstance(data.get("model"), str)
+        ):
+            return {**data, "provider": stored_model_ref(data["model"]).provider}
+        return data
 
 
 class ThinkingLevelChangeEntry(_Entry):

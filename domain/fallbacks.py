@@ -11,6 +11,7 @@ import asyncio
 
 from duragent.domain.entries import CustomMessageEntry
 from duragent.domain.messages import AssistantMessage, TextContent, ToolResultMessage
+from duragent.domain.models import stored_model_ref
 from duragent.domain.tools import ToolCallRef
 from duragent.domain.turns import ProviderFailure, ToolCallOutcome
 
@@ -72,10 +73,13 @@ def replanned_result(call: ToolCallRef, timestamp: int) -> ToolResultMessage:
 
 
 def error_reply(failure: ProviderFailure, model: str, timestamp: int) -> AssistantMessage:
-    """The assistant message of a turn whose model call failed for good."""
+    """The assistant message of a turn whose model call failed for good: stamped with the
+    provider, API and model id of `model` (the session's name of it), as a reply is."""
+    ref = stored_model_ref(model)
     return AssistantMessage(
-        model=model,
-        provider="anthropic",
+        api=ref.api,
+        provider=ref.provider,
+        model=ref.model,
         stop_reason="error",
         error_message=failure.message,
         timestamp=timestamp,

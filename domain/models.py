@@ -111,6 +111,15 @@ def parse_model(name: str) -> ModelRef:
     return ModelRef(provider, model)
 
 
+def stored_model_ref(name: str) -> ModelRef:
+    """`parse_model` of a name a session already holds, which never raises: a name it
+    refuses (stored before names were checked) is Anthropic's, as every name was then."""
+    try:
+        return parse_model(name)
+    except UnknownModel:
+        return ModelRef(DEFAULT_PROVIDER, name.strip())
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     context_window: int
@@ -141,8 +150,16 @@ _DEFAULT = ModelInfo(128_000, 8_192, "none")
 
 def model_info(ref: ModelRef) -> ModelInfo:
     """What duragent knows of the model, by the first pattern its name starts with; a
-    cautious default for one it does not know (a session may set its context window)."""
+    cautious default for one it does not know (a session may set its context window).
+
+    Behind the Anthropic Messages API a model is Claude, or one this table cannot know (a
+    gateway's behind `ANTHROPIC_BASE_URL`): only Claude's patterns apply there, so a bare
+    name that is not Claude's (`gpt-4.1`) keeps the cautious window such a name always had
+    (the workflow's compaction reads it: `domain.compaction.context_window_of`)."""
+    claude_only = ref.api == "anthropic-messages"
     for pattern, info in _KNOWN:
+        if claude_only and not pattern.startswith(_CLAUDE):
+            continue
         if re.match(pattern, ref.model):
             return info
     return _DEFAULT

@@ -14,6 +14,7 @@ from support import POSTGRES_ENV, PROTOCOL_MODELS, ApiServer, Stack, open_stack
 from temporalio.client import Client
 
 from duragent.client.connection import connect_temporal
+from duragent.domain.models import PROVIDERS
 from duragent.settings import Settings
 from duragent.temporal_dev import DevServer
 
@@ -30,11 +31,20 @@ binaries); every other duragent, Temporal, model-provider or tracing variable of
 is cleared, so that no test depends on the caller's environment (a task queue, an address
 or a real API key set there)."""
 CLEARED = ("DURAGENT_", "TEMPORAL_", "ANTHROPIC_", "OTEL_")
+PROVIDER_VARIABLES = frozenset(
+    name
+    for provider in PROVIDERS.values()
+    for name in (provider.key_env, provider.base_url_env)
+    if name is not None
+)
+"""Every provider's key and address (`OPENAI_API_KEY`, `OLLAMA_BASE_URL`, ...): cleared
+too, so that a caller's key never reaches a test."""
 
 
 def clear_callers_environment() -> None:
     for name in list(os.environ):
-        if name.startswith(CLEARED) and not name.startswith(SUITE_CONTROLS):
+        cleared = name.startswith(CLEARED) or name in PROVIDER_VARIABLES
+        if cleared and not name.startswith(SUITE_CONTROLS):
             del os.environ[name]
 
 
