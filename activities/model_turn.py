@@ -26,11 +26,12 @@ from duragent.activities.tools import ToolRegistry
 from duragent.activities.turn_store import TurnStore
 from duragent.activities.worker_loss import unstick_after_retry
 from duragent.domain.config import SnapshotRef, TurnSnapshot
-from duragent.domain.cost import turn_cost
+from duragent.domain.cost import model_name, turn_cost
 from duragent.domain.events import MessageEnd, MessageUpdate
 from duragent.domain.messages import AgentMessage, AssistantMessage, text_of
+from duragent.domain.models import stored_model_ref
 from duragent.domain.prices import PriceTable
-from duragent.domain.transcript import repair_pairing
+from duragent.domain.transform_messages import transform_for
 from duragent.domain.turns import (
     MODEL_TURN,
     PROVIDER_ERROR,
@@ -106,7 +107,11 @@ class ModelTurns:
         call = self._model.ask(
             ModelRequest(
                 snapshot=snapshot,
-                messages=repair_pairing(self._extensions.convert_to_llm(context)),
+                # As the model's API takes it: another model's thinking as text, call
+                # ids the API accepts, every call answered (domain.transform_messages).
+                messages=transform_for(
+                    self._extensions.convert_to_llm(context), stored_model_ref(snapshot.model)
+                ),
                 tools=self._tools.api_specs(snapshot.active_tools, servers),
                 session_id=data.session_id,
                 timestamp=skeleton.timestamp,
@@ -171,10 +176,12 @@ class ModelTurns:
             text_preview=text_of(message.content)[:PREVIEW_CHARS],
             tool_calls=calls,
             approval_policy=snapshot.approval_policy if asks else None,
-            model=message.model,
+            model=model_name(message.provider, message.model),
             cost=None
             if self._prices is None
-            else turn_cost(message.model, message.usage, self._prices),
+            else turn_cost(
+                model_name(message.provider, message.model), message.usage, self._prices
+            ),
         )
 
 

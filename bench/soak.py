@@ -16,8 +16,9 @@ the workflow histories and the tools' own records of what they ran (a file outsi
 store): every run ended (completed, aborted, or failed with a reason a person can read); no
 entry lost or stored twice; every tool call with exactly one result; no tool that is not
 retry-safe run twice; every queued message delivered at most once; every input accepted by
-a channel (chat, webhook, schedule) run exactly once, none left waiting; runs' usage adds up to
-what their stored model calls used, and sessions' to their runs'; no process left behind.
+a channel (chat, webhook, schedule) run exactly once, none left waiting, and no run but the
+soak's own and those its input started; runs' usage adds up to what their stored model calls
+used, and sessions' to their runs'; no process left behind.
 
     python bench/soak.py [--sessions 30] [--minutes 10] [--seed N] [--chaos-every 20]
 

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from checks import model_requests, run_events
 from soak_sessions import RunLog, SessionLog
@@ -32,7 +33,7 @@ from duragent.domain.entries import (
 )
 from duragent.domain.messages import AssistantMessage, ToolResultMessage, UserMessage, text_of
 from duragent.domain.runs import session_workflow_id
-from duragent.store.records import QueueItem
+from duragent.store.records import QueueItem, RunRecord, StoredEvent
 
 INJECTED = ("(chaos)", "overloaded", "dropped", "Overloaded", "Internal server error")
 """Words of the errors the offline model's chaos injects, as a failed run reports them."""
@@ -56,14 +57,14 @@ class Verdict:
 
 def check_runs(stack: Stack, log: SessionLog, verdict: Verdict) -> None:
     """Every run ended as completed, aborted or failed with a readable reason, once
-    (one agent_start and one agent_end), with its prompt stored once."""
+    (one agent_start and one agent_end), with its prompt stored once; each is the soak's
+    own or one that input it sent started (`check_started`)."""
     session_id = log.session.id
     records = {r.run_id: r for r in stack.client.runs.list(session_id)}
     events = run_events(stack, session_id)
     entries = stack.client.tree.entries(session_id)
-    started = {run.run_id for run in log.runs if run.run_id}
-    for extra in set(records) - started:
-        verdict.doubled.append(f"{session_id}: run {extra} that the soak never started")
+    items = stack.client.inputs.queue(session_id, status=None)
+    check_started(log, records.values(), events, items, verdict)
     for run in log.runs:
         verdict.runs += 1
         where = f"{session_id} run {run.run_id or '?'} ({run.prompt!r})"
@@ -106,6 +107,72 @@ def check_runs(stack: Stack, log: SessionLog, verdict: Verdict) -> None:
             (verdict.lost if stored == 0 else verdict.doubled).append(
                 f"{where}: its prompt stored {stored} times"
             )
+
+
+def check_started(
+    log: SessionLog,
+    records: Iterable[RunRecord],
+    events: Sequence[StoredEvent],
+    items: Sequence[QueueItem],
+    verdict: Verdict,
+) -> None:
+    """Every run the soak did not start with a prompt of its own was started by input it
+    sent (`inputs_taken`), and followed: each input starts one run, so a run that took
+    none, or only input that an earlier run took (input run twice), is doubled."""
+    own = {run.run_id for run in log.runs if run.prompt and run.run_id}
+    followed = {run.run_id for run in log.runs if run.run_id}
+    taken_by: dict[str, str] = {}
+    for record in sorted(records, key=lambda r: (r.started_at, r.run_id)):
+        taken = inputs_taken(log, record.run_id, events, items)
+        fresh = [what for what in taken if what not in taken_by]
+        taken_by.update(dict.fromkeys(fresh, record.run_id))
+        if record.run_id in own:
+            continue  # it may take input sent as it started: none of that starts a run then
+        where = f"{log.session.id}: run {record.run_id} ({record.kind})"
+        if not taken:
+            verdict.doubled.append(f"{where} that no input the soak sent started")
+        elif not fresh:
+            verdict.doubled.append(f"{where} for {taken[0]}, which run {taken_by[taken[0]]} took")
+        elif record.run_id not in followed:
+            verdict.runs += 1
+            verdict.statuses["unknown"] += 1
+            verdict.failed.append(f"{where}, started by {fresh[0]}: the soak never followed it")
+
+
+def inputs_taken(
+    log: SessionLog, run_id: str, events: Sequence[StoredEvent], items: Sequence[QueueItem]
+) -> list[str]:
+    """The input the soak sent that the run took, named as `check_started` reports it:
+    a chat or webhook send that started it, input it took (by its text), a firing of the
+    session's schedule (by the time it fired for), and queue items that start a run (sent
+    while the run before was open, or steering and follow-ups that run never reached)."""
+    taken = [
+        f"{log.accepted[text]} input {text[:24]!r}"
+        for text, started in log.accepted_runs.items()
+        if started == run_id
+    ]
+    for event in events:
+        message = event.payload.get("message") or {}
+        if event.run_id == run_id and event.type == "message_end" and message.get("role") == "user":
+            taken += sent_input(log, message)
+    for item in items:
+        if item.run_id == run_id and item.status == "consumed" and item.starts_run:
+            message = item.message.model_dump(mode="json")
+            taken += sent_input(log, message) or [f"queued input {item.id}"]
+    return list(dict.fromkeys(taken))
+
+
+def sent_input(log: SessionLog, message: dict[str, Any]) -> list[str]:
+    """The accepted input and the schedule's firing a user message carries."""
+    found = [
+        f"{channel} input {text[:24]!r}"
+        for text, channel in log.accepted.items()
+        if text in json.dumps(message)
+    ]
+    scheduled = message.get("scheduled") or {}
+    if log.schedule_id is not None and scheduled.get("schedule_id") == log.schedule_id:
+        found.append(f"the firing for {scheduled['scheduled_at']}")
+    return found
 
 
 def carrying(entries: Iterable[SessionEntry], text: str) -> int:

@@ -7,8 +7,9 @@ approval now and then; while it works the user steers, follows up, turns queued 
 guidance, approves, and now and then aborts, and input comes in by every channel that
 sends it as a chat box does (`inputs.send`, which the page, the API, AG-UI and the command
 line call; a signed webhook through a trigger; a schedule's firing): each is taken by the
-run it was sent during, or starts the next run when that one ends (the soak logs those
-runs too). After its second run a session is compacted.
+run it was sent during, or starts the next run when that one ends, or (a firing that
+reaches the session only after that run has ended) starts a run itself: the soak follows
+those runs too. After its second run a session is compacted.
 
 What the soak sent is written down here (`SessionLog`, `RunLog`): the checks compare it
 with what the store and the histories say at the end. A client call that fails because a
@@ -19,6 +20,7 @@ carries its first id, so it can only be delivered once).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
@@ -29,12 +31,12 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from soak_stack import Services
 from soak_tools import DEPLOY, READ, WRITE
-from temporalio.client import WorkflowFailureError
+from temporalio.client import ScheduleActionExecutionStartWorkflow, WorkflowFailureError
 
+from duragent.client.api import DuragentClient
 from duragent.client.errors import (
     ApprovalRefused,
     QueueItemNotPending,
@@ -46,6 +48,7 @@ from duragent.domain.approvals import ApprovalPolicy, ApprovalRule
 from duragent.domain.runs import RunResult
 from duragent.domain.subagents import DELEGATE_TOOL
 from duragent.domain.trigger_signatures import DeliveryReplayed
+from duragent.offline_model import OfflineModelServer
 from duragent.store.records import SessionRecord
 
 T = TypeVar("T")
@@ -118,17 +121,29 @@ class SessionLog:
     schedule_id: str | None = None
     firings: int = 0
     """Firings of the session's schedule the soak asked for."""
+    firings_delivered: int = 0
+    """Of those, how many the soak has seen delivered (`firings_delivered`)."""
 
     @property
     def executions_file(self) -> Path:
         return Path(self.session.workspace) / "executions.log"
 
 
+class SessionServices(Protocol):
+    """What a session's driver uses of the soak's services (`soak_stack.Services`)."""
+
+    @property
+    def client(self) -> DuragentClient: ...
+
+    @property
+    def model(self) -> OfflineModelServer: ...
+
+
 @dataclass
 class Driving:
     """What every session driver shares."""
 
-    services: Services
+    services: SessionServices
     seed: int
     end: float
     """time.monotonic() after which no run starts."""
@@ -281,15 +296,47 @@ async def learn_result(driving: Driving, session_id: str, run: RunLog, run_id: s
 
 async def settle(driving: Driving, log: SessionLog) -> None:
     """Wait for the runs that input sent meanwhile started (each starts when the one
-    before ends), and log them, until the session is idle. Their deploys are approved
-    as the soak's own runs' are."""
+    before ends, or by itself: a firing delivered once that one had ended), and log them,
+    until the session is idle. Their deploys are approved as the soak's own runs' are."""
     done = asyncio.Event()
     approver = asyncio.create_task(approve(driving, log, RunLog(prompt=""), done))
     try:
+        await firings_delivered(driving, log)
         await settled(driving, log)
     finally:
         done.set()
         await approver
+
+
+async def firings_delivered(driving: Driving, log: SessionLog) -> None:
+    """Wait until every firing the soak asked for has been delivered (its ScheduledPrompt
+    workflow has ended). Triggering only asks the schedule to fire: its workflow starts a
+    moment later, so one asked for near the end of a run may reach the session after that
+    run has ended, and start a run of its own, which `settled` must then find."""
+    if log.schedule_id is None or log.firings <= log.firings_delivered:
+        return
+    temporal = driving.services.client.temporal
+    schedule = temporal.get_schedule_handle(log.schedule_id)
+    delay = 0.05
+    while True:
+        info = (await patiently(driving, "schedule", schedule.describe)).info
+        for action in info.running_actions:
+            if isinstance(action, ScheduleActionExecutionStartWorkflow):
+                firing = temporal.get_workflow_handle(action.workflow_id)
+                # A firing whose delivery ran out of time delivered nothing: not waited for.
+                with contextlib.suppress(WorkflowFailureError):
+                    await patiently(driving, "firing", firing.result)
+        # A firing counts once its workflow has started (or the schedule dropped it as an
+        # overlap); the ones running when they were counted have ended by now.
+        if info.num_actions + info.num_actions_skipped_overlap >= log.firings:
+            log.firings_delivered = log.firings
+            return
+        if time.monotonic() > driving.give_up:
+            return
+        # Not started yet: the schedule has yet to act on the trigger, and until it does
+        # there is nothing to wait on but its count.
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 1.0)
 
 
 async def settled(driving: Driving, log: SessionLog) -> None:
