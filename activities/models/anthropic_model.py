@@ -8,6 +8,8 @@ reads the stream, `anthropic_errors` sorts its failures.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +19,7 @@ from anthropic.types import TextBlock
 from duragent.activities.models.anthropic_errors import classify
 from duragent.activities.models.anthropic_format import request_params
 from duragent.activities.models.anthropic_stream import ReplyStream
-from duragent.activities.models.clients import ClientOptions
+from duragent.activities.models.clients import ClientOptions, MissingProviderPackage
 from duragent.activities.models.seam import (
     Delta,
     ModelFailed,
@@ -25,7 +27,7 @@ from duragent.activities.models.seam import (
     SummaryRequest,
 )
 from duragent.domain.messages import AssistantMessage, Usage
-from duragent.domain.models import OFFLINE_KEY, Api, Endpoint, Provider
+from duragent.domain.models import OFFLINE_KEY, Api, Endpoint, Provider, UnknownModel
 
 AnyAnthropic = anthropic.AsyncAnthropic | Any
 """`AsyncAnthropic`, or the SDK's Bedrock or Vertex client (the same `messages` API)."""
@@ -110,22 +112,50 @@ class AnthropicCall:
         )
 
 
+class ProviderNotSetUp(UnknownModel):
+    """The provider's client cannot be made as the environment stands: a variable it needs
+    is unset (Bedrock's AWS region, Vertex's Google Cloud region)."""
+
+
+_REGIONS = {
+    "bedrock": "an AWS region: set AWS_REGION (or AWS_DEFAULT_REGION, or a region in the "
+    "AWS profile's config)",
+    "vertex": "a Google Cloud region: set CLOUD_ML_REGION (e.g. us-east5, or global)",
+}
+_PACKAGES = {"bedrock": "botocore", "vertex": "google.auth"}
+"""What the cloud's SDK client signs its requests with (the extra of the same name)."""
+
+
 def make(provider: Provider, where: Endpoint, options: ClientOptions) -> AnthropicModel:
     """The SDK's client for `provider` (Anthropic's own API, Bedrock or Vertex). Its HTTP
     goes over aiohttp (the SDK's `aiohttp` extra): with a hundred replies streaming at once
     it takes less than half the CPU per reply of the default transport, whose connection
-    pool is pure Python. Retries are the workflow's, where they are visible and abortable."""
+    pool is pure Python. Retries are the workflow's, where they are visible and abortable.
+
+    Bedrock's and Vertex's clients read their cloud's usual variables (AWS_REGION and AWS
+    credentials or AWS_BEARER_TOKEN_BEDROCK; CLOUD_ML_REGION, ANTHROPIC_VERTEX_PROJECT_ID
+    and Google's application default credentials). Raises `MissingProviderPackage` when
+    their extra is not installed, `ProviderNotSetUp` when their region is not set."""
     timeout = anthropic.Timeout(connect=10.0, read=options.read_timeout_s, write=30.0, pool=10.0)
-    http = anthropic.DefaultAioHttpClient()
+    http = anthropic.DefaultAioHttpClient()  # opens no connection until the first request
     client: AnyAnthropic
-    if provider.name == "bedrock":
-        client = anthropic.AsyncAnthropicBedrock(
-            base_url=where.base_url, http_client=http, max_retries=0, timeout=timeout
+    if provider.name in ("bedrock", "vertex"):
+        _check_package(provider.name)
+        cloud = (
+            anthropic.AsyncAnthropicBedrock
+            if provider.name == "bedrock"
+            else anthropic.AsyncAnthropicVertex
         )
-    elif provider.name == "vertex":
-        client = anthropic.AsyncAnthropicVertex(
-            base_url=where.base_url, http_client=http, max_retries=0, timeout=timeout
-        )
+        try:
+            client = cloud(
+                base_url=where.base_url, http_client=http, max_retries=0, timeout=timeout
+            )
+        except ValueError as exc:  # the SDK's words name its constructor's arguments
+            if "region" not in str(exc).lower():
+                raise ProviderNotSetUp(f"the {provider.name} provider: {exc}") from None
+            raise ProviderNotSetUp(
+                f"the {provider.name} provider needs {_REGIONS[provider.name]}"
+            ) from None
     else:
         client = anthropic.AsyncAnthropic(
             api_key=where.api_key or OFFLINE_KEY,
@@ -135,3 +165,18 @@ def make(provider: Provider, where: Endpoint, options: ClientOptions) -> Anthrop
             timeout=timeout,
         )
     return AnthropicModel(client, provider.name)
+
+
+def _check_package(provider: str) -> None:
+    if provider == "bedrock" and os.environ.get("AWS_BEARER_TOKEN_BEDROCK"):
+        return  # a Bedrock API key: sent as a bearer token, nothing signed
+    package = _PACKAGES[provider]
+    try:
+        found = importlib.util.find_spec(package) is not None
+    except ModuleNotFoundError:  # not even its parent package
+        found = False
+    if not found:
+        raise MissingProviderPackage(
+            f"the {provider} provider needs the {package} package: "
+            f"pip install 'duragent[{provider}]'"
+        )
