@@ -111,14 +111,16 @@ class ReplyStream:
             index = event.index
             block = self._blocks.get(index)
             if block is None:
-                raise UnreadableStream(f"the model stream sent a delta for block {index} unstarted")
+                raise UnreadableStream(
+                    f"the model stream could not be read: a delta for block {index}, not started"
+                )
             delta = event.delta
             if delta.type == "text_delta":
                 block.parts.append(delta.text)
                 on_delta(Delta(index, "text", delta.text))
             elif delta.type == "input_json_delta":
                 block.parts.append(delta.partial_json)
-                on_delta(Delta(index, "toolCall", delta.partial_json, tool_name=block.name))
+                on_delta(Delta(index, "toolCall", delta.partial_json, tool_name=block.name or None))
             elif delta.type == "thinking_delta":
                 block.parts.append(delta.thinking)
                 on_delta(Delta(index, "thinking", delta.thinking))
