@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import wire
 from support import Stack, event_seen, eventually
 
 from duragent.domain.approvals import ApprovalPolicy, ApprovalRule
@@ -38,14 +39,13 @@ async def waiting_calls(stack: Stack, session_id: str, count: int = 1) -> list[s
 
 
 def tool_results_sent(stack: Stack, session_id: str) -> list[dict[str, Any]]:
-    """The tool_result blocks of the last request the model received, as sent."""
+    """The tool results of the last request the model received, on any wire, each as
+    `{"tool_use_id", "content", "is_error"}` (OpenAI's wires have no error flag: False)."""
     body = stack.model.requests_for(session_id)[-1].body
     return [
-        block
-        for message in body["messages"]
-        if message["role"] == "user"
-        for block in message["content"]
-        if isinstance(block, dict) and block.get("type") == "tool_result"
+        {"tool_use_id": r.call_id, "content": r.text, "is_error": r.is_error}
+        for message in wire.sent(body)
+        for r in message.results
     ]
 
 

@@ -25,6 +25,7 @@ from processes import REPO as REPO  # where the tests find the repository
 from processes import WORKER_ARGS, kill_group, spawn_python, stack_env
 from temporalio.client import Client
 from temporalio.worker import Worker
+from wire import user_texts as user_texts  # the tests' way to read a request's user text
 
 from duragent.client.api import DuragentClient
 from duragent.domain.entries import MessageEntry, SessionEntry
@@ -293,15 +294,7 @@ def bash_then_text(command: str, *texts: str) -> dict[str, Any]:
     return {"conversations": {"*": [{"reply": [bash]}, *({"reply": [{"text": t}]} for t in texts)]}}
 
 
-def user_texts(request_body: dict[str, Any]) -> list[str]:
-    """The text blocks of every user message of a Messages API request body."""
-    return [
-        block["text"]
-        for message in request_body["messages"]
-        if message["role"] == "user"
-        for block in message["content"]
-        if isinstance(block, dict) and block.get("type") == "text"
-    ]
+
 
 
 GATED_THEN_REPLIES: dict[str, Any] = {

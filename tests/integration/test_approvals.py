@@ -16,7 +16,7 @@ from approval_support import (
     tool_results_sent,
     waiting_calls,
 )
-from support import ApiServer, Stack, assert_valid_pairing, event_seen, eventually
+from support import BOTH_PROTOCOLS, ApiServer, Stack, assert_valid_pairing, event_seen, eventually
 
 from duragent.client.errors import (
     ApprovalNotRecorded,
@@ -39,6 +39,7 @@ def events_of(stack: Stack, session_id: str, kind: str) -> list[dict[str, object
 
 
 @pytest.mark.script(WRITE)
+@BOTH_PROTOCOLS
 async def test_ask_then_approve(stack: Stack) -> None:
     session = stack.client.sessions.create()
     async with stack.worker():

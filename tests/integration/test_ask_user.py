@@ -8,8 +8,18 @@ import asyncio
 from typing import Any
 
 import pytest
+import wire
 from approval_support import result_text, stored_result, tool_results_sent
-from support import REPO, ApiServer, Stack, assert_valid_pairing, event_seen, eventually, user_texts
+from support import (
+    BOTH_PROTOCOLS,
+    REPO,
+    ApiServer,
+    Stack,
+    assert_valid_pairing,
+    event_seen,
+    eventually,
+    user_texts,
+)
 
 from duragent.client.api import DuragentClient
 from duragent.client.errors import AnswerRefused
@@ -51,12 +61,13 @@ def answer_sent(stack: Stack, session_id: str) -> dict[str, Any]:
 
 
 @pytest.mark.script(SCRIPT)
+@BOTH_PROTOCOLS
 async def test_answered_from_the_command_line(stack: Stack) -> None:
     session = stack.client.sessions.create()
     async with stack.worker():
         run = await asked(stack, session.id)
         assert (await stack.client.sessions.status(session.id)).phase == "awaiting_input"
-        offered = [tool["name"] for tool in stack.model.requests_for(session.id)[0].body["tools"]]
+        offered = wire.offered_tools(stack.model.requests_for(session.id)[0].body)
         assert ASK_USER_TOOL in offered
         code, out, err = await stack.cli("questions", session.id)
         assert code == 0, err

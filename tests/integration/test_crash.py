@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from support import (
+    BOTH_PROTOCOLS,
     BOTH_STORES,
     Stack,
     assert_valid_pairing,
@@ -57,6 +58,7 @@ SLOW_COMMAND = "echo started >> log.txt; echo working; sleep 12; echo finished >
         }
     }
 )
+@BOTH_PROTOCOLS
 async def test_worker_killed_during_model_call_and_during_tool_call(stack: Stack) -> None:
     stack.heartbeat_every(3.0)  # the command's heartbeats carry its process and output
     session = stack.client.sessions.create()

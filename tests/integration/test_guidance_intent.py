@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ApiServer, Stack, eventually, run_finished
+from support import BOTH_PROTOCOLS, ApiServer, Stack, eventually, run_finished
 
 from duragent.activities.tools import process_group_alive
 from duragent.domain.entries import CustomMessageEntry
@@ -53,6 +53,7 @@ async def injected_points(http: Any, session: str) -> list[str]:
 
 
 @pytest.mark.script(tool_script("echo $$ > pid.txt; sleep 60; echo finished"))
+@BOTH_PROTOCOLS
 async def test_intent_interrupt_stops_the_running_tool_whatever_the_wording(
     stack: Stack, api: ApiServer
 ) -> None:

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from support import (
+    BOTH_PROTOCOLS,
     GATED_THEN_REPLIES,
     UNTIL_GO,
     Stack,
@@ -43,7 +44,10 @@ from duragent.domain.messages import ToolResultMessage, UserMessage, text_of
         }
     }
 )
-async def test_steer_during_a_long_tool_call_reaches_the_next_model_call(stack: Stack) -> None:
+@BOTH_PROTOCOLS
+async def test_steer_during_a_long_tool_call_reaches_the_next_model_call(
+    stack: Stack, protocol: str
+) -> None:
     session = stack.client.sessions.create()
     async with stack.worker():
         run = await stack.client.runs.prompt(session.id, "build it")
@@ -76,8 +80,12 @@ async def test_steer_during_a_long_tool_call_reaches_the_next_model_call(stack: 
 
     second = stack.model.requests_for(session.id)[1].body
     assert user_texts(second)[-1] == "Wait, use React"
-    last = second["messages"][-1]["content"]
-    assert [b["type"] for b in last] == ["tool_result", "tool_result", "text"]
+    if protocol == "anthropic":  # both results and the steer in the user's last message
+        last = second["messages"][-1]["content"]
+        assert [b["type"] for b in last] == ["tool_result", "tool_result", "text"]
+    else:  # each result a tool message, then the steer
+        roles = [m["role"] for m in second["messages"][-3:]]
+        assert roles == ["tool", "tool", "user"]
     assert await event_seen(stack, session.id, "queue_consumed", queue="steering", turn=2)
 
 

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import wire
 from rich.console import Console
 from support import (
+    BOTH_PROTOCOLS,
     UNTIL_GO,
     ApiServer,
     Stack,
@@ -63,7 +65,7 @@ def result_text(block: dict[str, Any]) -> str:
 
 
 def tool_names(body: dict[str, Any]) -> list[str]:
-    return [tool["name"] for tool in body.get("tools", [])]
+    return wire.offered_tools(body)
 
 
 def children_of(stack: Stack, session_id: str) -> list[SessionRecord]:
@@ -112,6 +114,7 @@ TWO_CHILDREN = {
 
 
 @pytest.mark.script(TWO_CHILDREN)
+@BOTH_PROTOCOLS
 async def test_two_sub_agents_run_in_parallel_and_answer_the_parent(stack: Stack) -> None:
     parent = stack.client.sessions.create(name="lead")
     plays(
@@ -139,13 +142,12 @@ async def test_two_sub_agents_run_in_parallel_and_answer_the_parent(stack: Stack
     assert result.status == "completed", result.error
     assert result.final_text == "Both done."
     _, second = (r.body for r in stack.model.requests_for(parent.id))
-    asked = [m for m in second["messages"] if m["role"] == "assistant"][-1]
-    call_ids = [b["id"] for b in asked["content"] if b.get("type") == "tool_use"]
+    call_ids = [call_id for call_id, _ in wire.last_calls(second)]
     # At the wire: the parent's next turn carries each sub-agent's answer as its result.
-    results = tool_results(second)
-    assert [b["tool_use_id"] for b in results] == call_ids
-    assert [result_text(b) for b in results] == ["alpha answer", "beta answer"]
-    assert not any(b.get("is_error") for b in results)
+    results = wire.tool_results(second)
+    assert [r.call_id for r in results] == call_ids
+    assert [r.text for r in results] == ["alpha answer", "beta answer"]
+    assert not any(r.is_error for r in results)
 
     by_name = {c.name or "": c for c in children_of(stack, parent.id)}
     assert sorted(by_name) == ["alpha", "beta"]

@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import wire
 from support import (
+    BOTH_PROTOCOLS,
     ApiServer,
     Stack,
     assert_valid_pairing,
@@ -117,6 +119,7 @@ async def test_manual_compaction_keeps_the_display_history(stack: Stack, api: Ap
         }
     }
 )
+@BOTH_PROTOCOLS
 async def test_auto_compaction_inside_a_run_keeps_a_steer_queued_during_it(stack: Stack) -> None:
     session = stack.client.sessions.create()
     write_parts(session.workspace)
@@ -146,9 +149,9 @@ async def test_auto_compaction_inside_a_run_keeps_a_steer_queued_during_it(stack
     # The steer reached the first model call after the compaction.
     requests = [r.body for r in stack.model.requests_for(session.id)]
     summary_at = next(i for i, body in enumerate(requests) if "You are compacting" in str(body))
-    after = next(b for b in requests[summary_at:] if isinstance(b["messages"][0]["content"], list))
-    assert sent_texts(after)[0].startswith("The conversation before this point was compacted")
-    assert "and count the characters" in sent_texts(after)
+    after = next(b for b in requests[summary_at:] if wire.offered_tools(b))  # a turn's
+    assert wire.texts(after)[0].startswith("The conversation before this point was compacted")
+    assert "and count the characters" in wire.texts(after)
     assert_valid_pairing(path)
 
 
