@@ -294,9 +294,6 @@ def bash_then_text(command: str, *texts: str) -> dict[str, Any]:
     return {"conversations": {"*": [{"reply": [bash]}, *({"reply": [{"text": t}]} for t in texts)]}}
 
 
-
-
-
 GATED_THEN_REPLIES: dict[str, Any] = {
     "conversations": {
         "*": [
