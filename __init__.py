@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         ToolInputError,
         ToolProvider,
         ToolRegistry,
+        ToolSource,
         tool,
     )
     from duragent.client.api import DuragentClient, RunHandle, SessionStatus
@@ -80,6 +81,7 @@ _WHERE = {
     "ToolContext": "duragent.activities.tools",
     "ToolInputError": "duragent.activities.tools",
     "ToolProvider": "duragent.activities.tools",
+    "ToolSource": "duragent.activities.tools",
     "ToolRegistry": "duragent.activities.tools",
     "ToolResult": "duragent.domain.tools",
     "ToolTraits": "duragent.domain.tools",
@@ -164,6 +166,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolResultOverride",
+    "ToolSource",
     "ToolTraits",
     "TurnContext",
     "TurnSummary",

@@ -12,7 +12,7 @@ import mcp.types
 from duragent.activities.mcp.config import McpConfig, ServerConfig
 from duragent.activities.mcp.connection import ServerConnection, ServerUnavailable
 from duragent.activities.mcp.names import model_names, split_name
-from duragent.activities.tools.contract import ToolContext, ToolProvider
+from duragent.activities.tools.contract import ToolContext, ToolSource
 from duragent.activities.tools.truncation import truncate_head
 from duragent.domain.messages import ImageContent, TextContent, ToolResultContent
 from duragent.domain.tools import ToolResult, ToolSpec, ToolTraits
@@ -23,7 +23,7 @@ IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 """What the Messages API accepts as an image; other media reach the model as a note."""
 
 
-class McpServerTools(ToolProvider):
+class McpServerTools(ToolSource):
     """The tools of the server `name`, listed anew once per turn (`refresh`) and cached in
     between; calls go over the server's one connection."""
 

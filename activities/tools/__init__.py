@@ -3,7 +3,7 @@ ask_user (offered only where a session's active tools name it).
 
 Plain async Python with no workflow or activity imports; the caller runs them wherever it
 likes (an activity, a test) through a `ToolRegistry`. Beside one module per tool:
-`contract` (what a tool is: `Tool`, `ToolContext`, `ToolProvider`, `ToolInputError`),
+`contract` (what a tool is: `Tool`, `ToolContext`, `ToolSource`, `ToolInputError`),
 `registry` (`ToolRegistry`), `schema` (argument schemas and validation messages for the
 model), `paths` (paths kept inside the workspace) and `truncation` (long output cut to a
 budget). What a plugin or a tool needs is importable from here.
@@ -15,7 +15,13 @@ from typing import Any
 
 from duragent.activities.tools.ask_user import AskUserTool
 from duragent.activities.tools.bash import BashTool, process_group_alive, running_process_groups
-from duragent.activities.tools.contract import Tool, ToolContext, ToolInputError, ToolProvider
+from duragent.activities.tools.contract import (
+    Tool,
+    ToolContext,
+    ToolInputError,
+    ToolProvider,
+    ToolSource,
+)
 from duragent.activities.tools.delegate import DelegateTool
 from duragent.activities.tools.edit import EditTool
 from duragent.activities.tools.find import FindTool
@@ -41,6 +47,7 @@ __all__ = [
     "ToolInputError",
     "ToolProvider",
     "ToolRegistry",
+    "ToolSource",
     "WriteTool",
     "default_tool_names",
     "default_tools",

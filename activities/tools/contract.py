@@ -1,5 +1,5 @@
 """The tool contract: what a tool is (`Tool`, its argument model and traits), what a
-call knows of where it runs (`ToolContext`), tools listed at run time (`ToolProvider`),
+call knows of where it runs (`ToolContext`), tools listed at run time (`ToolSource`),
 and the error a tool raises for the model to correct (`ToolInputError`).
 
 Tools are plain async Python. They know nothing about workflows or activities; the
@@ -124,18 +124,18 @@ class Tool(ABC, Generic[ArgsT]):
         """Run the tool. Must let `asyncio.CancelledError` propagate after cleaning up."""
 
 
-class ToolProvider(ABC):
+class ToolSource(ABC):
     """Tools a worker learns of at run time (an MCP server's): listed anew by `refresh`
     once per turn, cached in between, called by name. `name` is what a session's
-    `providers` choice names; the provider owns the tool names it says it `owns`."""
+    `sources` choice names; the source owns the tool names it says it `owns`."""
 
     name: str
-    kind: ClassVar[str] = "tool provider"
-    """What the provider is, for messages ("MCP server")."""
+    kind: ClassVar[str] = "tool source"
+    """What the source is, for messages ("MCP server")."""
 
     @abstractmethod
     def owns(self, name: str) -> bool:
-        """Whether `name` is (or would be) one of this provider's tools."""
+        """Whether `name` is (or would be) one of this source's tools."""
 
     @abstractmethod
     def names(self) -> list[str]:
@@ -157,4 +157,9 @@ class ToolProvider(ABC):
 
     @abstractmethod
     async def aclose(self) -> None:
-        """Release what the provider holds open (connections, processes)."""
+        """Release what the source holds open (connections, processes)."""
+
+
+ToolProvider = ToolSource
+"""The name `ToolSource` had before "provider" came to mean a model's provider; kept so
+plugins written against it still load."""

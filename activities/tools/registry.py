@@ -10,7 +10,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from duragent.activities.tools.contract import Tool, ToolContext, ToolInputError, ToolProvider
+from duragent.activities.tools.contract import Tool, ToolContext, ToolInputError, ToolSource
 from duragent.domain.tools import ToolResult, ToolSpec, ToolTraits
 
 logger = logging.getLogger(__name__)
@@ -18,54 +18,54 @@ logger = logging.getLogger(__name__)
 
 class ToolRegistry:
     """The tools available to a session, by name, in registration order: the tools
-    registered here, then each provider's.
+    registered here, then each source's.
 
-    Where a method takes `providers`, it names the providers a session uses (None: all);
-    a provider's tools are neither offered nor run for a session that does not use it.
+    Where a method takes `sources`, it names the sources a session uses (None: all);
+    a source's tools are neither offered nor run for a session that does not use it.
     Tools named in `opt_in` are offered only to sessions whose active tools name them.
     """
 
     def __init__(
         self,
         tools: Iterable[Tool[Any]] = (),
-        providers: Iterable[ToolProvider] = (),
+        sources: Iterable[ToolSource] = (),
         *,
         opt_in: Iterable[str] = (),
     ) -> None:
         self._tools: dict[str, Tool[Any]] = {}
-        self._providers: dict[str, ToolProvider] = {}
+        self._sources: dict[str, ToolSource] = {}
         self._opt_in = set(opt_in)
         for tool in tools:
             self.register(tool)
-        for provider in providers:
-            self.add_provider(provider)
+        for source in sources:
+            self.add_source(source)
 
     def register(self, tool: Tool[Any]) -> None:
-        if tool.name in self._tools or self._provider_of(tool.name) is not None:
+        if tool.name in self._tools or self._source_of(tool.name) is not None:
             raise ValueError(f"tool {tool.name!r} is already registered")
         self._tools[tool.name] = tool
         if tool.opt_in:
             self._opt_in.add(tool.name)
 
-    def add_provider(self, provider: ToolProvider) -> None:
-        if provider.name in self._providers:
-            raise ValueError(f"tool provider {provider.name!r} is already registered")
-        taken = [name for name in self._tools if provider.owns(name)]
+    def add_source(self, source: ToolSource) -> None:
+        if source.name in self._sources:
+            raise ValueError(f"tool source {source.name!r} is already registered")
+        taken = [name for name in self._tools if source.owns(name)]
         if taken:
-            raise ValueError(f"tool provider {provider.name!r} would own tools {taken}")
-        self._providers[provider.name] = provider
+            raise ValueError(f"tool source {source.name!r} would own tools {taken}")
+        self._sources[source.name] = source
 
     @property
-    def providers(self) -> list[ToolProvider]:
-        return list(self._providers.values())
+    def sources(self) -> list[ToolSource]:
+        return list(self._sources.values())
 
     def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 
-    def names(self, providers: Sequence[str] | None = None) -> list[str]:
+    def names(self, sources: Sequence[str] | None = None) -> list[str]:
         return [
             *self._tools,
-            *(name for provider in self._chosen(providers) for name in provider.names()),
+            *(name for source in self._chosen(sources) for name in source.names()),
         ]
 
     def traits_of(self, name: str) -> ToolTraits:
@@ -73,51 +73,51 @@ class ToolRegistry:
         tool = self._tools.get(name)
         if tool is not None:
             return tool.traits
-        provider = self._provider_of(name)
-        return provider.traits(name) if provider is not None else ToolTraits(known=False)
+        source = self._source_of(name)
+        return source.traits(name) if source is not None else ToolTraits(known=False)
 
-    async def refresh(self, providers: Sequence[str] | None = None) -> None:
-        """List the chosen providers' tools anew, all at once (a turn does this once)."""
-        await asyncio.gather(*(provider.refresh() for provider in self._chosen(providers)))
+    async def refresh(self, sources: Sequence[str] | None = None) -> None:
+        """List the chosen sources' tools anew, all at once (a turn does this once)."""
+        await asyncio.gather(*(source.refresh() for source in self._chosen(sources)))
 
     def refusal(
-        self, name: str, active: Sequence[str] | None, providers: Sequence[str] | None = None
+        self, name: str, active: Sequence[str] | None, sources: Sequence[str] | None = None
     ) -> str | None:
         """Why a call to `name` must not run in a turn whose active tools are `active`
         (None: every tool), or None if it may. Hiding a tool from the model is not enough:
         a model may still call it (from an earlier turn, a prompt, a guess)."""
-        provider = self._provider_of(name)
-        if provider is not None and providers is not None and provider.name not in providers:
-            used = ", ".join(providers) or "none"
+        source = self._source_of(name)
+        if source is not None and sources is not None and source.name not in sources:
+            used = ", ".join(sources) or "none"
             return (
-                f"Tool '{name}' is from {provider.kind} '{provider.name}', which this session "
+                f"Tool '{name}' is from {source.kind} '{source.name}', which this session "
                 f"does not use, so the call was not run. It uses: {used}."
             )
         allowed = (name not in self._opt_in) if active is None else (name in active)
         if allowed:
             return None
-        offered = ", ".join(self._offered(active, providers)) or "none"
+        offered = ", ".join(self._offered(active, sources)) or "none"
         return (
             f"Tool '{name}' is not active in this session, so the call was not run. "
             f"Active tools: {offered}."
         )
 
     def api_specs(
-        self, active: Sequence[str] | None = None, providers: Sequence[str] | None = None
+        self, active: Sequence[str] | None = None, sources: Sequence[str] | None = None
     ) -> list[ToolSpec]:
         """`{"name", "description", "input_schema"}` for each active tool, in registry order.
 
         `None` means every tool. Active names that are not registered are ignored, so a
         session configured with a tool this worker lacks still gets the others.
         """
-        wanted = set(self._offered(active, providers)) if active is None else set(active)
+        wanted = set(self._offered(active, sources)) if active is None else set(active)
         specs: list[ToolSpec] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
             for t in self._tools.values()
             if t.name in wanted
         ]
-        for provider in self._chosen(providers):
-            specs.extend(provider.api_specs())
+        for source in self._chosen(sources):
+            specs.extend(source.api_specs())
         return [spec for spec in specs if spec["name"] in wanted]
 
     async def run(self, name: str, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -127,10 +127,10 @@ class ToolRegistry:
         `asyncio.CancelledError` (a `BaseException`) propagates once the tool has cleaned up.
         """
         tool = self._tools.get(name)
-        provider = self._provider_of(name) if tool is None else None
-        if provider is not None:
+        source = self._source_of(name) if tool is None else None
+        if source is not None:
             try:
-                return await provider.run(name, raw_args, ctx)
+                return await source.run(name, raw_args, ctx)
             except Exception as exc:
                 logger.exception("tool %s raised", name)
                 return ToolResult.error(f"Tool '{name}' failed: {type(exc).__name__}: {exc}")
@@ -151,26 +151,26 @@ class ToolRegistry:
             return ToolResult.error(f"Tool '{name}' failed: {type(exc).__name__}: {exc}")
 
     async def aclose(self) -> None:
-        """Close every provider (the worker is stopping)."""
-        await asyncio.gather(*(provider.aclose() for provider in self._providers.values()))
+        """Close every source (the worker is stopping)."""
+        await asyncio.gather(*(source.aclose() for source in self._sources.values()))
 
     def offered(self, active: Sequence[str] | None) -> list[str]:
         """The registered tools a turn whose active tools are `active` offers (None: all
-        but the opt-in ones), every provider's included."""
+        but the opt-in ones), every source's included."""
         return self._offered(active, None)
 
-    def _offered(self, active: Sequence[str] | None, providers: Sequence[str] | None) -> list[str]:
+    def _offered(self, active: Sequence[str] | None, sources: Sequence[str] | None) -> list[str]:
         """The tools a turn offers: those `active` names, or (None) all but the opt-in ones."""
-        names = self.names(providers)
+        names = self.names(sources)
         if active is None:
             return [name for name in names if name not in self._opt_in]
         return [name for name in names if name in active]
 
-    def _chosen(self, providers: Sequence[str] | None) -> list[ToolProvider]:
-        return [p for p in self._providers.values() if providers is None or p.name in providers]
+    def _chosen(self, sources: Sequence[str] | None) -> list[ToolSource]:
+        return [p for p in self._sources.values() if sources is None or p.name in sources]
 
-    def _provider_of(self, name: str) -> ToolProvider | None:
-        return next((p for p in self._providers.values() if p.owns(name)), None)
+    def _source_of(self, name: str) -> ToolSource | None:
+        return next((p for p in self._sources.values() if p.owns(name)), None)
 
 
 def describe_os_error(exc: OSError) -> str:

@@ -105,7 +105,7 @@ def test_the_worker_refuses_to_start_with_a_bad_config(tmp_path: Path) -> None:
 def test_the_worker_offers_the_config_servers_as_providers(tmp_path: Path) -> None:
     path = config_file(tmp_path, "servers: {docs: {command: x}, web: {url: 'http://h/mcp'}}")
     registry = tool_registry(Settings.from_env(home=tmp_path, mcp_config=path))
-    assert [p.name for p in registry.providers] == ["docs", "web"]
+    assert [p.name for p in registry.sources] == ["docs", "web"]
     assert registry.traits_of("docs__search").known
     assert not registry.traits_of("docs__search").retry_safe
     assert not registry.traits_of("nobody__search").known
