@@ -13,6 +13,7 @@ from duragent.activities.models.transport_failures import (
     should_retry,
     status_kind,
     stream_failure,
+    unreachable,
 )
 from duragent.domain.turns import ProviderFailure
 
@@ -35,6 +36,8 @@ def classify(exc: BaseException) -> ProviderFailure | None:
             retryable=retryable,
             retry_after_ms=retry_after_ms(exc.response.headers) if retryable else None,
         )
+    if isinstance(exc, anthropic.APIConnectionError) and (refused := unreachable(exc)):
+        return refused
     if isinstance(exc, anthropic.APITimeoutError):
         return ProviderFailure(
             kind="timeout", status=None, message="model request timed out", retryable=True

@@ -21,6 +21,7 @@ from duragent.activities.models.transport_failures import (
     should_retry,
     status_kind,
     stream_failure,
+    unreachable,
 )
 from duragent.domain.turns import ProviderErrorKind, ProviderFailure
 
@@ -43,6 +44,8 @@ def classify(exc: BaseException) -> ProviderFailure | None:
     through it), or None if it is not one."""
     if isinstance(exc, openai.APIStatusError):
         return _status_failure(exc)
+    if isinstance(exc, openai.APIConnectionError) and (refused := unreachable(exc)):
+        return refused
     if isinstance(exc, openai.APITimeoutError):
         return ProviderFailure(
             kind="timeout", status=None, message="model request timed out", retryable=True

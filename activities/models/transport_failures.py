@@ -130,3 +130,27 @@ def retry_after_ms(headers: Any) -> int | None:
     except ValueError:
         parsed = email.utils.parsedate_to_datetime(raw)
         return max(0, int((parsed.timestamp() - time.time()) * 1000)) if parsed else None
+
+
+def unreachable(exc: BaseException) -> ProviderFailure | None:
+    """The failure of a request that never reached the server (nothing listens there: a
+    local model server not started, a wrong base URL), told as such. The SDKs report it
+    as a connection error or, over aiohttp, as a connect timeout; the cause says which."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError) or type(cause).__name__ in _REFUSED:
+            request = getattr(exc, "request", None)
+            url = getattr(request, "url", None)
+            where = f"{url.scheme}://{url.host}:{url.port}" if url is not None else "the server"
+            return ProviderFailure(
+                kind="network",
+                status=None,
+                message=f"cannot reach the model at {where}: connection refused "
+                "(is its server running, and its base URL right?)",
+                retryable=True,
+            )
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+_REFUSED = frozenset({"ClientConnectorError", "ConnectError"})

@@ -216,3 +216,32 @@ def test_a_stream_silent_past_the_read_timeout_over_aiohttp_is_a_timeout() -> No
         "timeout",
         "stream interrupted: Timeout on reading data from socket",
     )
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-5-5", "ollama:qwen3"])
+async def test_a_model_server_that_is_not_there_is_named_not_timed_out(model: str) -> None:
+    """Nothing listens at the address (a local model server not started): the failure says
+    so and names where it looked, on either SDK, instead of "timed out"."""
+    import socket
+
+    from duragent.activities.models.clients import ClientOptions, ModelClients
+    from duragent.activities.models.seam import ModelFailed, ModelRequest
+    from duragent.domain.config import TurnSnapshot
+
+    with socket.socket() as probe:  # a port nothing listens on once it is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    environ = {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "k", "OLLAMA_BASE_URL": url}
+    clients = ModelClients(environ=environ, options=ClientOptions(read_timeout_s=5))
+    snapshot = TurnSnapshot(
+        model=model, thinking_level="off", system_prompt="", active_tools=None, max_tokens=10
+    )
+    try:
+        with pytest.raises(ModelFailed) as failed:
+            await clients.for_model(model).ask(ModelRequest(snapshot, [], [], "s", 0)).reply(print)
+    finally:
+        await clients.aclose()
+    failure = failed.value.failure
+    assert failure.kind == "network" and failure.retryable
+    assert failure.message.startswith(f"cannot reach the model at {url}: connection refused")
