@@ -13,6 +13,9 @@ queue) put under any harness built this way, on this machine and dev server.
 model call and its tool calls together, on the tools' queue, as a host's worker would run
 them): one workflow task and one activity a turn, the floor of a harness whose turn is an
 activity.
+
+A run asks the bench's model unless given another (`floor_run(..., model=...)`: the
+offline model's other wires, `offline_model.WIRE_MODELS`), through the same seam.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ class FloorRun:
     run_id: str
     workspace: str
     turns: int
+    model: str
+    """The model the run asks ("provider:model")."""
 
 
 @workflow.defn(name="FloorTurns", sandboxed=False)
@@ -84,16 +89,7 @@ class FloorActivities:
     def __init__(self, bench: Bench, queue: str) -> None:
         self.queue = queue
         self._clients = model_clients(bench.settings)
-        self._client = self._clients.for_model(bench.settings.model)
         self._tools = ToolRegistry(default_tools())
-        config = SessionConfig(model=bench.settings.model)
-        self._snapshot = TurnSnapshot(
-            model=config.model,
-            thinking_level="off",
-            system_prompt=config.system_prompt,
-            active_tools=None,
-            max_tokens=config.max_tokens,
-        )
         self._messages: dict[str, list[AgentMessage]] = {}
         self.turn_starts: dict[str, list[float]] = {}
 
@@ -104,9 +100,13 @@ class FloorActivities:
             data.run_id, [user_text("Read the notes, many times.", 0)]
         )
         request = ModelRequest(
-            self._snapshot, llm_transcript(messages), self._tools.api_specs(None), data.run_id, 0
+            snapshot(data.model),
+            llm_transcript(messages),
+            self._tools.api_specs(None),
+            data.run_id,
+            0,
         )
-        reply = await self._client.ask(request).reply(lambda _: None)
+        reply = await self._clients.for_model(data.model).ask(request).reply(lambda _: None)
         messages.append(reply)
         return len(reply.tool_calls)
 
@@ -133,6 +133,18 @@ class FloorActivities:
 
     async def close(self) -> None:
         await self._clients.aclose()
+
+
+def snapshot(model: str) -> TurnSnapshot:
+    """A turn of a new session on `model`, thinking off (as the benches' sessions are)."""
+    config = SessionConfig(model=model)
+    return TurnSnapshot(
+        model=config.model,
+        thinking_level="off",
+        system_prompt=config.system_prompt,
+        active_tools=None,
+        max_tokens=config.max_tokens,
+    )
 
 
 @contextlib.asynccontextmanager
@@ -163,11 +175,23 @@ async def bare_temporal(bench: Bench) -> AsyncIterator[FloorActivities]:
 
 
 async def floor_run(
-    work: FloorActivities, bench: Bench, workspace: Path, turns: int, *, one_activity: bool = False
+    work: FloorActivities,
+    bench: Bench,
+    workspace: Path,
+    turns: int,
+    *,
+    one_activity: bool = False,
+    model: str | None = None,
 ) -> list[float]:
     """One run's per-turn durations (ms), from one model call's start to the next; with
-    `one_activity`, a turn is one activity (`FloorOneActivityTurns`)."""
-    data = FloorRun(run_id=uuid.uuid4().hex, workspace=str(workspace), turns=turns)
+    `one_activity`, a turn is one activity (`FloorOneActivityTurns`). It asks `model`
+    (default: the bench's)."""
+    data = FloorRun(
+        run_id=uuid.uuid4().hex,
+        workspace=str(workspace),
+        turns=turns,
+        model=model or bench.settings.model,
+    )
     await bench.client.temporal.execute_workflow(
         "FloorOneActivityTurns" if one_activity else "FloorTurns",
         data,
