@@ -4,28 +4,34 @@ The same scripted conversation runs through duragent and through pydantic-ai's T
 integration (`pydantic_ai.durable_exec.temporal`: an `Agent` with `TemporalDurability`,
 `PydanticAIPlugin` on the client, `AgentPlugin` on the worker; `bench/peer_pydantic_ai.py`).
 Both sides share one Temporal dev server (as `bench_stack` starts it) and one offline model
-server (each conversation the same script at the same latency, the peer reaching it through
-pydantic-ai's `AnthropicProvider` with `base_url` pointed at it), and each has one worker
+server (each conversation the same script at the same latency), and speak the same wire API
+to it, `--protocol`: Anthropic's Messages API (the default; the peer's `AnthropicModel`
+through `AnthropicProvider` with `base_url` pointed at the server), OpenAI's Chat
+Completions (`openai`: duragent's `openai:` model, the peer's `OpenAIChatModel` through
+`OpenAIProvider` at the server's `openai_base_url`) or OpenAI's Responses API
+(`openai-responses`, the peer's `OpenAIResponsesModel`). Each side has one worker
 process, tuned alike (duragent's "Worker tuning" settings). Every tool turn runs the same
 tool: `ls` of the same folder (duragent's built-in, the only tool its sessions are offered
 here; the peer's a function doing the same). The bench process is the client of both.
 
 pydantic-ai goes into a virtual environment of its own, made on first use (under
-`~/.cache/duragent-bench/`, or `--peer-venv`), with the same `temporalio` and `anthropic`
-versions as duragent's, so both sides run the same Temporal SDK and model client; its
+`~/.cache/duragent-bench/`, or `--peer-venv`), with the same `temporalio`, `anthropic` and
+`openai` versions as duragent's, so both sides run the same Temporal SDK and model client; its
 worker runs with that environment's python. Each side's model client speaks HTTP as the
 side ships it: duragent's over aiohttp (`worker.model_clients`), pydantic-ai's over httpx;
 `--peer-http aiohttp` gives the peer duragent's transport, to see what the rest of the
 two costs. Nothing of duragent imports it. (The
 deprecated `TemporalAgent` wrapper schedules the same activities with the same payloads.)
 
-What the two do per turn is not the same work, and the figures say what it costs: both
-stream the model's reply, but duragent runs a turn as one activity (the model call, then
-its tool calls) where pydantic-ai runs two (the model call, the tool call), and duragent
-also writes the session to its store (SQLite here: the messages, every streamed delta as
-a run event, the turn's save point), renews its worker lease and passes only ids through
+What the two do per turn is not the same work, and the figures say what it costs:
+duragent streams the model's reply, while pydantic-ai, given no event stream handler,
+asks for it whole (its model activity's non-streaming request: "model requests streamed"
+in the report); duragent runs a turn as one activity (the model call, then its tool
+calls) where pydantic-ai runs two (the model call, the tool call), and duragent also
+writes the session to its store (SQLite here: the messages, every streamed delta as a run
+event, the turn's save point), renews its worker lease and passes only ids through
 Temporal, while pydantic-ai keeps the conversation in Temporal's history alone and
-publishes nothing while a reply streams (no event stream handler).
+publishes nothing until a reply has ended.
 
 Measured side by side, alternating (duragent, then the peer, for every figure, `--rounds`
 times), so noise on this machine hits both:
@@ -48,12 +54,13 @@ times), so noise on this machine hits both:
     python bench/peers.py [--ks 10,50,100] [--turns 50] [--latency-ms 50] [--rounds 3]
                           [--batch-turns 5] [--batch-latency-ms 1000] [--peer-venv DIR]
                           [--peer-version 2.68.0] [--peer-http httpx|aiohttp]
+                          [--protocol anthropic|openai|openai-responses]
 
 The defaults take about 8 minutes on a 2-core machine (the first run a minute more, to
 install pydantic-ai).
 
 Last line: `peers: R x`, duragent's throughput over pydantic-ai's at the largest K.
-Targets: R at least 1.5, and CPU per model call (worker plus Temporal server) at most 0.6
+Targets: R at least 2.0, and CPU per model call (worker plus Temporal server) at most 0.5
 times pydantic-ai's.
 """
 
@@ -75,7 +82,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, Bench, bench_stack, kill, median, p95, spawn_worker, worker_polling
+from common import (
+    ROOT,
+    Bench,
+    add_protocol_option,
+    bench_stack,
+    kill,
+    median,
+    p95,
+    spawn_worker,
+    worker_polling,
+)
 from concurrency import cpu_ms, peak_rss_mb, script
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowHistory
@@ -83,9 +100,10 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowHist
 from duragent.client.api import DuragentClient
 from duragent.client.plugins import Plugin
 from duragent.domain.config import SessionConfig
+from duragent.domain.models import parse_model
 
 PEER_SCRIPT = ROOT / "bench" / "peer_pydantic_ai.py"
-PEER_PACKAGE = "pydantic-ai-slim[temporal,anthropic]"
+PEER_PACKAGE = "pydantic-ai-slim[temporal,anthropic,openai]"
 PROMPT = "Look around."
 
 
@@ -99,10 +117,12 @@ def default_venv(version: str) -> Path:
 
 
 def peer_requirements(version: str) -> list[str]:
-    """pydantic-ai, with the Temporal SDK and model client duragent runs on here."""
+    """pydantic-ai, with the Temporal SDK and model clients duragent runs on here."""
     same = [
         f"temporalio=={importlib.metadata.version('temporalio')}",
-        f"anthropic[aiohttp]=={importlib.metadata.version('anthropic')}",  # for --peer-http
+        # [aiohttp]: for --peer-http aiohttp
+        f"anthropic[aiohttp]=={importlib.metadata.version('anthropic')}",
+        f"openai[aiohttp]=={importlib.metadata.version('openai')}",
     ]
     return [f"{PEER_PACKAGE}=={version}", *same]
 
@@ -204,21 +224,29 @@ class Duragent(Side):
 class PydanticAI(Side):
     name = "pydantic-ai"
 
-    def __init__(self, bench: Bench, workspace: Path, python: Path, http: str) -> None:
+    def __init__(
+        self, bench: Bench, workspace: Path, python: Path, http: str, protocol: str
+    ) -> None:
         super().__init__(bench, workspace)
         self.python = python
         self.http = http
+        self.protocol = protocol
         self.queue = f"peer-{uuid.uuid4().hex[:8]}"
         self.log = bench.home / "peer-worker.log"
 
     async def start(self) -> None:
         settings = self.bench.settings
+        model = self.bench.model
         env = dict(
             os.environ,
             PEER_TEMPORAL_ADDRESS=settings.temporal_address,
             PEER_TASK_QUEUE=self.queue,
-            PEER_MODEL_URL=self.bench.model.base_url,
-            PEER_MODEL=settings.model,
+            PEER_PROTOCOL=self.protocol,
+            # The model server as each SDK takes it (OpenAI's ends in /v1).
+            PEER_MODEL_URL=model.base_url
+            if self.protocol == "anthropic"
+            else model.openai_base_url,
+            PEER_MODEL=parse_model(settings.model).model,
             PEER_MAX_TOKENS=str(SessionConfig(model=settings.model).max_tokens),
             PEER_SYSTEM_PROMPT=SessionConfig(model=settings.model).system_prompt,
             PEER_WORKSPACE=str(self.workspace),
@@ -228,7 +256,8 @@ class PydanticAI(Side):
             PEER_POLLERS=str(settings.worker_pollers),
             PEER_HTTP=self.http,
         )
-        env.pop("ANTHROPIC_API_KEY", None)
+        for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+            env.pop(key, None)
         with self.log.open("wb") as log:
             self._worker = subprocess.Popen(
                 [str(self.python), str(PEER_SCRIPT)],
@@ -316,6 +345,9 @@ class SideFigures:
     server_cpu_ms: dict[int, float] = field(default_factory=dict)
     batch_calls: dict[int, int] = field(default_factory=dict)
     retried: int = 0
+    requests: int = 0
+    streamed: int = 0
+    """Of the model requests, those that asked for a streamed reply."""
     failed: int = 0
     peak_mb: float = float("nan")
 
@@ -330,8 +362,10 @@ def received_at(bench: Bench, key: str) -> list[float]:
 
 
 def count_requests(bench: Bench, outcomes: list[Outcome], calls: int, into: SideFigures) -> None:
-    requests = sum(len(bench.model.requests_for(o.key)) for o in outcomes)
-    into.retried += requests - calls * len(outcomes)
+    requests = [r for o in outcomes for r in bench.model.requests_for(o.key)]
+    into.retried += len(requests) - calls * len(outcomes)
+    into.requests += len(requests)
+    into.streamed += sum(1 for r in requests if r.body.get("stream") is True)
     into.failed += sum(1 for o in outcomes if not o.completed)
 
 
@@ -424,6 +458,7 @@ def report(ks: list[int], sides: dict[str, SideFigures], args: argparse.Namespac
 
     print()
     print(", ".join(peer_requirements(args.peer_version)))
+    print(f"model API: {args.protocol} ({args.model})")
     print(f"model client HTTP: duragent over aiohttp, pydantic-ai over {args.peer_http}")
     print(row("", "duragent", "pydantic-ai"))
     print(
@@ -450,16 +485,17 @@ def report(ks: list[int], sides: dict[str, SideFigures], args: argparse.Namespac
     for k in ks:
         batch_rows(k, both)
     both("worker peak memory (MB)", lambda s: s.peak_mb, ".0f")
+    both("model requests streamed (%)", lambda s: 100 * s.streamed / max(1, s.requests), ".0f")
     both("model calls retried", lambda s: s.retried, "d")
     both("runs not completed", lambda s: s.failed, "d")
 
     top = ks[-1]
     r = median(ours.percent[top]) / median(theirs.percent[top])
     cpu_ratio = cpu_per_call(ours, top) / cpu_per_call(theirs, top)
-    print(f"K={top}: throughput {r:.2f}x pydantic-ai's (target: at least 1.5x)")
+    print(f"K={top}: throughput {r:.2f}x pydantic-ai's (target: at least 2.0x)")
     print(
         f"K={top}: CPU per model call, worker + server, {cpu_ratio:.2f}x pydantic-ai's"
-        " (target: at most 0.6x)"
+        " (target: at most 0.5x)"
     )
     return r
 
@@ -483,6 +519,7 @@ def parse_args() -> argparse.Namespace:
         default="httpx",
         help="the peer's HTTP transport: httpx (as pydantic-ai ships) or aiohttp (duragent's)",
     )
+    add_protocol_option(parser)
     return parser.parse_args()
 
 
@@ -501,7 +538,8 @@ async def main() -> None:
     python = peer_python(args.peer_venv or default_venv(args.peer_version), args.peer_version)
     began = time.monotonic()
 
-    async with bench_stack({"conversations": {}}) as bench:
+    async with bench_stack({"conversations": {}}, args.protocol) as bench:
+        args.model = bench.settings.model
         workspace = bench.home / "workspace"
         workspace.mkdir()
         for i in range(20):
@@ -509,7 +547,7 @@ async def main() -> None:
             (workspace / f"dir{i:02d}").mkdir()
         sides: list[Side] = [
             Duragent(bench, workspace),
-            PydanticAI(bench, workspace, python, args.peer_http),
+            PydanticAI(bench, workspace, python, args.peer_http, args.protocol),
         ]
         figures = {side.name: SideFigures() for side in sides}
         with running(sides):
