@@ -90,10 +90,11 @@ from common import (
     kill,
     median,
     p95,
-    spawn_worker,
+    spawn,
     worker_polling,
 )
 from concurrency import cpu_ms, peak_rss_mb, script
+from processes import WORKER_ARGS
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowHistory
 
@@ -206,7 +207,10 @@ class Duragent(Side):
         )
 
     async def start(self) -> None:
-        self._worker = spawn_worker(self.bench)
+        # OpenAI's wires at the offline model too, whatever this shell's OPENAI_* say.
+        self._worker = spawn(
+            self.bench, *WORKER_ARGS, OPENAI_BASE_URL=self.bench.model.openai_base_url
+        )
         await worker_polling(self.bench, self.worker)
 
     def new_conversation(self) -> str:
