@@ -124,6 +124,7 @@ async def stack_factory(
     """`async with stack_factory(script) as stack:` — several per test are fine."""
     count = 0
     server = request.getfixturevalue("postgres_server") if database == "postgresql" else None
+    in_process = request.node.get_closest_marker("in_process_model") is not None
 
     def make(script: Any) -> Any:
         nonlocal count
@@ -138,6 +139,7 @@ async def stack_factory(
             script,
             database_url=url,
             default_model=PROTOCOL_MODELS[protocol],
+            in_process_model=in_process,
         )
 
     yield make

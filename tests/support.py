@@ -27,10 +27,13 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from wire import user_texts as user_texts  # the tests' way to read a request's user text
 
+from duragent.activities.models.clients import ModelClients
 from duragent.client.api import DuragentClient
 from duragent.domain.entries import MessageEntry, SessionEntry
 from duragent.domain.messages import AssistantMessage, ToolResultMessage
+from duragent.domain.models import parse_model
 from duragent.offline_model import WIRE_MODELS, OfflineModelServer, Script
+from duragent.offline_model.in_process import scripted_clients
 from duragent.settings import Settings
 from duragent.store.db import Database
 from duragent.worker import build_worker
@@ -44,6 +47,9 @@ class Stack:
     model: OfflineModelServer
     client: DuragentClient
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    models: ModelClients | None = None
+    """The script played in-process (`IN_PROCESS_MODEL`), the clients its in-process
+    workers ask the model through; None: they ask `model` over HTTP."""
 
     def heartbeat_every(self, timeout_s: float) -> None:
         """Calls of runs started from now on (and workers spawned) get this heartbeat
@@ -54,9 +60,20 @@ class Stack:
 
     def worker(self, **kwargs: Any) -> Worker:
         """An in-process worker: `async with stack.worker():`."""
+        if self.models is not None:
+            kwargs.setdefault("models", self.models)
         return build_worker(self.temporal, self.db, self.settings, **kwargs)
 
     def env(self) -> dict[str, str]:
+        """The environment of the stack's processes (spawned workers, the CLI): they
+        reach the model over HTTP, so an in-process stack's server starts now."""
+        if not self.model.running:
+            self.model.start()
+            url = self.model.base_url
+            self.settings = self.settings.model_copy(
+                update={"anthropic_base_url": url, "offline_model_url": url}
+            )
+            self.client.settings = self.settings
         return stack_env(self.settings, self.model.base_url)
 
     def spawn_worker(
@@ -135,6 +152,16 @@ API; OpenAI's Chat Completions)."""
 BOTH_PROTOCOLS = pytest.mark.parametrize("protocol", list(PROTOCOL_MODELS), indirect=True)
 """Run the test with its sessions on a model of each wire API (the same script played)."""
 
+IN_PROCESS_MODEL = pytest.mark.in_process_model
+"""The test's stacks play their script in-process (`offline_model.in_process`): their
+in-process workers ask the model with no HTTP, the same script playing the same (deltas,
+messages, errors, delays, gates). `stack.model` is the same control surface (`release`,
+`add_steps`, `requests_for`: one player for both); its HTTP server starts only for the
+stack's processes (`Stack.env`: spawned workers, the CLI). A stack whose sessions speak
+OpenAI's wires (`BOTH_PROTOCOLS`) keeps HTTP: how those are spoken is what it tests, and
+the in-process model logs requests as the Messages API's. Not for tests of the wire (cut
+streams, HTTP errors as such, sockets). A file converts with `pytestmark = IN_PROCESS_MODEL`."""
+
 BOTH_STORES = pytest.mark.parametrize("database", ["sqlite", "postgresql"], indirect=True)
 """Run the test on SQLite and on PostgreSQL (a throwaway server, see `postgres_server`)."""
 
@@ -157,14 +184,20 @@ async def open_stack(
     database_url: str | None = None,
     heartbeat_timeout_s: float | None = None,
     default_model: str | None = None,
+    in_process_model: bool = False,
 ) -> AsyncIterator[Stack]:
     """A stack on `temporal`: its store, offline model and settings (a task queue of its
     own). Calls heartbeat at the product's pace: a lost worker is found by its lease, and
     a test about heartbeat timeouts sets `heartbeat_timeout_s` (a tight one everywhere
-    made a loaded machine take live calls for lost)."""
+    made a loaded machine take live calls for lost). `in_process_model`: see
+    `IN_PROCESS_MODEL`."""
     script_model = script if isinstance(script, Script) else Script.model_validate(script)
     model = OfflineModelServer(script_model)
-    await model.__aenter__()
+    # Its sessions on OpenAI's wires keep HTTP: what they test is how those are spoken.
+    messages_api = default_model is None or parse_model(default_model).api == "anthropic-messages"
+    models = scripted_clients(model) if in_process_model and messages_api else None
+    if models is None:
+        await model.__aenter__()
     settings = Settings.from_env(
         home=home,
         database_url=database_url or stack_database_url(home),
@@ -183,12 +216,13 @@ async def open_stack(
         temporal=temporal,
         model=model,
         client=DuragentClient(temporal, db, settings),
+        models=models,
     )
     try:
         yield stack
     finally:
         stack.close()
-        await model.__aexit__(None, None, None)
+        await model.__aexit__(None, None, None)  # a no-op if it never started
         db.dispose()
 
 
