@@ -44,11 +44,13 @@ from ag_ui.core import (
 )
 from approval_support import ASK_BASH, bash_call
 from pydantic import TypeAdapter
-from support import REPO, ApiServer, Stack, eventually, run_finished
+from support import IN_PROCESS_MODEL, REPO, ApiServer, Stack, eventually, run_finished
 
 from duragent.api.agui_waits import position_of
 from duragent.domain.entries import MessageEntry
 from duragent.domain.messages import text_of
+
+pytestmark = IN_PROCESS_MODEL  # none of it is about the model's wire
 
 EVENT: TypeAdapter[Any] = TypeAdapter(Event)
 SCRIPT = {

@@ -12,6 +12,7 @@ import pytest
 from support import (
     BOTH_STORES,
     GATED_THEN_REPLIES,
+    IN_PROCESS_MODEL,
     ApiServer,
     Stack,
     assert_valid_pairing,
@@ -22,6 +23,8 @@ from support import (
 )
 
 from duragent.activities.tools import process_group_alive
+
+pytestmark = IN_PROCESS_MODEL  # none of it is about the model's wire
 
 Json = dict[str, Any]
 

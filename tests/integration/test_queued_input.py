@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 from approval_support import ASK_BASH, bash_call
 from integration.test_triggers import TEMPLATE, add_trigger, deliver, encoded, github
-from support import ApiServer, Stack, eventually, run_finished, user_texts
+from support import IN_PROCESS_MODEL, ApiServer, Stack, eventually, run_finished, user_texts
 
 from duragent.domain.messages import user_text
 from duragent.store import input_queue, runs
 from duragent.store.clock import now_ms
+
+pytestmark = IN_PROCESS_MODEL  # none of it is about the model's wire
 
 GATED = {
     "conversations": {
