@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import statistics
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest  # noqa: 
 from duragent.client.api import DuragentClient  # noqa: E402
 from duragent.client.connection import connect_temporal  # noqa: E402
 from duragent.domain.hosts import host_task_queue  # noqa: E402
+from duragent.domain.models import PROVIDERS  # noqa: E402
 from duragent.offline_model import WIRE_MODELS, OfflineModelServer, Script  # noqa: E402
 from duragent.settings import Settings  # noqa: E402
 from duragent.store.db import Database  # noqa: E402
@@ -53,6 +55,12 @@ async def bench_stack(
     """A fresh dev server, store and offline model in a temporary directory; sessions on
     the offline model's `protocol` (`WIRE_MODELS`: anthropic, openai, openai-responses)."""
     script_model = script if isinstance(script, Script) else Script.model_validate(script)
+    # Every provider goes to the offline model: a key or address in the caller's shell
+    # must not send a benchmark's requests to a real API (or bill them).
+    for provider in PROVIDERS.values():
+        for variable in (provider.key_env, provider.base_url_env):
+            if variable:
+                os.environ.pop(variable, None)
     with tempfile.TemporaryDirectory(prefix="duragent-bench-") as tmp:
         home = Path(tmp)
         metrics_port = free_port("127.0.0.1")
