@@ -1,26 +1,28 @@
 """OpenAI's Chat Completions API behind the seam: OpenAI's models, and every server that
 speaks the API (Ollama, vLLM, llama.cpp, OpenRouter, Gemini's OpenAI endpoint).
 
-Through the official SDK's `AsyncOpenAI`. `openai_format` builds the request,
-`openai_errors` sorts the failures; the stream is read here, chunk by chunk, without the
-SDK's accumulating helper: each piece goes to `on_delta` the moment it arrives, what the
-servers add beyond OpenAI's own chunks (their reasoning, as `reasoning_content` or
-`reasoning`) is read too, and a stream that ends before its `finish_reason`, or whose
-connection fails, counts as cut off (a retryable failure).
+Through the official SDK's `AsyncOpenAI` (its auth, base URL, timeouts, transport and
+errors), but lean: `openai_format` builds the request as the API's JSON and it is posted as
+it is (`client.post`), without `chat.completions.create`, whose conversion of its typed
+parameters walks the whole transcript on every request; and the stream's chunks are read
+as the JSON objects they are, not built into the SDK's pydantic `ChatCompletionChunk` each
+(together about three quarters of the client's CPU per request, more the longer the
+transcript). `openai_errors` sorts the failures. The stream is read here, chunk by chunk:
+each piece goes to `on_delta` the moment it arrives, what the servers add beyond OpenAI's
+own chunks (their reasoning, as `reasoning_content` or `reasoning`) is read too, and a
+stream that ends before its `finish_reason`, or whose connection fails, counts as cut off
+(a retryable failure).
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import openai
-from openai.types import CompletionUsage
-from openai.types.chat import ChatCompletionChunk
-from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
 
 from duragent.activities.models.clients import ClientOptions
 from duragent.activities.models.openai_errors import classify
@@ -90,7 +92,7 @@ class OpenAIChatModel:
                 raise
             raise ModelFailed(failure) from exc
         text = "".join(choice.message.content or "" for choice in reply.choices[:1])
-        return text, usage_of(reply.usage)
+        return text, usage_of(reply.usage.model_dump() if reply.usage else None)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -164,9 +166,17 @@ class OpenAIChatCall:
             request.tools,
             session_id=request.session_id,
         )
+        body = {**params, "stream": True, "stream_options": {"include_usage": True}}
         try:
-            stream = await self._client.chat.completions.create(
-                **params, stream=True, stream_options={"include_usage": True}
+            # What `chat.completions.create` does, without converting the body (it is the
+            # API's JSON already); `AsyncStream[object]` hands each chunk over as parsed.
+            stream = await self._client.post(
+                "/chat/completions",
+                body=body,
+                cast_to=object,
+                options={"security": {"bearer_auth": True}},
+                stream=True,
+                stream_cls=openai.AsyncStream[object],
             )
             async with stream:
                 await self._read(stream, on_delta)
@@ -183,22 +193,27 @@ class OpenAIChatCall:
         return self._message(stop, partial=False)
 
     async def _read(
-        self, stream: openai.AsyncStream[ChatCompletionChunk], on_delta: Callable[[Delta], None]
+        self, stream: openai.AsyncStream[object], on_delta: Callable[[Delta], None]
     ) -> None:
         reply = self._reply
         chunks = aiter(stream)
-        while (chunk := await _next_chunk(chunks)) is not None:
-            if chunk.model:
-                reply.model = chunk.model
-            if chunk.usage is not None:
-                reply.usage = usage_of(chunk.usage)
-            for choice in chunk.choices:
-                if getattr(choice, "index", 0) != 0:
+        while (chunk := await _next_chunk(chunks)) is not _END:
+            if not isinstance(chunk, dict):
+                raise UnreadableStream("the model stream could not be read: a chunk not an object")
+            model = chunk.get("model")
+            if model and isinstance(model, str):
+                reply.model = model
+            usage = chunk.get("usage")
+            if isinstance(usage, dict):
+                reply.usage = usage_of(usage)
+            for choice in _dicts(chunk.get("choices")):
+                if (choice.get("index") or 0) != 0:
                     continue  # one choice asked for (n = 1); a server may not number it
-                for delta in _deltas(reply, choice.delta):
+                for delta in _deltas(reply, _dict(choice.get("delta"))):
                     on_delta(delta)
-                if choice.finish_reason is not None:
-                    reply.finish_reason = choice.finish_reason
+                finish = choice.get("finish_reason")
+                if isinstance(finish, str):
+                    reply.finish_reason = finish
         if reply.finish_reason is None:
             raise IncompleteStream("the model stream ended before its finish_reason")
 
@@ -220,17 +235,19 @@ class OpenAIChatCall:
         )
 
 
-async def _next_chunk(
-    chunks: AsyncIterator[ChatCompletionChunk],
-) -> ChatCompletionChunk | None:
-    """The stream's next chunk, None at its end. Only the reading is watched here (not
-    what is done with a chunk): a chunk that is not JSON is unreadable, a failure of the
-    connection under the stream an interruption; the server's own error event (an
-    `openai.APIError`) goes through as it is."""
+_END = object()
+"""What `_next_chunk` gives at the stream's end (a chunk can be any JSON, null too)."""
+
+
+async def _next_chunk(chunks: AsyncIterator[object]) -> object:
+    """The stream's next chunk as parsed JSON, `_END` at its end. Only the reading is
+    watched here (not what is done with a chunk): a chunk that is not JSON is unreadable,
+    a failure of the connection under the stream an interruption; the server's own error
+    event (an `openai.APIError`) goes through as it is."""
     try:
         return await anext(chunks)
     except StopAsyncIteration:
-        return None
+        return _END
     except ValueError as exc:
         raise UnreadableStream(f"the model stream could not be read: {exc}") from exc
     except Exception as exc:
@@ -240,73 +257,92 @@ async def _next_chunk(
         raise cut from exc
 
 
-def _deltas(reply: _Reply, delta: ChoiceDelta) -> list[Delta]:
-    """The pieces of one chunk's delta, kept in `reply` and told as `Delta`s."""
+def _deltas(reply: _Reply, delta: dict[str, Any]) -> list[Delta]:
+    """The pieces of one chunk's delta (its JSON object), kept in `reply` and told as
+    `Delta`s."""
     told: list[Delta] = []
     reasoning = _reasoning(delta)
     if reasoning:
         reply.thinking.append(reasoning)
         told.append(Delta(reply.index_of("thinking"), "thinking", reasoning))
-    for text in (delta.content, delta.refusal):
-        if text:
+    for text in (delta.get("content"), delta.get("refusal")):
+        if text and isinstance(text, str):
             reply.text.append(text)
             told.append(Delta(reply.index_of("text"), "text", text))
-    for piece in delta.tool_calls or []:
+    for piece in _dicts(delta.get("tool_calls")):
         call = _call(reply, piece)
-        fragment = piece.function.arguments if piece.function else None
-        if fragment:
+        fragment = _dict(piece.get("function")).get("arguments")
+        if fragment and isinstance(fragment, str):
             call.arguments.append(fragment)
             told.append(Delta(call.content_index, "toolCall", fragment, tool_name=call.name))
     return told
 
 
-def _reasoning(delta: ChoiceDelta) -> str:
-    extra = delta.model_extra or {}
+def _reasoning(delta: dict[str, Any]) -> str:
     for name in REASONING_FIELDS:
-        value = extra.get(name)
+        value = delta.get(name)
         if isinstance(value, str) and value:
             return value
     return ""
 
 
-def _call(reply: _Reply, piece: ChoiceDeltaToolCall) -> _Call:
+def _call(reply: _Reply, piece: dict[str, Any]) -> _Call:
     """The call a tool call's piece belongs to: by its `index`, or (a server that sends
     none) by its id, a piece without either continuing the last call."""
-    index: Any = getattr(piece, "index", None)
+    given = piece.get("id")
+    piece_id = given if isinstance(given, str) else ""
+    index = piece.get("index")
     if not isinstance(index, int):
-        known = [i for i, c in reply.calls.items() if piece.id and c.id == piece.id]
+        known = [i for i, c in reply.calls.items() if piece_id and c.id == piece_id]
         if known:
             index = known[0]
-        elif piece.id or not reply.calls:
+        elif piece_id or not reply.calls:
             index = max(reply.calls, default=-1) + 1
         else:
             index = max(reply.calls)
     call = reply.calls.get(index)
     if call is None:
         call = reply.calls[index] = _Call(content_index=reply.index_of(index))
-    if piece.id and not call.id:
-        call.id = piece.id
-    if piece.function and piece.function.name and not call.name:
-        call.name = piece.function.name
+    if piece_id and not call.id:
+        call.id = piece_id
+    name = _dict(piece.get("function")).get("name")
+    if name and isinstance(name, str) and not call.name:
+        call.name = name
     return call
 
 
-def usage_of(usage: CompletionUsage | None) -> Usage:
-    """Our usage for the API's. OpenAI counts the cached prompt tokens in `prompt_tokens`;
-    ours (as Anthropic's) counts them apart, so input is what was read without the cache.
-    The reasoning tokens are part of the completion tokens, as of the output ones."""
+def _dict(value: object) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one (a field a server left out, or
+    sent as null)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _dicts(value: object) -> list[dict[str, Any]]:
+    """The JSON objects of `value` if it is an array, else none."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _count(usage: Mapping[str, Any], name: str) -> int:
+    value = usage.get(name)
+    return value if isinstance(value, int) else 0
+
+
+def usage_of(usage: Mapping[str, Any] | None) -> Usage:
+    """Our usage for the API's (its JSON object). OpenAI counts the cached prompt tokens in
+    `prompt_tokens`; ours (as Anthropic's) counts them apart, so input is what was read
+    without the cache. The reasoning tokens are part of the completion tokens, as of the
+    output ones."""
     if usage is None:
         return Usage()
-    prompt = usage.prompt_tokens_details
-    cache_read = (prompt.cached_tokens or 0) if prompt else 0
-    cache_write = (prompt.cache_write_tokens or 0) if prompt else 0
-    completion = usage.completion_tokens_details
+    prompt = _dict(usage.get("prompt_tokens_details"))
+    cache_read = _count(prompt, "cached_tokens")
+    cache_write = _count(prompt, "cache_write_tokens")
     return Usage(
-        input_tokens=max(0, (usage.prompt_tokens or 0) - cache_read - cache_write),
-        output_tokens=usage.completion_tokens or 0,
+        input_tokens=max(0, _count(usage, "prompt_tokens") - cache_read - cache_write),
+        output_tokens=_count(usage, "completion_tokens"),
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
-        reasoning_tokens=(completion.reasoning_tokens or 0) if completion else 0,
+        reasoning_tokens=_count(_dict(usage.get("completion_tokens_details")), "reasoning_tokens"),
     )
 
 

@@ -44,8 +44,9 @@ from duragent.domain.transcript import LlmMessage
 
 
 class RequestParams(TypedDict, total=False):
-    """The keyword arguments of `client.chat.completions.create(...)` that a turn sets
-    (`stream` and `stream_options` are the caller's)."""
+    """The request body's fields that a turn sets (`stream` and `stream_options` are the
+    caller's): the parameters of `client.chat.completions.create(...)`, already the API's
+    JSON, so the body is posted as it is."""
 
     model: str
     messages: list[ChatCompletionMessageParam]
@@ -75,8 +76,8 @@ def request_params(
     *,
     session_id: str,
 ) -> RequestParams:
-    """Keyword arguments for `client.chat.completions.create(...)`: the model as its
-    provider names it (`ollama:qwen3:8b` asks Ollama for `qwen3:8b`)."""
+    """The request body (`RequestParams`): the model as its provider names it
+    (`ollama:qwen3:8b` asks Ollama for `qwen3:8b`)."""
     skills = [r for r in snapshot.resources if r.kind == "skill"]
     system = snapshot.system_prompt + skills_section(skills)
     messages: list[ChatCompletionMessageParam] = []

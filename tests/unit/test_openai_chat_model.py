@@ -413,6 +413,15 @@ async def test_an_error_sent_inside_the_stream_is_classified() -> None:
     assert garbled.message.startswith("the model stream could not be read")
 
 
+@pytest.mark.parametrize("data", [b"null", b'["a list"]'], ids=["null", "list"])
+async def test_a_chunk_that_is_not_an_object_is_unreadable(data: bytes) -> None:
+    model = over(b"data: " + data + b"\n\n" + sse(chunk({"content": "Hi"}, finish="stop")))
+    failure = await failure_of(model, ask([user("hi")]))
+    await model.aclose()
+    assert (failure.kind, failure.retryable) == ("server", True)
+    assert failure.message.startswith("the model stream could not be read")
+
+
 # ---------------------------------------------------------------------------------------------
 # A conversation, and a summary
 
