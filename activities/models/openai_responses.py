@@ -1,7 +1,12 @@
 """OpenAI's Responses API behind the seam (`openai-responses:o4-mini`).
 
-Through the official SDK's `AsyncOpenAI`. `openai_responses_format` builds the request;
-the stream's raw events are read here, as they arrive (not through the SDK's accumulating
+Through the official SDK's `AsyncOpenAI` (its auth, base URL, timeouts, transport and
+errors), but lean: `openai_responses_format` builds the request as the API's JSON and it is
+posted as it is (`client.post`), without `responses.create`, whose conversion of its typed
+parameters walks the whole transcript on every request; and the stream's events are read
+as the JSON objects they are, not built into the SDK's pydantic event models (together
+about four fifths of the client's CPU per request, more the longer the transcript). The
+raw events are read here, as they arrive (not through the SDK's accumulating
 `responses.stream()` helper): each piece goes to `on_delta` at once, at the index its
 block has in the final message, and what had arrived is there when the reply is aborted.
 A reasoning item becomes thinking whose signature carries the item's encrypted content,
@@ -11,35 +16,11 @@ which the next request hands back (`openai_responses_format.reasoning_item`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import openai
-from openai.types.responses import (
-    Response,
-    ResponseCompletedEvent,
-    ResponseCreatedEvent,
-    ResponseErrorEvent,
-    ResponseFailedEvent,
-    ResponseFunctionCallArgumentsDeltaEvent,
-    ResponseFunctionCallArgumentsDoneEvent,
-    ResponseFunctionToolCall,
-    ResponseIncompleteEvent,
-    ResponseInProgressEvent,
-    ResponseOutputItem,
-    ResponseOutputItemAddedEvent,
-    ResponseOutputItemDoneEvent,
-    ResponseOutputMessage,
-    ResponseReasoningItem,
-    ResponseReasoningSummaryPartAddedEvent,
-    ResponseReasoningSummaryTextDeltaEvent,
-    ResponseReasoningTextDeltaEvent,
-    ResponseRefusalDeltaEvent,
-    ResponseStreamEvent,
-    ResponseTextDeltaEvent,
-    ResponseUsage,
-)
 
 from duragent.activities.models.clients import ClientOptions
 from duragent.activities.models.openai_errors import OVERFLOW_MARKERS, classify
@@ -50,7 +31,11 @@ from duragent.activities.models.openai_responses_format import (
     request_params,
 )
 from duragent.activities.models.seam import Delta, ModelFailed, ModelRequest, SummaryRequest
-from duragent.activities.models.transport_failures import IncompleteStream, interruption
+from duragent.activities.models.transport_failures import (
+    IncompleteStream,
+    UnreadableStream,
+    interruption,
+)
 from duragent.domain.messages import (
     AssistantContent,
     AssistantMessage,
@@ -72,15 +57,17 @@ _KINDS: dict[str, BlockKind] = {
 }
 """The output items that become content blocks; others (a hosted tool's call) do not."""
 
-_PIECES = (
-    ResponseTextDeltaEvent
-    | ResponseRefusalDeltaEvent
-    | ResponseReasoningSummaryTextDeltaEvent
-    | ResponseReasoningTextDeltaEvent
-    | ResponseFunctionCallArgumentsDeltaEvent
+_PIECES = frozenset(
+    {
+        "response.output_text.delta",
+        "response.refusal.delta",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_text.delta",
+        "response.function_call_arguments.delta",
+    }
 )
-"""The events that carry a piece of a block: text (or a refusal's), thinking (a summary's,
-or the reasoning itself), a call's arguments."""
+"""The events that carry a piece of a block (in `delta`): text (or a refusal's), thinking
+(a summary's, or the reasoning itself), a call's arguments."""
 
 _INCOMPLETE: dict[str, StopReason] = {"max_output_tokens": "length", "content_filter": "error"}
 
@@ -127,7 +114,9 @@ class OpenAIResponsesModel:
             if failure is None:
                 raise
             raise ModelFailed(failure) from exc
-        return response.output_text, usage_of(response.usage)
+        return response.output_text, usage_of(
+            response.usage.model_dump() if response.usage else None
+        )
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -151,11 +140,22 @@ class OpenAIResponsesCall:
             session_id=request.session_id,
         )
         try:
-            stream = await self._client.responses.create(**params, stream=True)
+            # What `responses.create` does, without converting the body (it is the API's
+            # JSON already); `AsyncStream[object]` hands each event over as parsed.
+            stream = await self._client.post(
+                "/responses",
+                body={**params, "stream": True},
+                cast_to=object,
+                options={"security": {"bearer_auth": True}},
+                stream=True,
+                stream_cls=openai.AsyncStream[object],
+            )
             async with stream:
                 try:
                     async for event in stream:
                         self._reply.take(event, on_delta)
+                except ValueError as exc:  # the SDK's decoder could not read an event
+                    raise UnreadableStream(f"the model stream could not be read: {exc}") from exc
                 except Exception as exc:
                     cut = interruption(exc)
                     if cut is None:
@@ -199,8 +199,8 @@ class _Block:
     index: int
     """Its index in the final message's content."""
     kind: BlockKind
-    item: ResponseOutputItem
-    """The item as last told: as added, then (`done`) complete."""
+    item: dict[str, Any]
+    """The item (its JSON object) as last told: as added, then (`done`) complete."""
     done: bool = False
     streamed: list[str] = field(default_factory=list)
 
@@ -210,58 +210,75 @@ class ReplyState:
 
     def __init__(self) -> None:
         self._blocks: dict[int, _Block] = {}
-        self.response: Response | None = None
+        self.response: dict[str, Any] | None = None
+        """The response (its JSON object) as last told."""
         self.finished = False
         """The stream told the response's end (completed, or incomplete)."""
 
-    def take(self, event: ResponseStreamEvent, on_delta: Callable[[Delta], None]) -> None:
-        """Take one event in; a piece of content goes to `on_delta`. Raises
-        `StreamFailure` when the event says the response failed."""
-        if isinstance(event, ResponseCreatedEvent | ResponseInProgressEvent):
-            self.response = event.response
-        elif isinstance(event, ResponseOutputItemAddedEvent):
-            self._item(event.output_index, event.item, done=False)
-        elif isinstance(event, ResponseOutputItemDoneEvent):
-            self._item(event.output_index, event.item, done=True)
-        elif isinstance(event, _PIECES):
-            self._piece(event.output_index, event.delta, on_delta)
-        elif isinstance(event, ResponseReasoningSummaryPartAddedEvent):
-            if event.summary_index > 0:  # the parts read as paragraphs (`_thinking`)
-                self._piece(event.output_index, _PARAGRAPH, on_delta)
-        elif isinstance(event, ResponseFunctionCallArgumentsDoneEvent):
-            block = self._blocks.get(event.output_index)
-            if block is not None and isinstance(block.item, ResponseFunctionToolCall):
-                block.item = block.item.model_copy(update={"arguments": event.arguments})
-        elif isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
-            self.response = event.response
+    def take(self, event: object, on_delta: Callable[[Delta], None]) -> None:
+        """Take one event (its JSON object) in; a piece of content goes to `on_delta`.
+        Raises `StreamFailure` when the event says the response failed. Events of other
+        types (a hosted tool's progress, ...) are let by. Pieces come first: they are
+        nearly all of a stream's events."""
+        if not isinstance(event, dict):
+            raise UnreadableStream("the model stream could not be read: an event not an object")
+        kind = event.get("type")
+        if kind in _PIECES:
+            self._piece(event.get("output_index"), event.get("delta"), on_delta)
+        elif kind == "response.output_item.added" or kind == "response.output_item.done":
+            item = event.get("item")
+            if isinstance(item, dict):
+                done = kind == "response.output_item.done"
+                self._item(event.get("output_index"), item, done=done)
+        elif kind == "response.reasoning_summary_part.added":
+            index = event.get("summary_index")
+            if isinstance(index, int) and index > 0:  # the parts read as paragraphs (`_thinking`)
+                self._piece(event.get("output_index"), _PARAGRAPH, on_delta)
+        elif kind == "response.function_call_arguments.done":
+            block = self._block(event.get("output_index"))
+            arguments = event.get("arguments")
+            if block is not None and block.kind == "toolCall" and isinstance(arguments, str):
+                block.item = {**block.item, "arguments": arguments}
+        elif kind == "response.created" or kind == "response.in_progress":
+            self._response(event)
+        elif kind == "response.completed" or kind == "response.incomplete":
+            response = self._response(event)
             self.finished = True
-            for index, item in enumerate(event.response.output):
+            for index, item in enumerate(_dicts(response.get("output"))):
                 if index not in self._blocks or not self._blocks[index].done:
                     self._item(index, item, done=True)
-        elif isinstance(event, ResponseFailedEvent):
-            error = event.response.error
-            raise StreamFailure(
-                _stream_failure(error.code if error else None, error.message if error else "")
-            )
-        elif isinstance(event, ResponseErrorEvent):
-            raise StreamFailure(_stream_failure(event.code, event.message))
+        elif kind == "response.failed":
+            error = _dict(self._response(event).get("error"))
+            raise StreamFailure(_stream_failure(_str(error, "code"), _str(error, "message")))
+        elif kind == "error":
+            raise StreamFailure(_stream_failure(_str(event, "code"), _str(event, "message")))
 
-    def _item(self, output_index: int, item: ResponseOutputItem, *, done: bool) -> None:
+    def _response(self, event: dict[str, Any]) -> dict[str, Any]:
+        response = _dict(event.get("response"))
+        self.response = response
+        return response
+
+    def _block(self, output_index: object) -> _Block | None:
+        return self._blocks.get(output_index) if isinstance(output_index, int) else None
+
+    def _item(self, output_index: object, item: dict[str, Any], *, done: bool) -> None:
+        if not isinstance(output_index, int):
+            return
         block = self._blocks.get(output_index)
         if block is None:
-            kind = _KINDS.get(item.type)
+            kind = _KINDS.get(_str(item, "type"))
             if kind is None:
                 return
             block = self._blocks[output_index] = _Block(len(self._blocks), kind, item)
         block.item = item
         block.done = done
 
-    def _piece(self, output_index: int, text: str, on_delta: Callable[[Delta], None]) -> None:
-        block = self._blocks.get(output_index)
-        if block is None or not text:
+    def _piece(self, output_index: object, text: object, on_delta: Callable[[Delta], None]) -> None:
+        block = self._block(output_index)
+        if block is None or not text or not isinstance(text, str):
             return
         block.streamed.append(text)
-        name = block.item.name if isinstance(block.item, ResponseFunctionToolCall) else None
+        name = (_str(block.item, "name") or None) if block.kind == "toolCall" else None
         on_delta(Delta(block.index, block.kind, text, tool_name=name))
 
     def message(
@@ -278,21 +295,22 @@ class ReplyState:
             if converted is not None:
                 content.append(converted)
         response = self.response
+        usage = response.get("usage") if response else None
         return AssistantMessage(
             content=content,
             api=API,
             provider=provider,
             model=model,
-            usage=usage_of(response.usage if response else None),
+            usage=usage_of(usage if isinstance(usage, dict) else None),
             stop_reason="aborted" if partial else self._stop_reason(),
             timestamp=timestamp,
         )
 
     def _stop_reason(self) -> StopReason:
         response = self.response
-        if response is not None and response.status == "incomplete":
-            reason = response.incomplete_details.reason if response.incomplete_details else None
-            return _INCOMPLETE.get(reason or "", "stop")
+        if response is not None and response.get("status") == "incomplete":
+            reason = _str(_dict(response.get("incomplete_details")), "reason")
+            return _INCOMPLETE.get(reason, "stop")
         if any(b.kind == "toolCall" for b in self._blocks.values()):
             return "toolUse"
         return "stop"
@@ -303,36 +321,59 @@ _PARAGRAPH = "\n\n"
 
 def _content(block: _Block, *, partial: bool) -> AssistantContent | None:
     item = block.item
-    if isinstance(item, ResponseFunctionToolCall):
+    if block.kind == "toolCall":
         if partial:
             return None
-        arguments = item.arguments if block.done else "".join(block.streamed)
-        return ToolCall(id=item.call_id, name=item.name, arguments=_arguments(arguments))
-    if isinstance(item, ResponseReasoningItem):
+        arguments = _str(item, "arguments") if block.done else "".join(block.streamed)
+        return ToolCall(
+            id=_str(item, "call_id"), name=_str(item, "name"), arguments=_arguments(arguments)
+        )
+    if block.kind == "thinking":
         # The reasoning goes back only complete: its encrypted content is whole only once
         # the item is done, and the API refuses a cut one back without what followed it.
-        whole = block.done and not partial and item.status != "incomplete"
+        whole = block.done and not partial and item.get("status") != "incomplete"
+        encrypted = _str(item, "encrypted_content")
         signature = (
-            reasoning_signature(item.id, item.encrypted_content)
-            if whole and item.encrypted_content
-            else None
+            reasoning_signature(_str(item, "id"), encrypted) if whole and encrypted else None
         )
         thinking = _thinking(item) if block.done else "".join(block.streamed)
         return ThinkingContent(thinking=thinking, signature=signature)
-    if isinstance(item, ResponseOutputMessage):
-        if not block.done:
-            return TextContent(text="".join(block.streamed))
-        parts = [p.text if p.type == "output_text" else p.refusal for p in item.content]
-        return TextContent(text="".join(parts))
-    return None
+    if not block.done:
+        return TextContent(text="".join(block.streamed))
+    parts = [
+        _str(p, "text") if p.get("type") == "output_text" else _str(p, "refusal")
+        for p in _dicts(item.get("content"))
+    ]
+    return TextContent(text="".join(parts))
 
 
-def _thinking(item: ResponseReasoningItem) -> str:
+def _thinking(item: dict[str, Any]) -> str:
     """Its summary, the parts as paragraphs; or, from a model that shows its reasoning
     itself (gpt-oss behind an OpenAI-compatible server), that."""
-    if item.summary:
-        return _PARAGRAPH.join(part.text for part in item.summary)
-    return _PARAGRAPH.join(part.text for part in item.content or [])
+    summary = _dicts(item.get("summary"))
+    parts = summary or _dicts(item.get("content"))
+    return _PARAGRAPH.join(_str(part, "text") for part in parts)
+
+
+def _dict(value: object) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one (a field left out, or null)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _dicts(value: object) -> list[dict[str, Any]]:
+    """The JSON objects of `value` if it is an array, else none."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _str(obj: Mapping[str, Any], name: str) -> str:
+    """A text field of a JSON object; "" when absent or null."""
+    value = obj.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def _count(obj: Mapping[str, Any], name: str) -> int:
+    value = obj.get(name)
+    return value if isinstance(value, int) else 0
 
 
 def _arguments(raw: str) -> dict[str, Any]:
@@ -347,21 +388,21 @@ def _arguments(raw: str) -> dict[str, Any]:
     return {"__invalid_json__": raw}
 
 
-def usage_of(usage: ResponseUsage | None) -> Usage:
-    """Our usage for the API's. OpenAI counts the cached prompt tokens in `input_tokens`;
-    ours (as Anthropic's) counts them apart, so input is what was read without the cache."""
+def usage_of(usage: Mapping[str, Any] | None) -> Usage:
+    """Our usage for the API's (its JSON object). OpenAI counts the cached prompt tokens in
+    `input_tokens`; ours (as Anthropic's) counts them apart, so input is what was read
+    without the cache."""
     if usage is None:
         return Usage()
-    details = usage.input_tokens_details
-    cache_read = (details.cached_tokens or 0) if details else 0
-    cache_write = (getattr(details, "cache_write_tokens", 0) or 0) if details else 0
-    output_details = usage.output_tokens_details
+    details = _dict(usage.get("input_tokens_details"))
+    cache_read = _count(details, "cached_tokens")
+    cache_write = _count(details, "cache_write_tokens")
     return Usage(
-        input_tokens=max(0, (usage.input_tokens or 0) - cache_read - cache_write),
-        output_tokens=usage.output_tokens or 0,
+        input_tokens=max(0, _count(usage, "input_tokens") - cache_read - cache_write),
+        output_tokens=_count(usage, "output_tokens"),
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
-        reasoning_tokens=(output_details.reasoning_tokens or 0) if output_details else 0,
+        reasoning_tokens=_count(_dict(usage.get("output_tokens_details")), "reasoning_tokens"),
     )
 
 

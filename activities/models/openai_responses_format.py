@@ -59,7 +59,8 @@ class Identity(TypedDict):
 
 
 class RequestParams(Identity, total=False):
-    """The keyword arguments of `client.responses.create(...)` that a model turn sets."""
+    """The request body's fields that a model turn sets: the parameters of
+    `client.responses.create(...)`, already the API's JSON, so the body is posted as it is."""
 
     model: str
     input: list[ResponseInputItemParam]
@@ -91,7 +92,7 @@ def request_params(
     *,
     session_id: str,
 ) -> RequestParams:
-    """Keyword arguments for `client.responses.create(...)` (without `stream`)."""
+    """The request body (`RequestParams`), without `stream`."""
     who = identity(session_id)
     params: RequestParams = {
         "model": ref.model,

@@ -9,18 +9,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx2
+import openai
 import pytest
-from openai.types.responses import (
-    Response,
-    ResponseCompletedEvent,
-    ResponseErrorEvent,
-    ResponseFailedEvent,
-    ResponseOutputItemAddedEvent,
-    ResponseOutputItemDoneEvent,
-    ResponseReasoningSummaryPartAddedEvent,
-    ResponseReasoningSummaryTextDeltaEvent,
-    ResponseStreamEvent,
-)
 
 from duragent.activities.models.clients import ClientOptions
 from duragent.activities.models.openai_responses import (
@@ -420,20 +411,19 @@ async def test_a_broken_stream_is_a_retryable_failure(serve: Any) -> None:
     assert (silent.value.failure.kind, silent.value.failure.retryable) == ("timeout", True)
 
 
-def response(**fields: Any) -> Response:
-    return Response.model_validate(
-        {
-            "id": "resp_1",
-            "object": "response",
-            "created_at": 0,
-            "model": MODEL,
-            "output": [],
-            "parallel_tool_calls": True,
-            "tool_choice": "auto",
-            "tools": [],
-            **fields,
-        }
-    )
+def response(**fields: Any) -> dict[str, Any]:
+    """A response as the stream's events carry it (their JSON)."""
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 0,
+        "model": MODEL,
+        "output": [],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        **fields,
+    }
 
 
 def test_summary_parts_stream_as_the_paragraphs_the_thinking_ends_with() -> None:
@@ -447,46 +437,27 @@ def test_summary_parts_stream_as_the_paragraphs_the_thinking_ends_with() -> None
     }
     parts = [{"type": "summary_text", "text": t} for t in ("First.", "Then.")]
     done = {**item, "summary": parts, "encrypted_content": "enc", "status": "completed"}
-    events: list[ResponseStreamEvent] = [
-        ResponseOutputItemAddedEvent.model_validate(
-            {
-                "type": "response.output_item.added",
-                "sequence_number": 0,
-                "output_index": 0,
-                "item": item,
-            }
-        )
+    events: list[dict[str, Any]] = [
+        {
+            "type": "response.output_item.added",
+            "sequence_number": 0,
+            "output_index": 0,
+            "item": item,
+        }
     ]
     for number, part in enumerate(parts):
         where = {**at, "summary_index": number, "sequence_number": 0}
         events.append(
-            ResponseReasoningSummaryPartAddedEvent.model_validate(
-                {
-                    **where,
-                    "type": "response.reasoning_summary_part.added",
-                    "part": {**part, "text": ""},
-                }
-            )
+            {**where, "type": "response.reasoning_summary_part.added", "part": {**part, "text": ""}}
         )
         events.append(
-            ResponseReasoningSummaryTextDeltaEvent.model_validate(
-                {**where, "type": "response.reasoning_summary_text.delta", "delta": part["text"]}
-            )
+            {**where, "type": "response.reasoning_summary_text.delta", "delta": part["text"]}
         )
     events.append(
-        ResponseOutputItemDoneEvent.model_validate(
-            {
-                "type": "response.output_item.done",
-                "sequence_number": 0,
-                "output_index": 0,
-                "item": done,
-            }
-        )
+        {"type": "response.output_item.done", "sequence_number": 0, "output_index": 0, "item": done}
     )
     completed = response(status="completed", output=[done])
-    events.append(
-        ResponseCompletedEvent(type="response.completed", sequence_number=9, response=completed)
-    )
+    events.append({"type": "response.completed", "sequence_number": 9, "response": completed})
     state, deltas = ReplyState(), list[Delta]()
     for event in events:
         state.take(event, deltas.append)
@@ -504,20 +475,45 @@ def test_a_failed_response_in_the_stream_is_sorted() -> None:
     failed = response(status="failed", error={"code": "server_error", "message": "boom"})
     state = ReplyState()
     with pytest.raises(StreamFailure) as server:
-        state.take(
-            ResponseFailedEvent(type="response.failed", sequence_number=3, response=failed),
-            print,
-        )
+        state.take({"type": "response.failed", "sequence_number": 3, "response": failed}, print)
     with pytest.raises(StreamFailure) as refused:
         state.take(
-            ResponseErrorEvent(
-                type="error", sequence_number=4, code="invalid_prompt", message="no", param=None
-            ),
+            {
+                "type": "error",
+                "sequence_number": 4,
+                "code": "invalid_prompt",
+                "message": "no",
+                "param": None,
+            },
             print,
         )
     assert (server.value.failure.kind, server.value.failure.retryable) == ("server", True)
     assert server.value.failure.message == "stream error: server_error: boom"
     assert (refused.value.failure.kind, refused.value.failure.retryable) == ("bad_request", False)
+
+
+def over(body: bytes) -> OpenAIResponsesModel:
+    """A client whose HTTP answers every request with `body` as an event stream."""
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        headers = {"content-type": "text/event-stream"}
+        return httpx2.Response(200, headers=headers, content=body)
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+    client = openai.AsyncOpenAI(api_key="none", base_url="http://openai/v1", http_client=http)
+    return OpenAIResponsesModel(client)
+
+
+@pytest.mark.parametrize(
+    "data", [b"{not json", b"null", b'["a list"]'], ids=["garbled", "null", "list"]
+)
+async def test_an_event_that_is_not_an_object_is_unreadable(data: bytes) -> None:
+    model = over(b"data: " + data + b"\n\n")
+    with pytest.raises(ModelFailed) as failed:
+        await reply(model, ask([user("hi")]))
+    await model.aclose()
+    assert (failed.value.failure.kind, failed.value.failure.retryable) == ("server", True)
+    assert failed.value.failure.message.startswith("the model stream could not be read")
 
 
 async def test_complete_answers_in_one_piece(serve: Any) -> None:
