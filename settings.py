@@ -394,8 +394,13 @@ class Settings(BaseSettings):
         """The default model's provider has neither key nor address of its own: the
         scripted offline model stands in for it."""
         provider = PROVIDERS[parse_model(self.model).provider]
-        where = endpoint(provider, offline_base_url="offline", environ=self.provider_environ())
-        return where.offline
+        environ = self.provider_environ()
+        url = environ.get(provider.base_url_env or "", "").rstrip("/")
+        offline = (self.offline_model_url or "").rstrip("/")
+        if url and offline and not environ.get(provider.key_env or ""):
+            # Its address is the offline model's (a test's or a benchmark's stack).
+            return url in (offline, offline + "/v1")
+        return endpoint(provider, offline_base_url="offline", environ=environ).offline
 
     def provider_environ(self) -> dict[str, str]:
         """The model providers' variables (keys and addresses, `domain.models.PROVIDERS`)

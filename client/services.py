@@ -292,9 +292,10 @@ async def ensure_model(settings: Settings, announce: Announce) -> AsyncIterator[
     server = OfflineModelServer(script)
     server.start()
     provider = PROVIDERS[parse_model(settings.model).provider]
+    model = "Claude" if provider.api == "anthropic-messages" else settings.model
     announce(
         f"No {provider.key_env}: this command's worker uses the offline model, which plays "
-        f"scripted replies from {script.name}. It is not {settings.model}; set "
+        f"scripted replies from {script.name}. It is not {model}; set "
         f"{provider.key_env} (or {provider.base_url_env}) to use it."
     )
     try:
