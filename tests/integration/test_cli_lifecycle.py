@@ -154,7 +154,7 @@ class Output:
 # Finding 6: every run exits with its outcome.
 
 
-def test_forty_runs_with_a_tool_call_each_exit_with_their_outcome(
+def test_two_dozen_runs_with_a_tool_call_each_exit_with_their_outcome(
     tmp_path: Path, temporal: DevServer
 ) -> None:
     script = tmp_path / "script.yaml"
@@ -167,11 +167,12 @@ def test_forty_runs_with_a_tool_call_each_exit_with_their_outcome(
         env["DURAGENT_TASK_QUEUE"] = f"{name}-{uuid.uuid4().hex[:8]}"
         return [duragent(env, "run", "go") for _ in range(runs)]
 
-    # Two lanes of twenty in a row, side by side: the machine's cores, and CI's time.
+    # Two lanes of twelve in a row, side by side: the machine's cores, and CI's time (it
+    # was forty, the suite's slowest test at two minutes; each run is a whole process).
     with ThreadPoolExecutor(2) as pool:
-        lanes = list(pool.map(lane, ["a", "b"], [20, 20]))
+        lanes = list(pool.map(lane, ["a", "b"], [12, 12]))
     ran = [run for runs in lanes for run in runs]
-    assert len(ran) == 40
+    assert len(ran) == 24
     for run in ran:
         assert FATAL not in run.stderr, run.stderr
         assert run.returncode == 0, run.stderr
