@@ -22,7 +22,9 @@ from duragent.settings import Settings
 def worker(ctx: typer.Context, plugin: command.PluginOption = None) -> None:
     """Run a worker: it hosts session workflows and their activities until interrupted.
 
-    With no ANTHROPIC_API_KEY and no ANTHROPIC_BASE_URL it serves the offline model itself.
+    When the default model's provider has neither key nor address (ANTHROPIC_API_KEY and
+    ANTHROPIC_BASE_URL for Claude), it serves the offline model itself, for every provider
+    without one.
     Ctrl-C or SIGTERM stop it with the tool processes it runs; their runs go on with the
     next worker.
     """
