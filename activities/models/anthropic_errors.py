@@ -9,11 +9,11 @@ from __future__ import annotations
 import anthropic
 
 from duragent.activities.models.transport_failures import (
+    connection_failure,
     retry_after_ms,
     should_retry,
     status_kind,
     stream_failure,
-    unreachable,
 )
 from duragent.domain.turns import ProviderFailure
 
@@ -36,16 +36,8 @@ def classify(exc: BaseException) -> ProviderFailure | None:
             retryable=retryable,
             retry_after_ms=retry_after_ms(exc.response.headers) if retryable else None,
         )
-    if isinstance(exc, anthropic.APIConnectionError) and (refused := unreachable(exc)):
-        return refused
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ProviderFailure(
-            kind="timeout", status=None, message="model request timed out", retryable=True
-        )
     if isinstance(exc, anthropic.APIConnectionError):
-        return ProviderFailure(
-            kind="network", status=None, message=f"network error: {exc}", retryable=True
-        )
+        return connection_failure(exc, timed_out=isinstance(exc, anthropic.APITimeoutError))
     return stream_failure(exc)
 
 

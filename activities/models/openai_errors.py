@@ -17,11 +17,11 @@ from typing import Any
 import openai
 
 from duragent.activities.models.transport_failures import (
+    connection_failure,
     retry_after_ms,
     should_retry,
     status_kind,
     stream_failure,
-    unreachable,
 )
 from duragent.domain.turns import ProviderErrorKind, ProviderFailure
 
@@ -44,16 +44,8 @@ def classify(exc: BaseException) -> ProviderFailure | None:
     through it), or None if it is not one."""
     if isinstance(exc, openai.APIStatusError):
         return _status_failure(exc)
-    if isinstance(exc, openai.APIConnectionError) and (refused := unreachable(exc)):
-        return refused
-    if isinstance(exc, openai.APITimeoutError):
-        return ProviderFailure(
-            kind="timeout", status=None, message="model request timed out", retryable=True
-        )
     if isinstance(exc, openai.APIConnectionError):
-        return ProviderFailure(
-            kind="network", status=None, message=f"network error: {exc}", retryable=True
-        )
+        return connection_failure(exc, timed_out=isinstance(exc, openai.APITimeoutError))
     if isinstance(exc, openai.APIResponseValidationError):
         return ProviderFailure(
             kind="server",

@@ -132,6 +132,20 @@ def retry_after_ms(headers: Any) -> int | None:
         return max(0, int((parsed.timestamp() - time.time()) * 1000)) if parsed else None
 
 
+def connection_failure(exc: BaseException, *, timed_out: bool) -> ProviderFailure:
+    """An SDK's connection error (`timed_out`: its timeout subclass): a server that is not
+    there named as such, else a timeout or a network failure; all retryable."""
+    if refused := unreachable(exc):
+        return refused
+    if timed_out:
+        return ProviderFailure(
+            kind="timeout", status=None, message="model request timed out", retryable=True
+        )
+    return ProviderFailure(
+        kind="network", status=None, message=f"network error: {exc}", retryable=True
+    )
+
+
 def unreachable(exc: BaseException) -> ProviderFailure | None:
     """The failure of a request that never reached the server (nothing listens there: a
     local model server not started, a wrong base URL), told as such. The SDKs report it
