@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         ToolRegistry,
         ToolSource,
         tool,
+        tools_of,
     )
     from duragent.client.api import DuragentClient, RunHandle, SessionStatus
     from duragent.client.errors import (
@@ -76,6 +77,7 @@ _WHERE = {
     "SettingError": "duragent.settings",
     # tools
     "tool": "duragent.activities.tools",
+    "tools_of": "duragent.activities.tools",
     "FunctionTool": "duragent.activities.tools",
     "Tool": "duragent.activities.tools",
     "ToolContext": "duragent.activities.tools",
@@ -178,6 +180,7 @@ __all__ = [
     "run_worker",
     "tool",
     "tool_registry",
+    "tools_of",
 ]
 
 

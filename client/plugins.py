@@ -21,7 +21,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from duragent.activities.extensions import Extension
 from duragent.activities.mcp.config import McpConfig, ServerConfig
-from duragent.activities.tools import Tool, function_tool
+from duragent.activities.tools import FunctionTool, Tool, function_tool
+from duragent.activities.tools.function import unbound_method
 from duragent.client.errors import DuragentError
 from duragent.domain.hooks import WorkflowHooks
 from duragent.settings import Settings
@@ -135,6 +136,8 @@ def _hook_path(hooks: type[WorkflowHooks] | str) -> str:
 def _tools_of(plugin: Plugin) -> list[Tool[Any]]:
     tools: list[Tool[Any]] = []
     for item in plugin.tools:
+        if isinstance(item, FunctionTool) and item.unbound:
+            raise PluginError(f"plugin {plugin.name!r}: {unbound_method(item)}")
         if isinstance(item, Tool):
             tools.append(item)
         elif callable(item):

@@ -25,7 +25,13 @@ from duragent.activities.tools.contract import (
 from duragent.activities.tools.delegate import DelegateTool
 from duragent.activities.tools.edit import EditTool
 from duragent.activities.tools.find import FindTool
-from duragent.activities.tools.function import FunctionTool, function_tool, tool
+from duragent.activities.tools.function import (
+    FunctionTool,
+    ToolDecorator,
+    function_tool,
+    tool,
+    tools_of,
+)
 from duragent.activities.tools.grep import GrepTool
 from duragent.activities.tools.ls import LsTool
 from duragent.activities.tools.read import ReadTool
@@ -44,6 +50,7 @@ __all__ = [
     "ReadTool",
     "Tool",
     "ToolContext",
+    "ToolDecorator",
     "ToolInputError",
     "ToolProvider",
     "ToolRegistry",
@@ -55,6 +62,7 @@ __all__ = [
     "process_group_alive",
     "running_process_groups",
     "tool",
+    "tools_of",
 ]
 
 

@@ -17,11 +17,16 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
+from typing_extensions import TypeVar as DefaultedTypeVar
 
 from duragent.activities.tools.schema import clean_schema, format_validation_error
 from duragent.domain.tools import ToolResult, ToolSpec, ToolTraits
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
+DepsT = DefaultedTypeVar("DepsT", default=Any)
+"""What `ToolContext.deps` holds. Its default is `Any`: a bare `ToolContext` is one of
+any deps, as a bare `list` is a list of anything, so every tool and caller written before
+deps existed type-checks as it did."""
 
 
 class ToolInputError(Exception):
@@ -37,11 +42,11 @@ def _ignore_process(pgid: int) -> None:
 
 
 @dataclass
-class ToolContext:
+class ToolContext(Generic[DepsT]):
     """What a tool call knows of where it runs, and where its partial output goes.
 
     A function tool (`@duragent.tool`) gets it as its first parameter when that parameter
-    is typed `ToolContext`.
+    is typed `ToolContext` or `ToolContext[Deps]` (then `ctx.deps` is typed `Deps`).
     """
 
     workspace: Path
@@ -57,6 +62,9 @@ class ToolContext:
     call_id: str = ""
     """The model's id for this call (`toolu_...`): the same on every attempt."""
     _cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+    deps: DepsT = field(default=cast(Any, None), kw_only=True)
+    """What the application gives its tools (a database handle, an API client, the user):
+    `ToolContext[Deps]` types it. None where the run was given nothing."""
 
     def print(self, *parts: object, sep: str = " ", end: str = "\n") -> None:
         """Show a line of output while the call runs (live, as bash's output shows). What
