@@ -1,6 +1,7 @@
 # Two commands from a fresh clone (only Python 3.11+ needed):
 #   make demo    the main job on the embedded defaults (dev server, SQLite, offline model)
 #   make test    the tests (the README's test command); `make test ARGS=tests/unit` for a part
+# `make docs` builds the docs site into build/site (strict: `make lint` runs it too).
 # Both create the virtual environment in .venv on first use and reuse it after; the
 # project is reinstalled only when pyproject.toml is newer than the last install.
 
@@ -10,7 +11,7 @@ BIN := $(VENV)/bin
 PROMPT ?= Write a hello script and run it
 ARGS ?=
 
-.PHONY: demo test lint
+.PHONY: demo test lint docs
 
 demo: $(VENV)/.installed
 	$(BIN)/duragent run "$(PROMPT)"
@@ -18,10 +19,14 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(BIN)/pytest $(ARGS)
 
-lint: $(VENV)/.installed-dev
+lint: $(VENV)/.installed-dev docs
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# NO_MKDOCS_2_WARNING: no banner about a future MkDocs on every build.
+docs: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

@@ -128,8 +128,8 @@ def trigger_routes(
 
     @router.post("/{trigger_id}", status_code=202)
     async def receive(trigger_id: str, request: Request) -> DeliveryResult:
-        """A delivery: the body signed with the trigger's secret (README, "A GitHub
-        webhook, end to end"). No bearer token: the signature is the authentication."""
+        """A delivery: the body signed with the trigger's secret (docs/triggers.md, "A
+        GitHub webhook, end to end"). No bearer token: the signature is the authentication."""
         body = await request.body()
         done = await client.triggers.receive(trigger_id, request.headers, body, policy=policy)
         return DeliveryResult(

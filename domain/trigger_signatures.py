@@ -1,5 +1,5 @@
 """Whether a delivery to a trigger is signed with its secret, fresh, and named: the two
-forms a sender may sign in (README, "A GitHub webhook, end to end"). No I/O: the caller
+forms a sender may sign in (docs/triggers.md, "A GitHub webhook, end to end"). No I/O: the caller
 gives the headers, the body and the time, and remembers delivery ids (`store.triggers`).
 
 - duragent's form: `X-Duragent-Timestamp` (Unix seconds), `X-Duragent-Delivery` (an id

@@ -1,4 +1,4 @@
-"""Triggers: a webhook's JSON body made into a prompt (`duragent trigger`, the README's
+"""Triggers: a webhook's JSON body made into a prompt (`duragent trigger`, docs/triggers.md,
 "A GitHub webhook, end to end"). No I/O: the client checks and delivers, this says how.
 
 A trigger's template is text with fields named by their path in the body,

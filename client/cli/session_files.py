@@ -52,7 +52,7 @@ def import_session(
     ] = None,
 ) -> None:
     """Make a session of a session file: a `duragent export` file, or one of pi's `.jsonl`
-    session files (what of pi's does not map: README, "Portable sessions").
+    session files (what of pi's does not map: docs/cli.md, "Portable sessions").
 
     The whole file is checked first: a malformed, oversized or hostile one (bad JSON,
     unknown entry types, bad ids, a parent or a label's target that is no earlier entry)
