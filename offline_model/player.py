@@ -67,19 +67,50 @@ class ScriptPlayer:
         return self._steps[key]
 
     def take(self, key: str, body: JsonObject | None = None) -> tuple[int, Step] | None:
-        """Consume a step of `key`: (its index, the step), or None when none are left.
+        """Consume a step of `key` for the request `body`: (its index, the step), or None
+        when none is left for it (the script's `when_exhausted` answers).
 
-        The first unplayed step whose `match` finds the request's last user text wins;
-        otherwise the first unplayed step without a `match`, in order.
+        The first unplayed step whose `match` finds the request's last user text wins (a
+        `repeat` one is never used up). Otherwise the script's `pick` decides, among the
+        steps without a `match`:
+
+        - "order": the first one this player has not played, in order.
+        - "turn": the one the conversation is at, read from the request: a request whose
+          messages hold n assistant turns (`assistant_turns`) plays turn n. The steps are
+          cut into turns, each ending with the first step that answers (a reply delivered
+          whole: `Step.answers`); the steps before it in its turn fail the request (an
+          error, a hang, a cut or stalled stream). A script of replies only: turn n is
+          step n. Within its turn a request gets the first failing step this player has
+          not played, else the turn's answer. So a retry (the same conversation sent
+          again) after a scripted `error: 529` gets the reply that follows it; and an
+          answer is never used up: a request of its turn sent again (a retry after its
+          reply was lost with its worker) gets it again. Players do not share what they
+          played: each process with its own copy of the script fails a turn with its
+          failing steps once, on the first requests of that turn it serves. Steps left
+          after the last answer are a last turn; past it, none is left. Turns are counted
+          over the steps as they stand (`add_steps` adds turns after them). A summary
+          request (a compaction's: one user message, no turns) is turn 0: script a
+          `match` step for it.
         """
         text = _last_user_text(body or {})
         with self._lock:
             steps = self._conversation(key)
             played = self._played.setdefault(key, set())
-            unplayed = [(i, s) for i, s in enumerate(steps) if i not in played]
             chosen = next(
-                ((i, s) for i, s in unplayed if s.match and re.search(s.match, text)), None
-            ) or next(((i, s) for i, s in unplayed if not s.match), None)
+                (
+                    (i, s)
+                    for i, s in enumerate(steps)
+                    if i not in played and s.match and re.search(s.match, text)
+                ),
+                None,
+            )
+            if chosen is None and self.script.pick == "turn":
+                chosen = _turn_step(steps, played, assistant_turns(body or {}))
+            elif chosen is None:
+                chosen = next(
+                    ((i, s) for i, s in enumerate(steps) if i not in played and not s.match),
+                    None,
+                )
             if chosen is not None and not chosen[1].repeat:
                 played.add(chosen[0])
             return chosen
@@ -164,6 +195,51 @@ class ScriptPlayer:
     def gate_open(self, gate: str) -> bool:
         with self._lock:
             return gate in self._open_gates
+
+
+def _turn_step(steps: list[Step], played: set[int], turn: int) -> tuple[int, Step] | None:
+    """The step `turn` is at under `pick: turn` (see `ScriptPlayer.take`)."""
+    turns: list[list[int]] = [[]]
+    for index, step in enumerate(steps):
+        if step.match:
+            continue
+        turns[-1].append(index)
+        if step.answers:
+            turns.append([])
+    if not turns[-1]:
+        turns.pop()
+    if turn >= len(turns):
+        return None
+    for index in turns[turn]:
+        step = steps[index]
+        if step.answers or index not in played:
+            return index, step
+    return None  # a last turn of failing steps, all played
+
+
+_ASSISTANT_ITEMS = ("function_call", "reasoning")
+"""The Responses API's input items, besides assistant messages, that the model wrote."""
+
+
+def assistant_turns(body: JsonObject) -> int:
+    """How many assistant turns the conversation of the request `body` holds: its runs of
+    consecutive assistant messages (Anthropic's and Chat Completions' `messages`), or of
+    consecutive items the model wrote (the Responses API's `input`: assistant messages,
+    function calls, reasoning; one reply is several items there). A string input is none.
+    """
+    messages = body.get("messages")
+    if messages is None:
+        messages = body.get("input")
+    if not isinstance(messages, list):
+        return 0
+    turns, previous = 0, False
+    for message in messages:
+        mine = isinstance(message, dict) and (
+            message.get("role") == "assistant" or message.get("type") in _ASSISTANT_ITEMS
+        )
+        turns += mine and not previous
+        previous = mine
+    return turns
 
 
 def _last_user_text(body: JsonObject) -> str:

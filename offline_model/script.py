@@ -1,10 +1,17 @@
-"""Scripts for the offline model: which reply each request gets, in order.
+"""Scripts for the offline model: which reply each request gets.
 
-A script maps a conversation key to a list of steps. Each request of a key consumes that key's
-next step. The key "*" is a template: a key that the script does not list plays its own fresh
-copy of the "*" steps. The key of a request is its `metadata.user_id` on the Anthropic Messages
-API, its `user` on OpenAI's APIs (see `offline_model.openai_wire.conversation_key`), or
-"default" when it has none.
+A script maps a conversation key to a list of steps. The key "*" is a template: a key that the
+script does not list plays its own fresh copy of the "*" steps. The key of a request is its
+`metadata.user_id` on the Anthropic Messages API, its `user` on OpenAI's APIs (see
+`offline_model.openai_wire.conversation_key`), or "default" when it has none.
+
+Which step of its key a request gets is the script's `pick` (`offline_model.player` has the
+rules): "order" (the default) plays the steps one after the other, each request taking the
+next one this player has not played; "turn" picks the step from the request itself, by the
+number of assistant turns in the conversation it is sent, so several players (several
+processes, each with its own copy of the script) play one conversation in script order. A
+step with a `match` answers a request whose last user text it matches, in either mode.
+Docs: docs/offline-script.md.
 
 A step either replies (one assistant message built from `text`, `tool_use` and `thinking`
 parts), answers with an API error, or hangs. Timing fields shape how the answer is delivered:
@@ -183,7 +190,8 @@ class ScriptedError(BaseModel):
 
 
 class Step(BaseModel):
-    """One scripted answer, consumed by exactly one request of its key.
+    """One scripted answer, consumed by one request of its key (under `pick: turn` a turn's
+    answer answers every request of its turn: see `offline_model.player.ScriptPlayer.take`).
 
     Exactly one of `reply` or `error` is required, except for `hang: true` steps, which take
     neither and never answer (the server ends them with a 500 api_error when it stops).
@@ -235,8 +243,22 @@ class Step(BaseModel):
         return self
 
     @property
+    def answers(self) -> bool:
+        """Whether it ends its turn with a reply: a reply delivered whole (not cut or
+        stalled). An error, a hang, a cut or stalled stream fail the request instead."""
+        return (
+            self.reply is not None
+            and self.cut_after_chunks is None
+            and self.stall_after_chunks is None
+        )
+
+    @property
     def has_tool_use(self) -> bool:
         return any(isinstance(part, ToolUsePart) for part in self.reply or [])
+
+
+Pick = Literal["order", "turn"]
+"""How a request's step is chosen: see `Script.pick`."""
 
 
 class Script(BaseModel):
@@ -244,11 +266,13 @@ class Script(BaseModel):
 
     `when_exhausted`: "reply" answers with the text "(offline script finished)" and end_turn;
     "error" answers 500 api_error naming the key. `chaos`: random latency and faults on
-    every request (`offline_model.chaos`).
+    every request (`offline_model.chaos`). `pick`: "order" or "turn" (see the module and
+    `offline_model.player.ScriptPlayer.take`).
     """
 
     model_config = ConfigDict(extra="forbid")
 
+    pick: Pick = "order"
     when_exhausted: Literal["reply", "error"] = "reply"
     chaos: Chaos | None = None
     conversations: dict[str, list[Step]] = Field(default_factory=dict)
@@ -261,10 +285,16 @@ class Script(BaseModel):
         key: str = TEMPLATE_KEY,
         when_exhausted: Literal["reply", "error"] = "reply",
         chaos: Chaos | dict[str, Any] | None = None,
+        pick: Pick = "order",
     ) -> Script:
         """A script with one conversation (by default the "*" template) of `steps`."""
         return cls.model_validate(
-            {"when_exhausted": when_exhausted, "conversations": {key: steps}, "chaos": chaos}
+            {
+                "pick": pick,
+                "when_exhausted": when_exhausted,
+                "conversations": {key: steps},
+                "chaos": chaos,
+            }
         )
 
 
