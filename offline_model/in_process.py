@@ -5,7 +5,7 @@ with (`offline_model.player.ScriptPlayer`), or with the very player of an
 `OfflineModelServer` (then the server's `release`, `add_steps` and request log are its
 own too). The same script plays the same: conversations keyed by the request's session id
 (the `metadata.user_id` the Messages API is sent), steps chosen as the server chooses them
-(`match`, `repeat`, `when_exhausted`), the chaos dice, `delay_ms`, `chunk_delay_ms`,
+(`pick`, `match`, `repeat`, `when_exhausted`), the chaos dice, `delay_ms`, `chunk_delay_ms`,
 `hang` and `wait_for` gates (real waits on the event loop: a cancelled reply stops there,
 keeping what had arrived), scripted errors, usage and thinking. The tests that ask the
 model through a worker need no HTTP for it; those about the wire keep the server.
@@ -420,10 +420,13 @@ def _not_playable(what: str) -> ModelFailed:
     return failed
 
 
-def scripted_clients(source: Script | OfflineModelServer | ScriptPlayer) -> ModelClients:
+def scripted_clients(
+    source: Script | OfflineModelServer | ScriptPlayer | ScriptedModel,
+) -> ModelClients:
     """A worker's model clients where every provider is the script played in-process
-    (`build_worker(..., models=...)`): one `ScriptedModel` per wire API, on one player."""
-    first = ScriptedModel(source)
+    (`build_worker(..., models=...)`): one `ScriptedModel` per wire API, on one player
+    (a given `ScriptedModel` is its API's)."""
+    first = source if isinstance(source, ScriptedModel) else ScriptedModel(source)
     by_api: dict[Api, ScriptedModel] = {first.api: first}
     for api in sorted({p.api for p in PROVIDERS.values()} - {first.api}):
         by_api[api] = ScriptedModel(first.player, api=api)
