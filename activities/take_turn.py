@@ -118,6 +118,7 @@ class TurnTaker:
                     assistant_entry_id=data.entry_id,
                     result_entry_id=result_entry_id(data.entry_id, call.id),
                     call=call,
+                    deps=data.deps,
                 )
                 outcome = await self._tools.call(
                     request, earlier.get(call.id, {}), progress, answer.workspace

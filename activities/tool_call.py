@@ -230,8 +230,15 @@ class ToolCalls:
             progress["processes"].append(identity)
 
         try:
+            # The deps in their JSON form: a function tool validates them into the type
+            # its `ToolContext[Deps]` names (`activities.tools.function`).
             ctx = ToolContext(
-                workspace, on_update, on_process, session_id=data.session_id, call_id=call.id
+                workspace,
+                on_update,
+                on_process,
+                session_id=data.session_id,
+                call_id=call.id,
+                deps=data.deps,
             )
             return await self._registry.run(call.name, args, ctx), False
         except asyncio.CancelledError:

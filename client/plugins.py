@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -27,11 +27,23 @@ from duragent.client.errors import DuragentError
 from duragent.domain.hooks import WorkflowHooks
 from duragent.settings import Settings
 
+if TYPE_CHECKING:
+    from duragent.client.agent import Agent
+
 ENTRY_POINT_GROUP = "duragent.plugins"
 
 
 class PluginError(DuragentError):
     """A plugin that cannot be loaded or is not a `duragent.Plugin`; the message names it."""
+
+
+class AgentNotFound(DuragentError):
+    """No plugin the workers and this client load has an agent of that name."""
+
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        listed = ", ".join(known) or "none (give one with --plugin module:agent)"
+        super().__init__(f"no agent named {name!r}; the agents are: {listed}")
+        self.name = name
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,9 @@ class Plugin:
     - `mcp_servers`: MCP servers by name, as in the MCP config file.
     - `system_prompt`, `model`, `active_tools`: defaults for new sessions (a later
       plugin's win; what the caller gives wins over all).
+    - `agents`: `duragent.Agent`s; sessions made from one (`sessions.create(agent=...)`,
+      `duragent run --agent`) get its model, instructions and tools; its tools, its
+      output tool and its MCP servers are served by the workers, offered only to them.
     """
 
     name: str
@@ -58,6 +73,7 @@ class Plugin:
     system_prompt: str | None = None
     model: str | None = None
     active_tools: Sequence[str] | None = None
+    agents: Sequence[Agent[Any, Any]] = ()
 
 
 @dataclass(frozen=True)
@@ -67,8 +83,17 @@ class Plugins:
     items: tuple[Plugin, ...] = ()
 
     @cached_property
-    def _tools(self) -> list[tuple[Plugin, Tool[Any]]]:
-        return [(plugin, tool) for plugin in self.items for tool in _tools_of(plugin)]
+    def _tools(self) -> list[tuple[bool, Tool[Any]]]:
+        """Each tool once (an agent's may be another's or a plugin's too), and whether it
+        is active in sessions that do not name their tools."""
+        found: dict[str, tuple[bool, Tool[Any]]] = {}
+        for plugin in self.items:
+            for tool in _tools_of(plugin):
+                found.setdefault(tool.name, (plugin.tools_active, tool))
+            for agent in plugin.agents:
+                for tool in agent.own_tools():
+                    found.setdefault(tool.name, (False, tool))
+        return list(found.values())
 
     def tools(self) -> list[Tool[Any]]:
         return [tool for _, tool in self._tools]
@@ -77,8 +102,20 @@ class Plugins:
         return [tool.name for tool in self.tools()]
 
     def opt_in_tools(self) -> list[str]:
-        """Tools offered only to sessions that name them (plugins with `tools_active=False`)."""
-        return [tool.name for plugin, tool in self._tools if not plugin.tools_active]
+        """Tools offered only to sessions that name them (plugins with `tools_active=False`,
+        and agents' tools)."""
+        return [tool.name for active, tool in self._tools if not active]
+
+    def agents(self) -> list[Agent[Any, Any]]:
+        """The agents of every plugin, by name (two of one name are refused on loading)."""
+        return [agent for plugin in self.items for agent in plugin.agents]
+
+    def agent(self, name: str) -> Agent[Any, Any]:
+        """The agent `name`, or `AgentNotFound` listing the agents there are."""
+        for agent in self.agents():
+            if agent.name == name:
+                return agent
+        raise AgentNotFound(name, [agent.name for agent in self.agents()])
 
     def extensions(self) -> list[Extension]:
         found = [extension for plugin in self.items for extension in plugin.extensions]
@@ -91,7 +128,8 @@ class Plugins:
         two of them use is refused."""
         servers: dict[str, Any] = dict(base.servers) if base is not None else {}
         for plugin in self.items:
-            for name, server in plugin.mcp_servers.items():
+            defined = [plugin.mcp_servers, *(agent.mcp_definitions for agent in plugin.agents)]
+            for name, server in (item for servers in defined for item in servers.items()):
                 if name in servers:
                     raise PluginError(
                         f"plugin {plugin.name!r}: MCP server {name!r} is defined twice"
@@ -174,10 +212,14 @@ def load_plugin(path: str) -> Plugin:
             found = getattr(found, part)
     except AttributeError:
         raise PluginError(f"plugin {path!r}: {module_name} has no {attr}") from None
-    return _as_plugin(found, path)
+    return as_plugin(found, path)
 
 
-def _as_plugin(found: Any, where: str) -> Plugin:
+def as_plugin(found: Any, where: str) -> Plugin:
+    """`found` as a `Plugin`: a plugin as it is, an agent as the plugin of its own
+    (`Agent.plugin`), a function of no arguments as what it returns; else `PluginError`."""
+    from duragent.client.agent import Agent
+
     if inspect.isfunction(found):  # a factory: a plugin made when it is loaded
         try:
             found = found()
@@ -185,9 +227,11 @@ def _as_plugin(found: Any, where: str) -> Plugin:
             raise PluginError(
                 f"plugin {where!r} failed: {type(exc).__name__}: {_one_line(exc)}"
             ) from None
+    if isinstance(found, Agent):
+        return found.plugin
     if not isinstance(found, Plugin):
         kind = f"the class {found.__name__}" if isinstance(found, type) else type(found).__name__
-        raise PluginError(f"plugin {where!r} is {kind}, not a duragent.Plugin")
+        raise PluginError(f"plugin {where!r} is {kind}, not a duragent.Plugin or Agent")
     return found
 
 
@@ -205,22 +249,27 @@ def installed_plugins() -> list[tuple[str, Plugin]]:
             found = point.load()
         except Exception as exc:
             raise PluginError(f"plugin {where!r}: cannot load it: {_one_line(exc)}") from None
-        loaded.append((point.value, _as_plugin(found, where)))
+        loaded.append((point.value, as_plugin(found, where)))
     return loaded
 
 
-def load_plugins(settings: Settings, extra: Iterable[Plugin] = ()) -> Plugins:
-    """The installed plugins, then those `settings.plugins` names, then `extra`; each
+def load_plugins(settings: Settings, extra: Iterable[Plugin | Agent[Any, Any]] = ()) -> Plugins:
+    """The installed plugins, then those `settings.plugins` names, then `extra` (plugins
+    or agents); each
     once (by its path), and no two with one name."""
     by_path: dict[str, Plugin] = dict(installed_plugins())
     for path in settings.plugins:
         if path not in by_path:
             by_path[path] = load_plugin(path)
-    plugins = [*by_path.values(), *extra]
+    plugins = [*by_path.values(), *(as_plugin(item, repr(item)) for item in extra)]
     names: dict[str, Plugin] = {}
     for plugin in plugins:
         if plugin.name in names and names[plugin.name] is not plugin:
             raise PluginError(f"two plugins are named {plugin.name!r}")
         names[plugin.name] = plugin
     unique = {id(plugin): plugin for plugin in plugins}  # one object loaded twice: once
+    agents: dict[str, Any] = {}
+    for agent in (agent for plugin in unique.values() for agent in plugin.agents):
+        if agents.setdefault(agent.name, agent) is not agent:
+            raise PluginError(f"two agents are named {agent.name!r}")
     return Plugins(tuple(unique.values()))

@@ -14,6 +14,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
+from duragent.domain.agents import OutputSpec
 from duragent.domain.approvals import ApprovalPolicy
 from duragent.domain.budgets import Budget
 from duragent.domain.resources import Resource, ResourceKind
@@ -76,6 +77,11 @@ class SessionConfig(BaseModel):
     file lists: it never defines one (that would start processes on a worker)."""
     budget: Budget | None = None
     """What all the session's runs together may spend (domain.budgets); None: no limit."""
+    agent: str | None = None
+    """The agent the session was made from (`duragent.Agent`), or None."""
+    output: OutputSpec | None = None
+    """The structured output each run ends with (an agent's `output_type`), or None: a
+    run ends with the model's answer as text."""
 
     def with_session_wide_of(self, newer: SessionConfig) -> SessionConfig:
         """`newer`'s session-wide settings over this config's branch-scoped defaults: what

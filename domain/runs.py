@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from duragent.domain.budgets import Budget, BudgetCarried, BudgetView
 from duragent.domain.compaction import CompactionSettings
@@ -114,6 +114,9 @@ class CarriedState(BaseModel):
     """The host the run's tool calls go to (`domain.hosts`)."""
     budget: BudgetCarried | None = None
     """The run's budget keeping (domain.budgets), when it has a budget."""
+    output_tries: int = 0
+    """Outputs refused, or answers given without the output tool, so far
+    (`workflows.output`)."""
 
 
 class RunInput(BaseModel):
@@ -135,6 +138,10 @@ class RunInput(BaseModel):
     """Set when this execution continues the run from an earlier one."""
     budget: Budget | None = None
     """The run's own budget (domain.budgets); the session's, if any, applies as well."""
+    deps: JsonValue = None
+    """The run's dependencies (an agent's `deps_type`, in its JSON form): handed to each
+    tool call as `ToolContext.deps`. They travel in the workflow's input and each turn's,
+    so they are small, serializable values (ids, settings, addresses), not connections."""
 
 
 class RunResult(BaseModel):
@@ -158,6 +165,9 @@ class RunResult(BaseModel):
     """What the run's model calls cost (sub-agents' included), as the worker priced them."""
     unpriced_models: list[str] = Field(default_factory=list)
     """Models the worker has no price for: their calls are not in `cost_usd`."""
+    output: JsonValue = None
+    """The run's structured output (a session of an agent with an `output_type`), in
+    its JSON form, as the client read it from the store; None otherwise."""
 
 
 class RunView(BaseModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, JsonValue
 
 from duragent.domain.approvals import ApprovalPolicy
 from duragent.domain.changes import SessionChange
@@ -107,6 +107,8 @@ class TurnInput(_Contract):
     """The previous turn, saved below `leaf_id` before the call."""
     override: NextTurn | None = None
     """Model or thinking level for this turn only (a workflow hook's prepare_next_turn)."""
+    deps: JsonValue = None
+    """The run's dependencies (`RunInput.deps`), for the tool calls the turn runs."""
 
 
 ProviderErrorKind = Literal[
@@ -173,6 +175,8 @@ class ToolCallInput(_Contract):
     rescheduled: int = 0
     """Earlier activities of this call that its host's worker never took (it was gone):
     one of them may have started before the host went, so this is no first attempt."""
+    deps: JsonValue = None
+    """The run's dependencies (`RunInput.deps`): the call's `ToolContext.deps`."""
 
 
 class ToolCallOutcome(_Contract):

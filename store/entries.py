@@ -10,6 +10,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import CTE, BindParameter, Row, bindparam, literal, select
 from sqlalchemy.orm import Session
 
+from duragent.domain.agents import OUTPUT_KEY
 from duragent.domain.entries import (
     CONFIG_ENTRIES,
     CompactionEntry,
@@ -17,7 +18,7 @@ from duragent.domain.entries import (
     SessionEntry,
     parse_entry,
 )
-from duragent.domain.messages import AssistantMessage, text_of
+from duragent.domain.messages import AssistantMessage, ToolResultMessage, text_of
 from duragent.store.statements import execute
 from duragent.store.tables import EntryRow, table_of
 from duragent.store.upsert import insert_ignore
@@ -382,3 +383,17 @@ def final_text(db: Session, session_id: str, run_id: str) -> str:
         if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
             return text_of(entry.message.content)
     return ""
+
+
+def run_output(db: Session, session_id: str, run_id: str) -> Any:
+    """The run's structured output (`domain.agents.OUTPUT_KEY` of its last accepted
+    output call), in its JSON form; None when the run gave none."""
+    rows = execute(db, _RUN_MESSAGES_NEWEST_FIRST, {"session_id": session_id, "run_id": run_id})
+    for row in rows:
+        entry = entry_of_row(row)
+        if not isinstance(entry, MessageEntry) or not isinstance(entry.message, ToolResultMessage):
+            continue
+        details = entry.message.details or {}
+        if not entry.message.is_error and OUTPUT_KEY in details:
+            return details[OUTPUT_KEY]
+    return None

@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from duragent.domain.turn_in_progress import TurnInProgress
     from duragent.domain.turns import ModelReply, ProviderFailure, ToolCallOutcome, TurnResult
 
-from duragent.workflows import hosts, patches
+from duragent.workflows import hosts, output, patches
 from duragent.workflows.budgets import budget_gate
 from duragent.workflows.guidance_points import after_calls, guided, replan, replanned
 from duragent.workflows.hook_runner import HookError
@@ -77,6 +77,12 @@ async def run_until_idle(run: Run) -> RunResult:
         if end.stop:
             return await _complete(run, end, run.commit(end.slots, continues=False))
         follow_ups = run.state.inbox.take_follow_ups()
+        if not (follow_ups or end.guided or run.state.inbox.guidance):
+            asked = output.missing(run)  # an answer in text where an output was due
+            if isinstance(asked, str):
+                commit = run.commit(end.slots, continues=False)
+                return await run.finish([commit], "error", asked, end.turn.assistant_id)
+            follow_ups = [asked] if asked is not None else []
         commit = run.commit(end.slots, continues=True, queued=follow_ups, queue="follow_up")
         with_guidance = await after_calls(run, commit, end.turn, end.batch, end.guided)
         run.state.current = None
@@ -148,6 +154,9 @@ async def one_turn(run: Run, pending: TurnCommit | None) -> EndedTurn | TurnComm
         return await run.finish(
             [run.commit(slots, continues=False)], "error", host_gone, assistant_id
         )
+    if (refused := output.refused(run, calls, batch.outcomes)) is not None:
+        commit = run.commit(slots, continues=False)
+        return await run.finish([commit], "error", refused, assistant_id)
     summary = _summary(run, reply, calls, batch.outcomes)
     try:
         stop = state.hooks.should_stop_after_turn(summary) or _terminated(batch.outcomes)

@@ -36,6 +36,7 @@ ASK_USER = "ask-user"
 ABORT_WINS = "abort-wins"
 QUEUED_INPUT_RUNS = "queued-input-runs"
 LOST_TURN_CALLS_RESCHEDULED = "lost-turn-calls-rescheduled"
+AGENT_OUTPUT = "agent-output"
 
 PATCHES: dict[str, Patch] = {
     TOOL_APPROVAL: Patch(
@@ -74,6 +75,11 @@ PATCHES: dict[str, Patch] = {
     LOST_TURN_CALLS_RESCHEDULED: Patch(
         "the calls of a turn whose activity was not taken in time go as rescheduled, "
         "finding what a lost attempt did",
+        "2026-12-05",
+    ),
+    AGENT_OUTPUT: Patch(
+        "a run with a structured output asks the model again for an output it refused "
+        "or did not give, a bounded number of times",
         "2026-12-05",
     ),
 }

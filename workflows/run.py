@@ -121,6 +121,7 @@ class Run:
         self.state.executions = carried.executions
         self.state.hook_paths = carried.hooks
         self.state.host = carried.host
+        self.state.output_tries = carried.output_tries
         self.state.inbox = Inbox.restore(carried.inbox)
         self.state.snapshot, self.state.override = carried.snapshot, carried.override
         self.state.hooks = HookRunner(carried.hooks)
@@ -219,6 +220,7 @@ class Run:
             inbox=self.state.inbox.export(),
             host=self.state.host,
             budget=self.state.budgets.export(),
+            output_tries=self.state.output_tries,
         )
         workflow.continue_as_new(self.state.input.model_copy(update={"carried": carried}))
 

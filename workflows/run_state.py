@@ -62,6 +62,8 @@ class RunState:
         """The compaction entry whose summary is being asked for and stored, if any."""
         self.queued_input = False
         """The run's end found input sent while it was open: the next run starts for it."""
+        self.output_tries = 0
+        """Outputs refused, or answers given without the output tool (`workflows.output`)."""
 
     def session_budget(self) -> Budget | None:
         return self.inbox.config.budget if self.inbox.config else None

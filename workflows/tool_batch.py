@@ -89,6 +89,7 @@ async def run_tool(run: Run, turn: TurnInProgress, call: ToolCallRef) -> ToolCal
         result_entry_id=turn.result_id(call.id),
         call=call,
         rescheduled=1 if turn.calls_may_have_begun else 0,
+        deps=run.state.input.deps,
     )
     if run.state.host is not None and workflow.patched(patches.HOST_QUEUES):  # the session's host
         return await run.host_waits.run_tool(run, run.state.host, data, run.state.input.options)

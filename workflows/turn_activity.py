@@ -54,6 +54,7 @@ async def _attempts(run: Run, commit: TurnCommit | None) -> TurnResult | Provide
         snapshot=run.state.snapshot,
         commit=commit,
         override=run.state.override,
+        deps=data.deps,
     )
     attempt = 1
     while True:

@@ -37,7 +37,7 @@ from typing import (
 )
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from typing_extensions import ParamSpec, TypeVar
 
@@ -68,6 +68,9 @@ class FunctionTool(Tool[BaseModel], Generic[P, R]):
 
     function: ClassVar[ToolFunction]
     takes_context: ClassVar[bool]
+    deps_adapter: ClassVar[TypeAdapter[Any] | None] = None
+    """Validates the run's deps (as they travel, in JSON form) into the type the
+    function's `ToolContext[Deps]` names; None: they are passed as they come."""
     is_method: ClassVar[bool] = False
     """Made of a method in a class body: its first parameter is `self`, and only an
     instance's (`obj.method`) can run."""
@@ -109,6 +112,12 @@ class FunctionTool(Tool[BaseModel], Generic[P, R]):
         cls = type(self)
         # Attributes, not model_dump(): a pydantic model argument arrives as that model.
         kwargs = {name: getattr(args, name) for name in type(args).model_fields}
+        if cls.deps_adapter is not None and ctx.deps is not None:
+            try:
+                ctx.deps = cls.deps_adapter.validate_python(ctx.deps)
+            except ValidationError as exc:  # the application's, not the model's, mistake
+                logger.warning("tool %s: the run's deps are refused: %s", cls.name, exc)
+                return ToolResult.error(f"Tool '{cls.name}' was not run: its deps are refused")
         positional: tuple[Any, ...] = (ctx,) if cls.takes_context else ()
         if cls.is_method:
             if self.unbound:
@@ -258,6 +267,7 @@ def function_tool(
             "traits": traits,
             "function": staticmethod(fn),
             "takes_context": takes_context,
+            "deps_adapter": _deps_adapter(fn) if takes_context else None,
             "is_method": is_method,
             "__doc__": text,
             "__module__": getattr(fn, "__module__", __name__),
@@ -286,6 +296,17 @@ def _parse_docstring(docstring: str) -> tuple[str, dict[str, str]]:
         return docstring, {}
     parts = (parsed.short_description, parsed.long_description)
     return "\n\n".join(part.strip() for part in parts if part and part.strip()), parameters
+
+
+def _deps_adapter(fn: ToolFunction) -> TypeAdapter[Any] | None:
+    """The adapter of the deps type the function's `ToolContext[Deps]` names (None for a
+    bare `ToolContext`, or `ToolContext[Any]`)."""
+    hints = get_type_hints(fn, include_extras=True)
+    parameters = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+    named = get_args(hints.get(parameters[0].name)) if parameters else ()
+    if not named or named[0] is Any:
+        return None
+    return TypeAdapter(named[0])
 
 
 def _is_context(hint: object) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from duragent.activities.tools.contract import Tool, ToolContext, ToolInputError, ToolSource
@@ -93,7 +93,7 @@ class ToolRegistry:
                 f"Tool '{name}' is from {source.kind} '{source.name}', which this session "
                 f"does not use, so the call was not run. It uses: {used}."
             )
-        allowed = (name not in self._opt_in) if active is None else (name in active)
+        allowed = (name not in self._opt_in) if active is None else _named(name, active)
         if allowed:
             return None
         offered = ", ".join(self._offered(active, sources)) or "none"
@@ -110,15 +110,15 @@ class ToolRegistry:
         `None` means every tool. Active names that are not registered are ignored, so a
         session configured with a tool this worker lacks still gets the others.
         """
-        wanted = set(self._offered(active, sources)) if active is None else set(active)
+        wanted = set(self._offered(active, sources)) if active is None else active
         specs: list[ToolSpec] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema()}
             for t in self._tools.values()
-            if t.name in wanted
+            if _named(t.name, wanted)
         ]
         for source in self._chosen(sources):
             specs.extend(source.api_specs())
-        return [spec for spec in specs if spec["name"] in wanted]
+        return [spec for spec in specs if _named(spec["name"], wanted)]
 
     async def run(self, name: str, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Parse the arguments and execute the tool, turning model mistakes into error results.
@@ -164,13 +164,22 @@ class ToolRegistry:
         names = self.names(sources)
         if active is None:
             return [name for name in names if name not in self._opt_in]
-        return [name for name in names if name in active]
+        return [name for name in names if _named(name, active)]
 
     def _chosen(self, sources: Sequence[str] | None) -> list[ToolSource]:
         return [p for p in self._sources.values() if sources is None or p.name in sources]
 
     def _source_of(self, name: str) -> ToolSource | None:
         return next((p for p in self._sources.values() if p.owns(name)), None)
+
+
+def _named(name: str, active: Collection[str]) -> bool:
+    """Whether active tool names `active` name `name`: as it is, or as one of a tool
+    source's tools, `<server>__*` (an agent's MCP servers, listed only at run time)."""
+    if name in active:
+        return True
+    server, sep, _ = name.partition("__")
+    return bool(sep) and f"{server}__*" in active
 
 
 def describe_os_error(exc: OSError) -> str:
