@@ -31,6 +31,8 @@ if TYPE_CHECKING:
         tool,
         tools_of,
     )
+    from duragent.client.agent import Agent, AgentRunFailed, AgentRunResult
+    from duragent.client.agent_session import AgentSession
     from duragent.client.api import DuragentClient, RunHandle, SessionStatus
     from duragent.client.display import SessionPage
     from duragent.client.errors import (
@@ -55,12 +57,14 @@ if TYPE_CHECKING:
         WorkerNotAnswering,
         WorkspaceNotAllowed,
     )
-    from duragent.client.plugins import Plugin, PluginError
+    from duragent.client.local import local
+    from duragent.client.plugins import AgentNotFound, Plugin, PluginError
     from duragent.client.session_files import Imported
     from duragent.client.temporal_plugin import TemporalPlugin
     from duragent.client.triggers import Delivered, TriggerWithSecret
     from duragent.client.workers import build_worker, run_worker, tool_registry
     from duragent.client.workspaces import WorkspacePolicy
+    from duragent.domain.agents import OutputSpec
     from duragent.domain.approvals import (
         ApprovalOutcome,
         ApprovalPolicy,
@@ -140,6 +144,14 @@ _WHERE = {
     "run_worker": "duragent.client.workers",
     "tool_registry": "duragent.client.workers",
     "TemporalPlugin": "duragent.client.temporal_plugin",
+    # agents
+    "Agent": "duragent.client.agent",
+    "AgentRunResult": "duragent.client.agent",
+    "AgentRunFailed": "duragent.client.agent",
+    "AgentSession": "duragent.client.agent_session",
+    "AgentNotFound": "duragent.client.plugins",
+    "OutputSpec": "duragent.domain.agents",
+    "local": "duragent.client.local",
     # settings
     "Settings": "duragent.settings",
     "SettingError": "duragent.settings",
@@ -274,7 +286,12 @@ _WHERE = {
 
 __all__ = [
     "ActiveToolsChangeEntry",
+    "Agent",
     "AgentMessage",
+    "AgentNotFound",
+    "AgentRunFailed",
+    "AgentRunResult",
+    "AgentSession",
     "AnswerNotRecorded",
     "AnswerOutcome",
     "AnswerRefused",
@@ -326,6 +343,7 @@ __all__ = [
     "MoveResult",
     "NavigateResult",
     "NextTurn",
+    "OutputSpec",
     "PendingApproval",
     "PendingQuestion",
     "Phase",
@@ -396,6 +414,7 @@ __all__ = [
     "WorkspacePolicy",
     "__version__",
     "build_worker",
+    "local",
     "run_worker",
     "tool",
     "tool_registry",

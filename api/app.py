@@ -40,6 +40,7 @@ from duragent.api.models import (
     StopResult,
 )
 from duragent.api.ownership import LOCAL_USER, owned_session, owned_session_async
+from duragent.api.routes_agents import agent_routes
 from duragent.api.routes_approvals import approval_routes
 from duragent.api.routes_budgets import budget_routes
 from duragent.api.routes_metrics import mount_metrics
@@ -261,6 +262,7 @@ def create_app(
             system_prompt=body.system_prompt,
             owner=owner,
             policy=policy,
+            agent=body.agent,
         )
         return SessionView(session=session, phase="idle")
 
@@ -421,6 +423,7 @@ def create_app(
         )
 
     app.include_router(page_routes(client, current_user))
+    app.include_router(agent_routes(client, current_user))
     app.include_router(approval_routes(client, current_user))
     app.include_router(question_routes(client, current_user))
     app.include_router(budget_routes(client, current_user))

@@ -32,6 +32,9 @@ class CreateSession(_Body):
     the operator allows (`DURAGENT_WORKSPACE_ROOTS`); default: a new folder for the session."""
     model: str | None = None
     system_prompt: str | None = None
+    agent: str | None = None
+    """Make it a session of this agent (`GET /api/agents` lists them): its model (unless
+    `model` is given), instructions and tools."""
 
 
 class SendInput(_Body):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Self
+from typing import TYPE_CHECKING, Any, Self
 
 from temporalio.client import Client
 
@@ -62,6 +62,9 @@ from duragent.domain.prices import PriceTable
 from duragent.settings import Settings
 from duragent.store.db import Database
 
+if TYPE_CHECKING:
+    from duragent.client.agent import Agent
+
 __all__ = ["DuragentClient", "RunHandle", "SessionStatus", "bounded"]
 
 
@@ -76,7 +79,7 @@ class DuragentClient:
         settings: Settings,
         *,
         tool_names: Sequence[str] | None = None,
-        plugins: Sequence[Plugin] = (),
+        plugins: Sequence[Plugin | Agent[Any, Any]] = (),
     ) -> None:
         self.temporal = temporal
         self.db = db
@@ -133,7 +136,9 @@ class DuragentClient:
         return KnownToolNames(self.tool_names, self.mcp_servers())
 
     @classmethod
-    async def connect(cls, settings: Settings, *, plugins: Sequence[Plugin] = ()) -> Self:
+    async def connect(
+        cls, settings: Settings, *, plugins: Sequence[Plugin | Agent[Any, Any]] = ()
+    ) -> Self:
         try:
             temporal = await connect_temporal(settings)
         except RuntimeError as err:

@@ -11,15 +11,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import JsonValue
 from temporalio.client import WorkflowContinuedAsNewError, WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from duragent.client.bounds import bounded, first_line
 from duragent.client.budgets import check_priced, checked_budget
-from duragent.client.errors import InvalidPrompt, ResourceNotFound, SessionIdle
+from duragent.client.errors import InputTooLarge, InvalidPrompt, ResourceNotFound, SessionIdle
 from duragent.client.part import ClientPart
+from duragent.domain.agents import MAX_DEPS_BYTES
 from duragent.domain.budgets import Budget
-from duragent.domain.input import PromptInput, normalize_prompt_input
+from duragent.domain.input import PromptInput, input_bytes, normalize_prompt_input
 from duragent.domain.messages import AgentMessage, UserMessage
 from duragent.domain.resources import ResourceKind
 from duragent.domain.runs import (
@@ -30,7 +32,7 @@ from duragent.domain.runs import (
     RunResult,
     session_workflow_id,
 )
-from duragent.store import entries, runs
+from duragent.store import entries, runs, sessions
 from duragent.store.clock import now_ms
 from duragent.store.records import RunRecord
 from duragent.workflows.session_run import SessionRun
@@ -61,19 +63,23 @@ class Runs(ClientPart):
         options: RunOptions | None = None,
         budget: Budget | dict[str, Any] | None = None,
         run_id: str | None = None,
+        deps: JsonValue = None,
     ) -> RunHandle:
         """Start a run of the session with this prompt; `SessionBusy` if one is open.
         `budget` limits what the run may spend (domain.budgets), besides the session's.
         `run_id` (default: a new one) names the run: a caller that may ask twice (a
-        retried activity) knows its run by it."""
+        retried activity) knows its run by it. `deps`: the run's dependencies in JSON
+        form (each tool call's `ToolContext.deps`; `duragent.Agent.run` makes them)."""
         await asyncio.to_thread(self._client.sessions.get, session_id)
         try:
             messages = normalize_prompt_input(prompt, now_ms())
         except ValueError as err:
             raise InvalidPrompt(str(err)) from err
         bounded("prompt", prompt if isinstance(prompt, str) else messages)
+        if deps is not None and (size := input_bytes(deps)) > MAX_DEPS_BYTES:
+            raise InputTooLarge("deps", size, MAX_DEPS_BYTES)
         return await self._start(
-            session_id, messages, None, max_turns, options, budget, run_id=run_id
+            session_id, messages, None, max_turns, options, budget, run_id=run_id, deps=deps
         )
 
     async def skill(
@@ -122,6 +128,7 @@ class Runs(ClientPart):
         budget: Budget | dict[str, Any] | None = None,
         *,
         run_id: str | None = None,
+        deps: JsonValue = None,
     ) -> RunHandle:
         """prompt, skill and promptFromTemplate share this one flow."""
         if max_turns is not None and max_turns < 1:
@@ -141,6 +148,7 @@ class Runs(ClientPart):
             max_turns=max_turns,
             options=options or self.default_options(),
             budget=checked if checked is not None and checked.limited else None,
+            deps=deps,
         )
         summary = f"{kind}: " + (invocation.name if invocation else first_line(messages))
         if any(isinstance(m, UserMessage) and m.scheduled for m in messages):
@@ -211,7 +219,7 @@ class Runs(ClientPart):
                 )
                 continue
             if result.run_id == run_id:
-                return result
+                return await asyncio.to_thread(self._with_output, result)
             stored = await asyncio.to_thread(self._ended, session_id, run_id)
             if stored is None:
                 raise LookupError(f"run {run_id!r} does not exist")
@@ -225,17 +233,30 @@ class Runs(ClientPart):
                 return None
             final_text = entries.final_text(db, session_id, run_id)
         cost = self._client.sessions.costs(session_id).of_run(run_id)
-        return RunResult(
-            session_id=session_id,
-            run_id=run_id,
-            status=record.status,
-            turns=record.turns,
-            usage=record.usage,
-            error=record.error,
-            final_text=final_text,
-            cost_usd=cost.cost_usd or 0.0,
-            unpriced_models=cost.unpriced_models,
+        return self._with_output(
+            RunResult(
+                session_id=session_id,
+                run_id=run_id,
+                status=record.status,
+                turns=record.turns,
+                usage=record.usage,
+                error=record.error,
+                final_text=final_text,
+                cost_usd=cost.cost_usd or 0.0,
+                unpriced_models=cost.unpriced_models,
+            )
         )
+
+    def _with_output(self, result: RunResult) -> RunResult:
+        """`result` with the run's structured output, when its session's agent has one."""
+        if result.status != "completed" or result.output is not None:
+            return result
+        with self._client.db.transaction() as db:
+            session = sessions.get_session(db, result.session_id)
+            if session is None or session.config.output is None:
+                return result
+            output = entries.run_output(db, result.session_id, result.run_id)
+        return result.model_copy(update={"output": output})
 
     async def abort(self, session_id: str) -> RunResult:
         """Abort (stop) the open run: running tools are killed, finished results kept,

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 from temporalio.service import RPCError
@@ -40,6 +41,9 @@ from duragent.store.errors import SessionNotFound as StoreSessionNotFound
 from duragent.store.fork import fork_session
 from duragent.store.metrics import StoreFigures, store_figures
 from duragent.store.records import QueueItem, RunRecord, SessionRecord
+
+if TYPE_CHECKING:
+    from duragent.client.agent import Agent
 
 STRUCTURAL_PHASES: dict[str, Phase] = {
     "SessionCompaction": "compaction",
@@ -91,12 +95,15 @@ class Sessions(ClientPart):
         host: str | None = None,
         config: SessionConfig | None = None,
         session_id: str | None = None,
+        agent: str | Agent[Any, Any] | None = None,
     ) -> SessionRecord:
         """A new idle session working in `workspace` (default: a fresh folder under the
         state directory), created if missing. `config` (another session's, say) is its
         whole config; else it is made from `model` and `system_prompt` (`new_config`).
         `session_id` (default: a new one) is for a caller that may ask twice and looks
-        for its session by it first (a retried activity).
+        for its session by it first (a retried activity). `agent` (an agent, or the name
+        of one the plugins bring: `AgentNotFound` otherwise) makes it a session of that
+        agent: its model (unless `model` is given), instructions and tools.
 
         `host` names the host whose workers run its tools (`domain.hosts`); by default its
         first run's worker's host. The workspace is a folder on that host: it is created
@@ -123,6 +130,8 @@ class Sessions(ClientPart):
             except UnknownModel as err:
                 raise InvalidChange(f"model: {err}") from None
         session_id = session_id or uuid.uuid4().hex
+        if config is None and agent is not None:
+            config = self.agent_config(agent, model)
         config = config or self.new_config(model, system_prompt)
         folder = self.new_workspace(session_id, workspace, owner=owner, policy=policy, host=host)
         with self._client.db.transaction() as db:
@@ -167,6 +176,14 @@ class Sessions(ClientPart):
         except OSError as err:
             raise InvalidWorkspace(str(workspace or folder), f"cannot be created ({err})") from err
         return folder
+
+    def agent_config(self, agent: str | Agent[Any, Any], model: str | None = None) -> SessionConfig:
+        """The config of a new session of `agent` (or of the agent of that name), with
+        `model` instead of the agent's when given."""
+        if isinstance(agent, str):
+            agent = self._client.plugins.agent(agent)
+        config = agent.session_config(self._client.settings.model)
+        return config.model_copy(update={"model": model}) if model is not None else config
 
     def new_config(
         self, model: str | None = None, system_prompt: str | None = None

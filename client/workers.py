@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import make_url
 from temporalio.client import Client
@@ -64,6 +64,9 @@ from duragent.workflows.session_move import SessionMove
 from duragent.workflows.session_run import SessionRun
 from duragent.workflows.session_structure import SessionCompaction, SessionNavigation
 
+if TYPE_CHECKING:
+    from duragent.client.agent import Agent
+
 
 def model_clients(settings: Settings) -> ModelClients:
     """The worker's model clients, one per provider, made as its sessions first name one:
@@ -78,7 +81,9 @@ def model_clients(settings: Settings) -> ModelClients:
     )
 
 
-def tool_registry(settings: Settings, plugins: Sequence[Plugin] | Plugins = ()) -> ToolRegistry:
+def tool_registry(
+    settings: Settings, plugins: Sequence[Plugin | Agent[Any, Any]] | Plugins = ()
+) -> ToolRegistry:
     """The built-in tools, their commands with the environment and sandbox `settings` ask
     for, the plugins' tools (those `settings` loads and `plugins`), and the tools of the
     MCP servers in `settings.mcp_config` and the plugins (connected on first use).
@@ -107,7 +112,7 @@ def tool_registry(settings: Settings, plugins: Sequence[Plugin] | Plugins = ()) 
         raise PluginError(f"plugins: {exc}") from None
 
 
-def _loaded(settings: Settings, plugins: Sequence[Plugin] | Plugins) -> Plugins:
+def _loaded(settings: Settings, plugins: Sequence[Plugin | Agent[Any, Any]] | Plugins) -> Plugins:
     """The plugins `settings` load with `plugins` added (loaded already: as they are)."""
     return plugins if isinstance(plugins, Plugins) else load_plugins(settings, plugins)
 
@@ -138,7 +143,7 @@ def build_worker(
     tools: ToolRegistry | None = None,
     models: ModelClients | None = None,
     extensions: Sequence[Extension] = (),
-    plugins: Sequence[Plugin] | Plugins = (),
+    plugins: Sequence[Plugin | Agent[Any, Any]] | Plugins = (),
 ) -> Worker:
     """A worker for `settings.task_queue`: the session workflows and their activities,
     with the built-in, plugin and MCP tools (or `tools`), the given extensions' and the

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from duragent.client import lifecycle
 from duragent.client.cli import (
+    agents,
     approvals,
     budgets,
     config,
@@ -22,6 +23,7 @@ from duragent.client.cli import (
     session_files,
     sessions,
     setup,
+    tools,
     tree,
     triggers,
 )
@@ -31,6 +33,7 @@ COMMANDS = (
     runs.run,
     runs.skill,
     runs.template,
+    agents.agents,
     inputs.steer,
     inputs.follow_up,
     inputs.next_turn,
@@ -38,6 +41,7 @@ COMMANDS = (
     inputs.guide,
     inputs.queue,
     config.configure,
+    tools.tools,
     approvals.policy,
     approvals.approvals,
     approvals.approve,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from duragent.client.cli.budgets import budget_of, check_limits
 from duragent.client.cli.command import SessionArg, fail
 from duragent.client.cli.questions import InlineAnswers
 from duragent.client.cli.views import announce, console, cost_line
+from duragent.client.plugins import load_plugins
 from duragent.client.render import EventPrinter
 from duragent.client.services import ensure_worker, local_services, stand_in_worker
 from duragent.domain.models import UnknownModel, parse_model
@@ -68,10 +70,18 @@ def run(
         bool,
         typer.Option(help="When a budget limit is reached, wait for a raise instead of stopping."),
     ] = False,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            help="A new session of this agent (a duragent.Agent a plugin brings: its "
+            "model, instructions, tools and output); `duragent agents` lists them."
+        ),
+    ] = None,
     plugin: command.PluginOption = None,
 ) -> None:
     """Run PROMPT in a session and stream what happens; exit with the run's outcome
-    (0 completed, 1 error, 130 aborted).
+    (0 completed, 1 error, 130 aborted). A run of an agent with an output type ends
+    with its output, as JSON, on the last line of standard output.
 
     Starts a Temporal dev server and a worker in this process when none is reachable, and
     for that worker the offline model when the model's provider has no key or address of
@@ -81,6 +91,11 @@ def run(
     stays open for the next worker.
     """
     settings = command.with_plugins(ctx.obj, plugin)
+    if agent is not None:
+        if session is not None:
+            fail("--agent starts a new session of the agent: leave out --session")
+        with command.client_errors():
+            load_plugins(settings).agent(agent)  # AgentNotFound lists the agents there are
     if model is not None:
         try:
             parse_model(model)
@@ -98,7 +113,9 @@ def run(
 
     def open_session(client: DuragentClient) -> str:
         if session is None:
-            record = client.sessions.create(workspace=workspace, name=name, host=host)
+            record = client.sessions.create(
+                workspace=workspace, name=name, host=host, agent=agent, model=model
+            )
             announce(f"Session {record.id} (workspace {record.workspace})")
             return record.id
         return client.sessions.get(session).id
@@ -210,5 +227,7 @@ async def show_run(client: DuragentClient, session_id: str, handle: RunHandle, c
         if inline is not None:
             inline.close()
     result = await handle.result()
+    if result.output is not None:  # an agent's structured output: for the next program
+        print(json.dumps(result.output, ensure_ascii=False), flush=True)
     announce(f"Inspect it: duragent show {session_id}")
     return EXIT_CODES[result.status]

@@ -108,8 +108,9 @@ def test_each_part_imports_only_its_layer_and_the_ones_below() -> None:
 
 
 def test_only_the_command_line_starts_local_stand_ins() -> None:
-    """The dev server and the offline model are for trying duragent out and for its own
-    tests: the command line starts them (`client.services`), and nothing a user's code
+    """The dev server and the offline model are for trying duragent out and for tests:
+    the command line starts them (`client.services`), and so does `duragent.local` when a
+    program calls it (an agent's `run` without a client); nothing else a user's code
     imports (the client, the worker, the API) does."""
     stand_ins = ("duragent.offline_model", "duragent.client.services")
     dev_server = ("duragent.temporal_dev.DevServer", "duragent.temporal_dev.server")
@@ -117,7 +118,8 @@ def test_only_the_command_line_starts_local_stand_ins() -> None:
         f"{file}: {name}"
         for part in ("client", "api", "activities", "workflows", "telemetry")
         for file, names in imported_modules(part).items()
-        if not file.startswith("client/cli/") and file != "client/services.py"
+        if not file.startswith("client/cli/")
+        and file not in ("client/services.py", "client/local.py")
         for name in sorted(names)
         if name.startswith(stand_ins) or name.startswith(dev_server)
     ]
