@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -200,6 +202,7 @@ def load_plugin(path: str) -> Plugin:
     module_name, colon, attr = path.partition(":")
     if not colon or not module_name or not attr:
         raise PluginError(f"plugin {path!r}: give it as module:attribute")
+    _import_from_working_directory()
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
@@ -213,6 +216,15 @@ def load_plugin(path: str) -> Plugin:
     except AttributeError:
         raise PluginError(f"plugin {path!r}: {module_name} has no {attr}") from None
     return as_plugin(found, path)
+
+
+def _import_from_working_directory() -> None:
+    """Put the working directory first on the import path: a user's `mytools.py` in the
+    project folder loads as `--plugin mytools:plugin` without PYTHONPATH=. (as
+    `python -m` finds it, and uvicorn's `--app-dir`, '.' by default)."""
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.insert(0, here)
 
 
 def as_plugin(found: Any, where: str) -> Plugin:
