@@ -5,8 +5,9 @@ streaming included. Start an `OfflineModelServer` with a `Script` (or a script f
 `load_script`) and point the real SDK at it:
 `anthropic.AsyncAnthropic(base_url=server.base_url, api_key="offline")` or
 `openai.AsyncOpenAI(base_url=server.openai_base_url, api_key="offline")`. Each request
-consumes the next `Step` of its conversation (keyed by `metadata.user_id` on Anthropic's
-wire, by `user` on OpenAI's; see `offline_model.script`).
+gets a `Step` of its conversation (keyed by `metadata.user_id` on Anthropic's wire, by
+`user` on OpenAI's): the next one, or with `pick: turn` the one of the turn the
+conversation is at (see `offline_model.script`; docs/offline-script.md has every field).
 """
 
 from duragent.offline_model.chaos import Chaos
