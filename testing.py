@@ -31,14 +31,17 @@ imported when first used.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import inspect
 import json
 import math
 import sys
+import tempfile
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic_core import to_jsonable_python
@@ -51,6 +54,7 @@ from duragent.activities.models.seam import (
     ModelRequest,
     SummaryRequest,
 )
+from duragent.domain.agents import output_tool_name
 from duragent.domain.config import ThinkingLevel
 from duragent.domain.events import DeltaKind
 from duragent.domain.messages import (
@@ -70,6 +74,9 @@ from duragent.domain.transcript import LlmMessage
 from duragent.domain.turns import ProviderFailure
 
 if TYPE_CHECKING:
+    from duragent.client.agent import Agent
+    from duragent.client.api import DuragentClient
+    from duragent.client.plugins import Plugin
     from duragent.offline_model.in_process import ScriptedModel
     from duragent.offline_model.script import Script, Step
 
@@ -85,6 +92,7 @@ __all__ = [
     "ScriptedReply",
     "Step",
     "ToolInfo",
+    "agent_env",
     "call",
     "model_clients",
     "output",
@@ -153,11 +161,15 @@ def call(
 
 def output(value: Any, *, agent: str | None = None) -> Output:
     """The run's structured output, as an agent's model gives it: a call of the agent's
-    output tool with `value` as its arguments (a pydantic model's fields, or any other
-    value as the `output` field, as the tool takes them). For an agent whose output is
-    text, a `str` is the answer's text. A `FunctionModel` finds the output tool among the
-    tools the request offers; a scripted model needs the agent's name (`agent=`, or
-    `scripted_model(..., agent=...)`)."""
+    output tool with `value` as its arguments. For an agent whose output is text, a `str`
+    is the answer's text.
+
+    The tool takes a pydantic model output type's fields, and any other type's value as
+    its `output` field (`activities.tools.output`). A `FunctionModel` finds the output
+    tool among the tools the request offers and reads which from its schema. A scripted
+    model needs the agent's name (`agent=`, or `scripted_model(..., agent=...)`) and
+    goes by the value: a pydantic model or a dict are the fields (a dict is the arguments
+    as written), any other value the `output` field."""
     return Output(value, agent)
 
 
@@ -201,8 +213,8 @@ class AgentInfo:
         return next((t for t in self.tools if t.name.startswith(_OUTPUT_TOOL_PREFIX)), None)
 
 
-_OUTPUT_TOOL_PREFIX = "final_result_"
-"""How an agent's output tool is named (`domain.agents.output_tool_name`)."""
+_OUTPUT_TOOL_PREFIX = output_tool_name("")
+"""How every agent's output tool is named (`domain.agents.output_tool_name`)."""
 
 
 ModelFunction: TypeAlias = Callable[[list[LlmMessage], AgentInfo], Reply | Awaitable[Reply]]
@@ -436,7 +448,7 @@ def _output_part(
     """`part` as the request offering `tools` takes it: a call of the output tool (its
     schema says whether the value is its arguments or their `output` field), or the
     text of an agent with no output tool."""
-    wanted = None if part.agent is None else _output_tool_name(part.agent)
+    wanted = None if part.agent is None else output_tool_name(part.agent)
     tool = next(
         (
             t
@@ -474,10 +486,6 @@ def _arguments(value: Any, wrapped: bool) -> dict[str, Any]:
             f"{type(value).__name__}"
         )
     return jsonable
-
-
-def _output_tool_name(agent: str) -> str:
-    return _OUTPUT_TOOL_PREFIX + agent.replace("-", "_")
 
 
 # -- the scripted model
@@ -562,10 +570,10 @@ def _script_part(part: Any, agent: str | None, index: int) -> dict[str, Any]:
                 f"reply {index}: output({part.value!r}) needs the agent's name, which names "
                 "its output tool: output(..., agent=NAME) or scripted_model(..., agent=NAME)"
             )
-        # Without the tool's schema, the type decides as the tool does: a pydantic
-        # model's fields, any other value as the `output` field.
-        wrapped = not hasattr(part.value, "model_dump")
-        tool = {"name": _output_tool_name(name), "input": _arguments(part.value, wrapped)}
+        # Without the tool's schema, the value decides: a pydantic model's or a dict's
+        # fields are the arguments, any other value is the `output` field.
+        wrapped = not (hasattr(part.value, "model_dump") or isinstance(part.value, Mapping))
+        tool = {"name": output_tool_name(name), "input": _arguments(part.value, wrapped)}
         return {"tool_use": tool}
     raise ValueError(
         f"reply {index}: {type(part).__name__} is not a reply part: a reply is a str, "
@@ -608,3 +616,57 @@ def _tokens(value: object) -> int:
         value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     )
     return max(1, math.ceil(len(encoded) / 4))
+
+
+# -- a local duragent for a test
+
+
+@contextlib.asynccontextmanager
+async def agent_env(
+    *agents: Agent[Any, Any] | Plugin,
+    model: ModelClient,
+    home: Path | None = None,
+) -> AsyncIterator[DuragentClient]:
+    """A duragent of the test's own, offline: a Temporal dev server on free ports (its
+    history in the folder), a SQLite store and the sessions' workspaces in a temporary
+    folder (or `home`), and a worker in this process serving `agents` (or plugins), whose
+    every model call `model` answers (`FunctionModel`, `scripted_model`). Nothing reaches
+    a network or needs a key, and nothing of the environment's `DURAGENT_*` or
+    `TEMPORAL_*` settings is used. Yields the client to run them with::
+
+        async with testing.agent_env(agent, model=testing.FunctionModel(reply)) as client:
+            result = await agent.run("...", deps=deps, client=client)
+
+    Everything stops, and the folder is removed (unless given), on leaving. It takes
+    about two seconds to start (Temporal's dev server), so a test module that runs many
+    agents may hold one for all of them (a module-scoped async fixture)."""
+    from duragent.client.api import DuragentClient
+    from duragent.client.connection import connect_temporal
+    from duragent.client.workers import build_worker
+    from duragent.settings import Settings
+    from duragent.store.db import Database
+    from duragent.temporal_dev import DevServer
+
+    with contextlib.ExitStack() as folders:
+        root = home or Path(folders.enter_context(tempfile.TemporaryDirectory(prefix="duragent-")))
+        server = DevServer(root / "temporal.db", headless=True)
+        async with server:
+            settings = Settings.model_validate(
+                {
+                    "home": root,
+                    "database_url": f"sqlite:///{root / 'duragent.db'}",
+                    "temporal_address": server.address,
+                    "temporal_namespace": "default",
+                    "task_queue": f"test-{uuid.uuid4().hex[:12]}",
+                    "plugins": [],
+                }
+            )
+            temporal = await connect_temporal(settings)
+            db = Database(settings.database_url)
+            try:
+                async with build_worker(
+                    temporal, db, settings, plugins=agents, models=model_clients(model)
+                ):
+                    yield DuragentClient(temporal, db, settings, plugins=agents)
+            finally:
+                db.dispose()

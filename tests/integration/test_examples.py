@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 from mcp_support import free_port
 from processes import REPO
 from support import eventually, serves
@@ -95,3 +96,64 @@ async def test_a_fastapi_app_streams_a_sessions_events(
     finally:
         app.terminate()
         app.wait(timeout=30)
+
+
+WEATHER = EXAMPLES / "weather"
+PYTHON_M = (sys.executable, "-m")
+
+
+def test_the_weather_agent_answers_with_its_typed_output(
+    dev_server: DevServer, tmp_path: Path
+) -> None:
+    out = run_example("weather/weather.py", dev_server, tmp_path / "home")
+    assert "Oslo: 4.5 °C. Cold and clear in Oslo." in out
+
+
+async def test_the_weather_agent_runs_from_its_folder_on_the_command_line(
+    dev_server: DevServer, tmp_path: Path
+) -> None:
+    env = example_env(dev_server, tmp_path / "home")
+    env["DURAGENT_OFFLINE_SCRIPT"] = str(WEATHER / "offline.yaml")
+    done = subprocess.run(
+        [*PYTHON_M, "duragent", "run", "--plugin", "weather:agent", "--agent", "weather", "Oslo?"],
+        cwd=WEATHER,  # the project's own folder: its module is found there
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    last = done.stdout.strip().splitlines()[-1]
+    assert json.loads(last) == {
+        "city": "Oslo",
+        "celsius": 4.5,
+        "summary": "Cold and clear in Oslo.",
+    }
+
+
+def test_the_weather_project_tests_its_agent_offline(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DURAGENT_", "TEMPORAL_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n0", "-p", "no:cacheprovider", str(WEATHER)],
+        cwd=WEATHER,
+        env={**env, "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
+
+
+@pytest.mark.slow
+def test_the_weather_project_passes_mypy_strict(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*PYTHON_M, "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path), "."],
+        cwd=WEATHER,
+        # The package as an installed wheel has it: `duragent` importable, typed (py.typed).
+        env={**os.environ, "MYPYPATH": str(REPO / ".mypy-path")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
