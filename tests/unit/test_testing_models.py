@@ -232,6 +232,18 @@ async def test_output_calls_the_agent_s_output_tool_or_is_the_text() -> None:
     counted = testing.FunctionModel(lambda messages, info: testing.output(3))
     _, message = await streamed(counted, ask(tools=[OUTPUT_TOOLS["wrapped"]]))
     assert message.tool_calls[0].arguments == {"output": 3}
+    # A dict is read by the tool's schema: the model's fields, or a wrapped value.
+    for tool, arguments in (("model", {"order_id": "A-2"}), ("wrapped", {"output": {"a": 1}})):
+
+        def answer(messages: list[LlmMessage], info: AgentInfo, value: Any = arguments) -> Any:
+            return testing.output(value)
+
+        given = testing.FunctionModel(answer)
+        _, message = await streamed(given, ask(tools=[OUTPUT_TOOLS[tool]]))
+        assert message.tool_calls[0].arguments == arguments
+    dicted = testing.FunctionModel(lambda messages, info: testing.output({"a": 1}))
+    _, message = await streamed(dicted, ask(tools=[OUTPUT_TOOLS["wrapped"]]))
+    assert message.tool_calls[0].arguments == {"output": {"a": 1}}
     # An agent whose output is text has no output tool: its output is the answer.
     texted = testing.FunctionModel(lambda messages, info: testing.output("done"))
     _, message = await streamed(texted, ask())
@@ -295,6 +307,14 @@ async def test_a_scripted_model_plays_python_values_one_per_turn() -> None:
     ]
     (final,) = (await streamed(model, ask(third)))[1].tool_calls
     assert (final.name, final.arguments) == ("final_result_support", refund.model_dump())
+
+    as_written = testing.scripted_model(
+        [testing.output({"order_id": "A-2", "amount": 1})], agent="x"
+    )
+    (given,) = (await streamed(as_written, ask([user])))[1].tool_calls
+    assert (given.name, given.arguments) == ("final_result_x", {"order_id": "A-2", "amount": 1})
+    counted = testing.scripted_model([testing.output(3, agent="counter")])
+    assert (await streamed(counted, ask([user])))[1].tool_calls[0].arguments == {"output": 3}
 
     with pytest.raises(ValueError, match=r"reply 0: output\(3\) needs the agent's name"):
         testing.scripted_model([testing.output(3)])
