@@ -44,7 +44,7 @@ DECIDE_TIMEOUT = timedelta(seconds=10)
 class SyncApprovals(SyncPart):
     """What the store says of approvals (`client.sync.approvals`)."""
 
-    def decided(self, session_id: str, call_id: str) -> str | None:
+    def _decided(self, session_id: str, call_id: str) -> str | None:
         """Why a decision on tool call `call_id` comes too late, if the store shows it
         decided (by a person, a timeout, or withdrawn with its run)."""
         with self._client.db.transaction() as db:
@@ -54,7 +54,7 @@ class SyncApprovals(SyncPart):
         decided = ApprovalDecided.model_validate(payload)
         return already_decided_text(call_id, decided.decision, decided.by)
 
-    def with_arguments(self, pending: list[PendingApproval]) -> list[PendingApproval]:
+    def _with_arguments(self, pending: list[PendingApproval]) -> list[PendingApproval]:
         ids = sorted({p.assistant_entry_id for p in pending})
         with self._client.db.transaction() as db:
             messages = staging.staged_messages(db, ids)
@@ -102,7 +102,7 @@ class Approvals(StoreBackedPart[SyncApprovals]):
             )
         except (RPCError, TimeoutError) as err:
             raise WorkerNotAnswering(session_id, "its waiting tool calls cannot be listed") from err
-        return await asyncio.to_thread(self._store.with_arguments, pending)
+        return await asyncio.to_thread(self._store._with_arguments, pending)
 
     async def approve(
         self, session_id: str, call_id: str, *, always: bool = False, by: str | None = None
@@ -139,5 +139,5 @@ class Approvals(StoreBackedPart[SyncApprovals]):
             timeout=DECIDE_TIMEOUT,
             refused=ApprovalRefused,
             not_taken=lambda detail: ApprovalNotRecorded(session_id, detail),
-            settled=lambda: self._store.decided(session_id, call_id),
+            settled=lambda: self._store._decided(session_id, call_id),
         )

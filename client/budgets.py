@@ -66,7 +66,7 @@ def in_force(budget: Budget | None) -> Budget | None:
 class SyncBudgets(SyncPart):
     """What the store says of budgets (`client.sync.budgets`)."""
 
-    def session_spent(self, session_id: str) -> Spent:
+    def _session_spent(self, session_id: str) -> Spent:
         with self._client.db.transaction() as db:
             return session_spend(db, session_id, self._client.prices)
 
@@ -89,10 +89,10 @@ class Budgets(StoreBackedPart[SyncBudgets]):
         if status.run is not None and status.run.budget is not None:
             view = status.run.budget
             if view.session_spent is None:  # the run has not read it (no session budget)
-                spent = await asyncio.to_thread(self._store.session_spent, session_id)
+                spent = await asyncio.to_thread(self._store._session_spent, session_id)
                 view = view.model_copy(update={"session_spent": spent})
             return view.model_copy(update={"session_budget": in_force(view.session_budget)})
-        spent = await asyncio.to_thread(self._store.session_spent, session_id)
+        spent = await asyncio.to_thread(self._store._session_spent, session_id)
         return BudgetView(session_budget=in_force(status.config.budget), session_spent=spent)
 
     async def raise_limits(

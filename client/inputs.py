@@ -57,7 +57,7 @@ class SyncInputs(SyncPart):
                 message=one_message(message, "queued input"),
             )
 
-    def queue_while_running(
+    def _queue_while_running(
         self, session_id: str, run_id: str, message: PromptInput, item_id: str
     ) -> QueueItem | None:
         """Queue `message` to start the next run after the open run `run_id`; None when
@@ -77,7 +77,7 @@ class SyncInputs(SyncPart):
         except input_queue.RunClosing:  # rolled back: nothing was queued
             return None
 
-    def mark_guidance(
+    def _mark_guidance(
         self, session_id: str, item_id: str, run_id: str, intent: GuidanceIntent
     ) -> None:
         """Mark a pending item as guidance for `run_id` (`QueueItemNotPending` if taken)."""
@@ -85,19 +85,19 @@ class SyncInputs(SyncPart):
             if not input_queue.guide(db, item_id, run_id, intent):
                 raise QueueItemNotPending(item_id, self.item(session_id, item_id).status)
 
-    def release_guidance(self, run_id: str) -> None:
+    def _release_guidance(self, run_id: str) -> None:
         with self._client.db.transaction() as db:
             input_queue.release_guidance(db, run_id)
 
     def edit(self, session_id: str, item_id: str) -> str:
         """Take an item back to edit it: it is cancelled and its text returned."""
-        self.cancel_item(session_id, item_id)
+        self._cancel_item(session_id, item_id)
         return self.item(session_id, item_id).text
 
     def delete(self, session_id: str, item_id: str) -> None:
-        self.cancel_item(session_id, item_id)
+        self._cancel_item(session_id, item_id)
 
-    def cancel_item(self, session_id: str, item_id: str) -> None:
+    def _cancel_item(self, session_id: str, item_id: str) -> None:
         item = self.item(session_id, item_id)
         with self._client.db.transaction() as db:
             if not input_queue.cancel(db, item_id):
@@ -244,7 +244,7 @@ class Inputs(StoreBackedPart[SyncInputs]):
         if busy.run_id is None:
             return None
         return await asyncio.to_thread(
-            self._store.queue_while_running, session_id, busy.run_id, message, item_id
+            self._store._queue_while_running, session_id, busy.run_id, message, item_id
         )
 
     async def guide_text(
@@ -280,7 +280,7 @@ class Inputs(StoreBackedPart[SyncInputs]):
         # Guided again: marked already, maybe taken already; the run takes it once.
         if not (item.kind == "guidance" and item.run_id == run_id and item.status != "cancelled"):
             await asyncio.to_thread(
-                self._store.mark_guidance, session_id, item_id, run_id, guidance.intent
+                self._store._mark_guidance, session_id, item_id, run_id, guidance.intent
             )
         try:
             await handle.signal(SessionRun.guidance, guidance)
@@ -288,6 +288,6 @@ class Inputs(StoreBackedPart[SyncInputs]):
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
             # The run ended meanwhile: keep the input.
-            await asyncio.to_thread(self._store.release_guidance, run_id)
+            await asyncio.to_thread(self._store._release_guidance, run_id)
             raise SessionIdle(session_id, "take guidance") from err
         return await self.item(session_id, item_id)

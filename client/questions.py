@@ -39,7 +39,7 @@ ANSWER_TIMEOUT = timedelta(seconds=10)
 class SyncQuestions(SyncPart):
     """What the store says of questions (`client.sync.questions`)."""
 
-    def ended(self, session_id: str, call_id: str) -> str | None:
+    def _ended(self, session_id: str, call_id: str) -> str | None:
         """Why an answer to question `call_id` comes too late, if the store shows that
         question ended (answered, timed out or withdrawn)."""
         with self._client.db.transaction() as db:
@@ -86,5 +86,5 @@ class Questions(StoreBackedPart[SyncQuestions]):
             timeout=ANSWER_TIMEOUT,
             refused=AnswerRefused,
             not_taken=lambda detail: AnswerNotRecorded(session_id, detail),
-            settled=lambda: self._store.ended(session_id, call_id),
+            settled=lambda: self._store._ended(session_id, call_id),
         )

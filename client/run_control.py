@@ -54,7 +54,7 @@ class RunHandle:
 class SyncRuns(SyncPart):
     """Stored runs (`client.sync.runs`): read them, and what a run's end stored."""
 
-    def require_resource(self, session_id: str, kind: ResourceKind, name: str) -> None:
+    def _require_resource(self, session_id: str, kind: ResourceKind, name: str) -> None:
         """Refuse a name that does not exist before a run starts: a started run would
         only fail, and stay in the session's history as a failed run of no turns."""
         session = self._client.sync.sessions.get(session_id)
@@ -64,7 +64,7 @@ class SyncRuns(SyncPart):
         if name not in known:
             raise ResourceNotFound(session_id, kind, name, known)
 
-    def ended(self, session_id: str, run_id: str) -> RunResult | None:
+    def _ended(self, session_id: str, run_id: str) -> RunResult | None:
         """The result of a run whose end is stored, as the store has it; None otherwise."""
         with self._client.db.transaction() as db:
             record = runs.get_run(db, run_id)
@@ -72,7 +72,7 @@ class SyncRuns(SyncPart):
                 return None
             final_text = entries.final_text(db, session_id, run_id)
         cost = self._client.sync.sessions.costs(session_id).of_run(run_id)
-        return self.with_output(
+        return self._with_output(
             RunResult(
                 session_id=session_id,
                 run_id=run_id,
@@ -86,7 +86,7 @@ class SyncRuns(SyncPart):
             )
         )
 
-    def with_output(self, result: RunResult) -> RunResult:
+    def _with_output(self, result: RunResult) -> RunResult:
         """`result` with the run's structured output, when its session's agent has one."""
         if result.status != "completed" or result.output is not None:
             return result
@@ -165,7 +165,7 @@ class Runs(StoreBackedPart[SyncRuns]):
         """Start a run of a skill or template, once its name is known to exist."""
         bounded(f"{invocation.kind} invocation", invocation)
         await asyncio.to_thread(
-            self._store.require_resource, session_id, invocation.kind, invocation.name
+            self._store._require_resource, session_id, invocation.kind, invocation.name
         )
         return await self._start(session_id, [], invocation, **kwargs)
 
@@ -262,7 +262,7 @@ class Runs(StoreBackedPart[SyncRuns]):
             try:
                 result = await execution.result(follow_runs=False)
             except WorkflowContinuedAsNewError as err:
-                stored = await asyncio.to_thread(self._store.ended, session_id, run_id)
+                stored = await asyncio.to_thread(self._store._ended, session_id, run_id)
                 if stored is not None:
                     return stored
                 execution = self._client.temporal.get_workflow_handle_for(
@@ -270,8 +270,8 @@ class Runs(StoreBackedPart[SyncRuns]):
                 )
                 continue
             if result.run_id == run_id:
-                return await asyncio.to_thread(self._store.with_output, result)
-            stored = await asyncio.to_thread(self._store.ended, session_id, run_id)
+                return await asyncio.to_thread(self._store._with_output, result)
+            stored = await asyncio.to_thread(self._store._ended, session_id, run_id)
             if stored is None:
                 raise LookupError(f"run {run_id!r} does not exist")
             return stored

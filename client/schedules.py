@@ -78,11 +78,11 @@ class SyncSchedules(SyncPart):
     """Schedules' rows in the store (`client.sync.schedules`): whose each is, and which
     session it prompts."""
 
-    def count(self, owner: str | None) -> int:
+    def _count(self, owner: str | None) -> int:
         with self._client.db.transaction() as db:
             return schedules.count_schedules(db, owner)
 
-    def add_row(self, schedule_id: str, session_id: str, owner: str | None) -> None:
+    def _add_row(self, schedule_id: str, session_id: str, owner: str | None) -> None:
         with self._client.db.transaction() as db:
             schedules.add_schedule(db, schedule_id=schedule_id, session_id=session_id, owner=owner)
 
@@ -103,7 +103,7 @@ class SyncSchedules(SyncPart):
                 db, session_id=session_id, owner=owner, limit=MAX_SCHEDULES
             )
 
-    def delete_row(self, schedule_id: str) -> None:
+    def _delete_row(self, schedule_id: str) -> None:
         with self._client.db.transaction() as db:
             schedules.delete_schedule(db, schedule_id)
 
@@ -140,7 +140,7 @@ class Schedules(StoreBackedPart[SyncSchedules]):
         )
         if note:
             bounded("schedule note", note)
-        count = await asyncio.to_thread(self._store.count, owner)
+        count = await asyncio.to_thread(self._store._count, owner)
         if count >= MAX_SCHEDULES:
             raise TooManySchedules(MAX_SCHEDULES)
         schedule_id = firing.schedule_id
@@ -169,7 +169,7 @@ class Schedules(StoreBackedPart[SyncSchedules]):
                 raise InvalidSchedule(f"Temporal refused the schedule: {err.message}") from err
             raise
         try:
-            await asyncio.to_thread(self._store.add_row, schedule_id, session_id, owner)
+            await asyncio.to_thread(self._store._add_row, schedule_id, session_id, owner)
         except BaseException:
             with contextlib.suppress(RPCError):
                 await self._handle(schedule_id).delete()
@@ -291,7 +291,7 @@ class Schedules(StoreBackedPart[SyncSchedules]):
         await self.record(schedule_id)
         with contextlib.suppress(ScheduleNotFound):
             await self._act(schedule_id, lambda handle: handle.delete())
-        await asyncio.to_thread(self._store.delete_row, schedule_id)
+        await asyncio.to_thread(self._store._delete_row, schedule_id)
 
     async def _act(self, schedule_id: str, action: Any) -> None:
         await self.record(schedule_id)

@@ -136,7 +136,7 @@ class SyncTriggers(SyncPart):
         assert record is not None
         return TriggerWithSecret(record, secret)
 
-    def checked(
+    def _checked(
         self, trigger_id: str, headers: Mapping[str, str], body: bytes
     ) -> tuple[TriggerRecord, str | None, SignedDelivery]:
         """The trigger, the delivery's prompt and its signature, once every check passed
@@ -169,7 +169,7 @@ class SyncTriggers(SyncPart):
             triggers.prune_deliveries(db, at - DELIVERY_MEMORY_S * 1000)
         return trigger, prompt, signed
 
-    def delivered(self, trigger_id: str, delivery_id: str) -> None:
+    def _delivered(self, trigger_id: str, delivery_id: str) -> None:
         with self._client.db.transaction() as db:
             triggers.mark_delivered(db, trigger_id, delivery_id)
 
@@ -195,7 +195,7 @@ class Triggers(StoreBackedPart[SyncTriggers]):
         then delivered. A new session for it works where `policy` gives the trigger's
         owner a fresh folder (none: the state directory's, as the command line's)."""
         trigger, prompt, signed = await asyncio.to_thread(
-            self._store.checked, trigger_id, headers, body
+            self._store._checked, trigger_id, headers, body
         )
         if prompt is None:
             return Delivered(signed.delivery_id, None, "pong")
@@ -203,7 +203,7 @@ class Triggers(StoreBackedPart[SyncTriggers]):
         # service down midway, this answer lost) is taken again, and finds what this
         # attempt did, rather than being refused as a replay and lost.
         delivered = await self._deliver(trigger, signed.delivery_id, prompt, policy)
-        await asyncio.to_thread(self._store.delivered, trigger.id, signed.delivery_id)
+        await asyncio.to_thread(self._store._delivered, trigger.id, signed.delivery_id)
         return delivered
 
     async def _deliver(
