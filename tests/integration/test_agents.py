@@ -85,7 +85,7 @@ async def test_a_run_ends_with_the_typed_output_and_tools_get_the_deps(stack: St
     assert "4.5 degrees C at station Blindern" in tool_results(requests[1])[-1].text
     refused = tool_results(requests[2])[-1]
     assert refused.is_error and "celsius" in refused.text
-    session = stack.client.sessions.get(result.session_id)
+    session = await stack.client.sessions.get(result.session_id)
     assert session.config.agent == "weather"
 
 
@@ -127,14 +127,12 @@ async def test_bad_deps_and_names_are_refused_before_anything_runs(stack: Stack)
     with pytest.raises(ValueError, match="agent name"):
         Agent("Weather Bot")
     with pytest.raises(duragent.DuragentError, match="no agent named 'nope'; the agents are"):
-        stack.client.sessions.create(agent="nope")
-    assert stack.client.sessions.list() == []
+        await stack.client.sessions.create(agent="nope")
+    assert await stack.client.sessions.list() == []
 
 
 @pytest.mark.script({"conversations": {"*": [call(OUTPUT, city="Oslo", celsius=4.5)]}})
-async def test_the_command_line_runs_an_agent_a_plugin_brings(
-    stack: Stack, tmp_path: Path
-) -> None:
+async def test_the_command_line_runs_an_agent_a_plugin_brings(stack: Stack, tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "weather_agent.py").write_text(
@@ -191,11 +189,11 @@ async def test_the_http_api_lists_the_agents_and_makes_their_sessions(stack: Sta
             ]
             made = await http.post("/api/sessions", json={"agent": "weather"})
             assert made.status_code == 201, made.text
-            session = stack.client.sessions.get(made.json()["session"]["id"])
+            session = await stack.client.sessions.get(made.json()["session"]["id"])
             assert session.config.agent == "weather" and session.config.output is not None
             refused = await http.post("/api/sessions", json={"agent": "nope"})
             assert refused.status_code == 400
             assert "no agent named 'nope'; the agents are: weather" in refused.json()["detail"]
     finally:
         await server.stop()
-    assert len(stack.client.sessions.list()) == 1
+    assert len(await stack.client.sessions.list()) == 1
