@@ -132,9 +132,7 @@ async def test_bad_deps_and_names_are_refused_before_anything_runs(stack: Stack)
 
 
 @pytest.mark.script({"conversations": {"*": [call(OUTPUT, city="Oslo", celsius=4.5)]}})
-async def test_the_command_line_runs_an_agent_a_plugin_brings(
-    stack: Stack, tmp_path: Path
-) -> None:
+async def test_the_command_line_runs_an_agent_a_plugin_brings(stack: Stack, tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "weather_agent.py").write_text(
@@ -154,6 +152,12 @@ async def test_the_command_line_runs_an_agent_a_plugin_brings(
     )
     assert code == 0, err
     assert json.loads(out.strip().splitlines()[-1]) == {"city": "Oslo", "celsius": 4.5}
+    shown = 'output {"city": "Oslo", "celsius": 4.5}'  # the output call, as it ended
+    assert any("final_result_weather" in line and line.endswith(shown) for line in out.splitlines())
+    session = stack.client.sessions.list()[0].id
+    code, out, err = await stack.cli("show", session, env=env)
+    assert code == 0, err
+    assert '✓ final_result_weather output {"city": "Oslo", "celsius": 4.5}' in out
     code, _, err = await stack.cli(
         "run", "--plugin", "weather_agent:agent", "--agent", "nope", "Oslo?", env=env
     )
