@@ -110,6 +110,7 @@ def tool_registry(
             [*default_tools(bash=bash), *plugins.tools()],
             providers,
             opt_in=plugins.opt_in_tools(),
+            opt_in_sources=plugins.agents_servers(),
         )
     except ValueError as exc:  # a plugin's tool named as another tool
         raise PluginError(f"plugins: {exc}") from None
