@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from duragent.activities.models.seam import (
-    Delta,
+    FailedReply,
     ModelClient,
     ModelFailed,
     ModelRequest,
     SummaryRequest,
 )
-from duragent.domain.messages import AssistantMessage, Usage
+from duragent.domain.messages import Usage
 from duragent.domain.models import (
     PROVIDERS,
     Api,
@@ -129,33 +129,14 @@ class NoKey:
             retryable=False,
         )
 
-    def ask(self, request: ModelRequest) -> _Refused:
-        return _Refused(request, self._failure)
+    def ask(self, request: ModelRequest) -> FailedReply:
+        return FailedReply(request, self._failure)
 
     async def complete(self, request: SummaryRequest) -> tuple[str, Usage]:
         raise ModelFailed(self._failure)
 
     async def aclose(self) -> None:
         return None
-
-
-class _Refused:
-    """The reply `NoKey` gives: it fails as it starts."""
-
-    def __init__(self, request: ModelRequest, failure: ProviderFailure) -> None:
-        self._request = request
-        self._failure = failure
-
-    async def reply(self, on_delta: Callable[[Delta], None]) -> AssistantMessage:
-        raise ModelFailed(self._failure)
-
-    def so_far(self) -> AssistantMessage:
-        return AssistantMessage(
-            content=[],
-            model=self._request.snapshot.model,
-            stop_reason="aborted",
-            timestamp=self._request.timestamp,
-        )
 
 
 class MissingProviderPackage(UnknownModel):
