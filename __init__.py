@@ -72,6 +72,7 @@ if TYPE_CHECKING:
         PendingApproval,
     )
     from duragent.domain.budgets import Budget, BudgetView, Reached, Scope, Spent
+    from duragent.domain.changes import ConfigUpdate
     from duragent.domain.compaction import CompactionSettings
     from duragent.domain.config import QueueMode, SessionConfig, ThinkingLevel
     from duragent.domain.cost import Cost, ModelCost, SessionCosts, TurnCost
@@ -220,6 +221,7 @@ _WHERE = {
     "StoreFigures": "duragent.store.metrics",
     "Database": "duragent.store.db",
     "SessionConfig": "duragent.domain.config",
+    "ConfigUpdate": "duragent.domain.changes",
     "ThinkingLevel": "duragent.domain.config",
     "QueueMode": "duragent.domain.config",
     "CompactionSettings": "duragent.domain.compaction",
@@ -310,6 +312,7 @@ __all__ = [
     "CompactResult",
     "CompactionEntry",
     "CompactionSettings",
+    "ConfigUpdate",
     "Cost",
     "CustomEntry",
     "CustomMessage",

@@ -9,16 +9,14 @@ checks) is the turn's (`activities.model_turn`), in the provider-neutral message
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from duragent.activities.models.clients import ModelClients
 from duragent.activities.models.seam import (
     Delta,
+    FailedReply,
     ModelFailed,
     ModelRequest,
     ReplyStream,
 )
-from duragent.domain.messages import AssistantMessage
 from duragent.domain.models import UnknownModel
 from duragent.domain.turns import ProviderFailure
 
@@ -39,24 +37,5 @@ class Model:
             failure = ProviderFailure(
                 kind="not_found", status=None, message=str(exc), retryable=False
             )
-            return Unreachable(request, failure)
+            return FailedReply(request, failure)
         return client.ask(request)
-
-
-class Unreachable:
-    """The reply of a model no client of this worker can ask: it fails as it starts."""
-
-    def __init__(self, request: ModelRequest, failure: ProviderFailure) -> None:
-        self._request = request
-        self._failure = failure
-
-    async def reply(self, on_delta: Callable[[Delta], None]) -> AssistantMessage:
-        raise ModelFailed(self._failure)
-
-    def so_far(self) -> AssistantMessage:
-        return AssistantMessage(
-            content=[],
-            model=self._request.snapshot.model,
-            stop_reason="aborted",
-            timestamp=self._request.timestamp,
-        )

@@ -108,6 +108,10 @@ class Plugins:
         and agents' tools)."""
         return [tool.name for active, tool in self._tools if not active]
 
+    def agents_servers(self) -> list[str]:
+        """The MCP servers agents define: used only by sessions that name them."""
+        return [name for agent in self.agents() for name in agent.mcp_definitions]
+
     def agents(self) -> list[Agent[Any, Any]]:
         """The agents of every plugin, by name (two of one name are refused on loading)."""
         return [agent for plugin in self.items for agent in plugin.agents]

@@ -15,6 +15,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
 
+from duragent.domain.agents import shown_output
 from duragent.domain.questions import ASK_USER_TOOL
 from duragent.store.records import StoredEvent
 
@@ -254,7 +255,8 @@ class EventPrinter:
             self._tools.end(payload["tool_call_id"])
             result = payload["result"]
             mark = "[red]✗[/]" if result["is_error"] else "[green]✓[/]"
-            line = escape(_first_line(_text(result["content"])))
+            shown = shown_output(result.get("details")) or _first_line(_text(result["content"]))
+            line = escape(shown)
             took = f"{payload['duration_ms']} ms"
             self.console.print(f"  {mark} {payload['tool_name']} ({took}) [dim]{line}[/]")
         elif kind == "approval_requested":

@@ -5,7 +5,7 @@ turns from the next one."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Unpack
 
 from pydantic import ValidationError
 
@@ -13,14 +13,14 @@ from duragent.activities.mcp.names import check_server_names
 from duragent.client.bounds import bounded, one_line
 from duragent.client.errors import InvalidChange
 from duragent.client.part import ClientPart
-from duragent.domain.changes import ConfigChange
+from duragent.domain.changes import ConfigChange, ConfigUpdate
 from duragent.domain.config import QueueMode, ThinkingLevel, check_tool_names
 
 
 class SessionConfigs(ClientPart):
     """Set a session's config (allowed during a turn)."""
 
-    async def update(self, session_id: str, **fields: Any) -> None:
+    async def update(self, session_id: str, **fields: Unpack[ConfigUpdate]) -> None:
         """Set config: model, thinking_level, active_tools, system_prompt, max_tokens,
         steering_mode, follow_up_mode, mcp_servers. Getters see it at once; turns from the
         next one."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -32,7 +33,7 @@ from duragent.activities.mcp.config import McpConfigError, load_config
 from duragent.activities.mcp.tools import mcp_providers
 from duragent.activities.model import Model
 from duragent.activities.model_turn import ModelTurns
-from duragent.activities.models.clients import ClientOptions, ModelClients
+from duragent.activities.models.clients import ClientOptions, ModelClients, missing_key_notice
 from duragent.activities.orphans import ProcessRecords, sweep_records
 from duragent.activities.prices import price_table
 from duragent.activities.questions import Questions
@@ -66,6 +67,8 @@ from duragent.workflows.session_structure import SessionCompaction, SessionNavig
 
 if TYPE_CHECKING:
     from duragent.client.agent import Agent
+
+logger = logging.getLogger("duragent.worker")
 
 
 def model_clients(settings: Settings) -> ModelClients:
@@ -107,6 +110,7 @@ def tool_registry(
             [*default_tools(bash=bash), *plugins.tools()],
             providers,
             opt_in=plugins.opt_in_tools(),
+            opt_in_sources=plugins.agents_servers(),
         )
     except ValueError as exc:  # a plugin's tool named as another tool
         raise PluginError(f"plugins: {exc}") from None
@@ -170,6 +174,12 @@ def build_worker(
     bookkeeping = Bookkeeping(db, hooks, taker, host, cache)
     clients = models or model_clients(settings)
     own_model = None if models is not None else clients  # closed when it stops
+    if models is None:  # its clients are the settings': say once if they cannot be called
+        notice = missing_key_notice(
+            settings.model, settings.provider_environ(), settings.offline_model_url
+        )
+        if notice is not None:
+            logger.warning(notice)
     # Replies the model calls staged, read by the tool calls that follow on this worker.
     replies = FinishedReplies()
     prices = price_table(settings.prices_file)  # turns are priced for budgets

@@ -4,7 +4,10 @@ its name, and the structured output its runs end with. Plain data, read by the w
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +38,14 @@ class OutputSpec(BaseModel):
     retries: int = Field(default=2, ge=0, le=10)
     """How many refused outputs (or answers given without the tool) the run tolerates
     before it ends with an error."""
+
+
+def shown_output(details: Mapping[str, Any] | None) -> str | None:
+    """An output call's result as people read it ("output {...}", the output as JSON), or
+    None for any other result."""
+    if not details or OUTPUT_KEY not in details:
+        return None
+    return "output " + json.dumps(details[OUTPUT_KEY], ensure_ascii=False)
 
 
 def output_tool_name(agent: str) -> str:

@@ -7,6 +7,8 @@ so writes are serialized with runs by Temporal itself.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from duragent.domain.approvals import ApprovalPolicy
@@ -26,6 +28,22 @@ from duragent.domain.entries import (
 from duragent.domain.models import parse_model
 
 FacadeEntry = CustomEntry | CustomMessageEntry | LabelEntry | SessionInfoEntry
+
+
+class ConfigUpdate(TypedDict, total=False):
+    """The keyword arguments of `client.config.update`: `ConfigChange`'s fields, typed for
+    the caller's type checker (a misspelt or mistyped setting fails there, not at run time)."""
+
+    model: str | None
+    thinking_level: ThinkingLevel | None
+    active_tools: list[str] | None
+    system_prompt: str | None
+    max_tokens: int | None
+    steering_mode: QueueMode | None
+    follow_up_mode: QueueMode | None
+    approval_policy: ApprovalPolicy | None
+    mcp_servers: list[str] | None
+    budget: Budget | None
 
 
 class ConfigChange(BaseModel):

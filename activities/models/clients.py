@@ -3,6 +3,8 @@
 Where each provider is reached and with which key comes from its usual variables
 (`domain.models.PROVIDERS`: `OPENAI_API_KEY`, `OLLAMA_BASE_URL`, ...), read when the
 client is made: keys go to the SDK's client and never into a workflow, an event or a log.
+A provider that needs a key and has neither key nor address nor the offline model is
+never called: its calls fail at once, naming the variable to set (`NoKey`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from duragent.activities.models.seam import ModelClient
+from duragent.activities.models.seam import (
+    FailedReply,
+    ModelClient,
+    ModelFailed,
+    ModelRequest,
+    SummaryRequest,
+)
+from duragent.domain.messages import Usage
 from duragent.domain.models import (
     PROVIDERS,
     Api,
@@ -22,6 +31,7 @@ from duragent.domain.models import (
     endpoint,
     parse_model,
 )
+from duragent.domain.turns import ProviderFailure
 
 
 @dataclass(frozen=True)
@@ -59,7 +69,11 @@ class ModelClients:
         if client is None:
             env = os.environ if self._environ is None else self._environ
             where = endpoint(provider, offline_base_url=self._offline_base_url, environ=env)
-            client = make_client(provider, where, self._options)
+            lacking = None if where.offline else missing_key(provider, env)
+            if lacking is not None:  # the SDK would send a made-up key: ask nobody
+                client = NoKey(provider, lacking)
+            else:
+                client = make_client(provider, where, self._options)
             self._clients[provider.name] = client
             self._own.add(provider.name)
         return client
@@ -69,6 +83,60 @@ class ModelClients:
         for name in sorted(self._own):
             await self._clients.pop(name).aclose()
         self._own.clear()
+
+
+def missing_key(provider: Provider, environ: Mapping[str, str]) -> str | None:
+    """The variable `provider`'s calls lack: its key, when it needs one and has neither key
+    nor address of its own (a server of the user's, which may want none); else None."""
+    if provider.key_env is None or provider.local or environ.get(provider.key_env):
+        return None
+    if provider.base_url_env and environ.get(provider.base_url_env):
+        return None
+    return provider.key_env
+
+
+def missing_key_notice(
+    model: str, environ: Mapping[str, str], offline_base_url: str | None
+) -> str | None:
+    """What a worker says as it starts when its default model cannot be called: one line
+    naming the variable to set and the ways round it; None when the model can be called."""
+    ref = parse_model(model)
+    provider = PROVIDERS[ref.provider]
+    lacking = None if offline_base_url else missing_key(provider, environ)
+    if lacking is None:
+        return None
+    return (
+        f"No {lacking}: calls to {ref.provider}:{ref.model} will fail; set it (or "
+        f"{provider.base_url_env} for a server of your own), or DURAGENT_OFFLINE_MODEL_URL "
+        "for the offline model (duragent run and duragent worker start one)"
+    )
+
+
+class NoKey:
+    """The client of a provider whose key is missing: every call fails at once, not
+    retried (no attempt could succeed), naming the variable to set."""
+
+    def __init__(self, provider: Provider, variable: str) -> None:
+        self.api: Api = provider.api
+        self._failure = ProviderFailure(
+            kind="auth",
+            status=None,
+            message=(
+                f"No {variable}: the {provider.name} provider needs it; set it where the "
+                f"worker runs (or {provider.base_url_env} for a server of your own, or "
+                "DURAGENT_OFFLINE_MODEL_URL for the offline model)"
+            ),
+            retryable=False,
+        )
+
+    def ask(self, request: ModelRequest) -> FailedReply:
+        return FailedReply(request, self._failure)
+
+    async def complete(self, request: SummaryRequest) -> tuple[str, Usage]:
+        raise ModelFailed(self._failure)
+
+    async def aclose(self) -> None:
+        return None
 
 
 class MissingProviderPackage(UnknownModel):

@@ -107,3 +107,23 @@ class ModelClient(Protocol):
     async def aclose(self) -> None:
         """Close its connections (the worker that made it stops)."""
         ...
+
+
+class FailedReply:
+    """A reply that fails as it starts, with `failure` (a model no client of the worker
+    can ask, a provider with no key): nothing is sent anywhere."""
+
+    def __init__(self, request: ModelRequest, failure: ProviderFailure) -> None:
+        self._request = request
+        self._failure = failure
+
+    async def reply(self, on_delta: Callable[[Delta], None]) -> AssistantMessage:
+        raise ModelFailed(self._failure)
+
+    def so_far(self) -> AssistantMessage:
+        return AssistantMessage(
+            content=[],
+            model=self._request.snapshot.model,
+            stop_reason="aborted",
+            timestamp=self._request.timestamp,
+        )

@@ -31,10 +31,13 @@ class ToolRegistry:
         sources: Iterable[ToolSource] = (),
         *,
         opt_in: Iterable[str] = (),
+        opt_in_sources: Iterable[str] = (),
     ) -> None:
         self._tools: dict[str, Tool[Any]] = {}
         self._sources: dict[str, ToolSource] = {}
         self._opt_in = set(opt_in)
+        self._opt_in_sources = set(opt_in_sources)
+        """Sources used only by sessions that name them (an agent's MCP servers)."""
         for tool in tools:
             self.register(tool)
         for source in sources:
@@ -87,8 +90,8 @@ class ToolRegistry:
         (None: every tool), or None if it may. Hiding a tool from the model is not enough:
         a model may still call it (from an earlier turn, a prompt, a guess)."""
         source = self._source_of(name)
-        if source is not None and sources is not None and source.name not in sources:
-            used = ", ".join(sources) or "none"
+        if source is not None and not self._uses(source, sources):
+            used = ", ".join(p.name for p in self._chosen(sources)) or "none"
             return (
                 f"Tool '{name}' is from {source.kind} '{source.name}', which this session "
                 f"does not use, so the call was not run. It uses: {used}."
@@ -167,7 +170,13 @@ class ToolRegistry:
         return [name for name in names if _named(name, active)]
 
     def _chosen(self, sources: Sequence[str] | None) -> list[ToolSource]:
-        return [p for p in self._sources.values() if sources is None or p.name in sources]
+        return [p for p in self._sources.values() if self._uses(p, sources)]
+
+    def _uses(self, source: ToolSource, sources: Sequence[str] | None) -> bool:
+        """Whether a session using `sources` (None: all but the opt-in ones) uses `source`."""
+        if sources is None:
+            return source.name not in self._opt_in_sources
+        return source.name in sources
 
     def _source_of(self, name: str) -> ToolSource | None:
         return next((p for p in self._sources.values() if p.owns(name)), None)

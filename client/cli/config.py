@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 
@@ -13,7 +13,14 @@ from duragent.client.cli import command
 from duragent.client.cli.command import SessionArg, fail, require_session, store_client
 from duragent.client.cli.views import announce, config_line, console
 from duragent.client.services import local_services
-from duragent.domain.config import QUEUE_MODES, THINKING_LEVELS, check_tool_names
+from duragent.domain.changes import ConfigUpdate
+from duragent.domain.config import (
+    QUEUE_MODES,
+    THINKING_LEVELS,
+    QueueMode,
+    ThinkingLevel,
+    check_tool_names,
+)
 from duragent.settings import Settings
 
 
@@ -66,23 +73,22 @@ def configure(
             check_server_names(servers, store.mcp_servers())
         except ValueError as error:
             fail(f"--mcp-servers: {error}")
-    fields = {
-        "model": model,
-        "thinking_level": thinking,
-        "active_tools": active_tools,
-        "system_prompt": system_prompt,
-        "steering_mode": steering_mode,
-        "follow_up_mode": follow_up_mode,
-        "mcp_servers": servers,
-    }
+    # Checked above (`_choose`): the strings are the settings' own values.
+    fields = ConfigUpdate(
+        model=model,
+        thinking_level=cast(ThinkingLevel | None, thinking),
+        active_tools=active_tools,
+        system_prompt=system_prompt,
+        steering_mode=cast(QueueMode | None, steering_mode),
+        follow_up_mode=cast(QueueMode | None, follow_up_mode),
+        mcp_servers=servers,
+    )
     require_session(store, session)
 
     async def main() -> None:
         async with local_services(settings, announce) as ready:
             client = await DuragentClient.connect(ready)
-            await client.config.update(
-                session, **{k: v for k, v in fields.items() if v is not None}
-            )
+            await client.config.update(session, **fields)  # None: left as it is
             console.print(config_line((await client.sessions.status(session)).config))
 
     command.run(main())

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from duragent.domain.agents import shown_output
 from duragent.domain.config import SessionConfig
 from duragent.domain.cost import Cost, cost_text, rate_text, turn_cost
 from duragent.domain.entries import (
@@ -118,7 +119,8 @@ def print_entry(entry: SessionEntry, limits: ShowLimits, prices: PriceTable | No
             say(Text(f"  {turn_line(message, prices)}", style="dim"))
     elif isinstance(message, ToolResultMessage):
         mark = Text("✗", style="red") if message.is_error else Text("✓", style="green")
-        text, more = clip(text_of(message.content).strip(), limits.result)
+        result = shown_output(message.details) or text_of(message.content).strip()
+        text, more = clip(result, limits.result)
         cut += more
         say(
             Text("  ")

@@ -21,7 +21,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent)]
 
+from duragent.client.agent import Agent  # noqa: E402
+from duragent.client.agent_session import AgentSession  # noqa: E402
 from duragent.client.connection import connect_temporal  # noqa: E402
+from duragent.activities.tools import ToolContext, tool  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
 from duragent.domain.compaction import CompactionSettings  # noqa: E402
 from duragent.settings import Settings  # noqa: E402
 from support import Stack, open_stack  # noqa: E402
@@ -36,6 +40,8 @@ class Scenario:
     drive: Callable[[Stack, str], Awaitable[None]]
     host: str | None = None
     """The session's host (None: the worker's, recorded by its first run)."""
+    agent: Agent[Any, Any] | None = None
+    """The agent the session is made from (the worker serves it)."""
 
 
 async def prompt_and_wait(stack: Stack, session_id: str) -> None:
@@ -164,7 +170,9 @@ def bash(command: str, call_id: str) -> dict[str, Any]:
 
 
 def ask(question: str, call_id: str, **more: Any) -> dict[str, Any]:
-    return {"tool_use": {"id": call_id, "name": "ask_user", "input": {"question": question, **more}}}
+    return {
+        "tool_use": {"id": call_id, "name": "ask_user", "input": {"question": question, **more}}
+    }
 
 
 async def delegate_and_wait(stack: Stack, session_id: str) -> None:
@@ -476,6 +484,54 @@ SCENARIOS.append(
     )
 )
 
+
+class Verdict(BaseModel):
+    passed: bool
+    note: str
+
+
+@tool(retry_safe=True)
+def check(ctx: ToolContext[dict[str, str]], what: str) -> str:
+    """Check something against the run's deps."""
+    return f"{what}: ok on {ctx.deps['branch']}"
+
+
+REVIEWER = Agent(
+    "reviewer", tools=[check], output_type=Verdict, deps_type=dict[str, str], output_retries=2
+)
+
+
+async def agent_run_with_deps(stack: Stack, session_id: str) -> None:
+    session = await AgentSession.open(REVIEWER, stack.client, session_id)
+    result = await session.run("Review it.", deps={"branch": "main"})
+    assert result.output == Verdict(passed=True, note="Tests pass on main.")
+
+
+def output_call(**fields: Any) -> dict[str, Any]:
+    return {"reply": [{"tool_use": {"name": "final_result_reviewer", "input": fields}}]}
+
+
+# An agent's run (the `agent-output` patch): a tool reads the run's deps, the model answers
+# in text (asked again through the output tool), gives an output the type refuses (told
+# why), then a valid one.
+SCENARIOS.append(
+    Scenario(
+        "agent_output",
+        {
+            "conversations": {
+                "*": [
+                    {"reply": [{"tool_use": {"name": "check", "input": {"what": "tests"}}}]},
+                    {"reply": [{"text": "It passes."}]},
+                    output_call(passed="maybe", note="?"),
+                    output_call(passed=True, note="Tests pass on main."),
+                ]
+            }
+        },
+        agent_run_with_deps,
+        agent=REVIEWER,
+    )
+)
+
 SCENARIOS += [
     replace(scenario, name=f"one_activity_{scenario.name}")
     for scenario in SCENARIOS
@@ -514,8 +570,9 @@ async def record(names: list[str]) -> None:
                 home = Path(tmp) / scenario.name
                 home.mkdir()
                 async with open_stack(home, temporal, server.address, scenario.script) as stack:
-                    session = await stack.client.sessions.create(host=scenario.host)
-                    async with stack.worker():
+                    session = await stack.client.sessions.create(host=scenario.host, agent=scenario.agent)
+                    plugins = [scenario.agent] if scenario.agent else []
+                    async with stack.worker(plugins=plugins):
                         await scenario.drive(stack, session.id)
                     # A sub-agent's session is recorded too, as NAME-child.
                     sessions = {"": session.id}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_support import stdio_server
 from pydantic import BaseModel
 from support import IN_PROCESS_MODEL, ApiServer, Stack
 from wire import offered_tools, tool_results, user_texts
@@ -152,6 +153,12 @@ async def test_the_command_line_runs_an_agent_a_plugin_brings(stack: Stack, tmp_
     )
     assert code == 0, err
     assert json.loads(out.strip().splitlines()[-1]) == {"city": "Oslo", "celsius": 4.5}
+    shown = 'output {"city": "Oslo", "celsius": 4.5}'  # the output call, as it ended
+    assert any("final_result_weather" in line and line.endswith(shown) for line in out.splitlines())
+    session = (await stack.client.sessions.list())[0].id
+    code, out, err = await stack.cli("show", session, env=env)
+    assert code == 0, err
+    assert '✓ final_result_weather output {"city": "Oslo", "celsius": 4.5}' in out
     code, _, err = await stack.cli(
         "run", "--plugin", "weather_agent:agent", "--agent", "nope", "Oslo?", env=env
     )
@@ -197,3 +204,32 @@ async def test_the_http_api_lists_the_agents_and_makes_their_sessions(stack: Sta
     finally:
         await server.stop()
     assert len(await stack.client.sessions.list()) == 1
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [call("one__echo", text="hello"), {"reply": [{"text": "It said hello."}]}]
+        }
+    }
+)
+async def test_an_agents_mcp_server_is_served_and_offered_to_its_sessions_alone(
+    stack: Stack, tmp_path: Path
+) -> None:
+    agent = Agent("echoer", mcp_servers={"one": stdio_server("one", tmp_path / "one.log")})
+    async with stack.worker(plugins=[agent]):
+        result = await agent.run("Echo hello.", client=stack.client)
+        plain = await stack.client.sessions.create()
+        await (await stack.client.runs.prompt(plain.id, "Echo hello.")).result()
+    assert result.output == "It said hello."
+    first = stack.model.requests_for(result.session_id)[0].body
+    assert sorted(offered_tools(first)) == ["one__add", "one__broken", "one__echo", "one__wait"]
+    assert (
+        tool_results(stack.model.requests_for(result.session_id)[1].body)[-1].text
+        == "one says: hello"
+    )
+    # A session of no agent is offered the workers' tools, not the agent's server's.
+    assert not any(
+        name.startswith("one__")
+        for name in offered_tools(stack.model.requests_for(plain.id)[0].body)
+    )

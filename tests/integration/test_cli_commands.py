@@ -259,7 +259,7 @@ async def test_every_command_refuses_bad_input_with_one_line_and_exit_2(stack: S
 async def test_config_errors_from_the_python_client_are_one_line(stack: Stack) -> None:
     session = await stack.client.sessions.create()
     with pytest.raises(InvalidChange) as thinking:
-        await stack.client.config.update(session.id, thinking_level="extreme")
+        await stack.client.config.update(session.id, thinking_level="extreme")  # type: ignore[arg-type]
     assert str(thinking.value) == (
         "thinking_level: Input should be 'off', 'minimal', 'low', 'medium' or 'high'"
         " (got 'extreme')"

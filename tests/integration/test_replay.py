@@ -38,6 +38,7 @@ def test_histories_are_recorded() -> None:
         "move-1",
         "move-2",
         "budget",
+        "agent_output",
         "summary_budget",
         "ask_user",
         # A turn as one activity.

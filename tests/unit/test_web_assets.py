@@ -25,9 +25,15 @@ def _matches(path: PurePosixPath, pattern: str) -> bool:
 
 
 def test_pip_install_ships_every_asset() -> None:
-    """Every file of the page is package data of `api` (what `pip install` copies)."""
+    """Every file of the page is package data of `api` or a folder below it (what `pip
+    install` copies; tests/integration/test_package_build.py checks a built wheel)."""
     config = tomllib.loads((REPO / "pyproject.toml").read_text())
-    patterns = config["tool"]["setuptools"]["package-data"]["duragent.api"]
+    patterns = [
+        "/".join([*package.split(".")[2:], pattern])  # duragent.api.web.js: web/js/<pattern>
+        for package, globs in config["tool"]["setuptools"]["package-data"].items()
+        if package.startswith("duragent.api")
+        for pattern in globs
+    ]
     missing = [
         str(p)
         for p in ASSETS
