@@ -29,7 +29,15 @@ from textual.widgets import Static
 
 from duragent.client.chat.app import ChatApp, Left
 from duragent.client.chat.link import Link
-from duragent.client.chat.views import ApprovalView, Chip, ChipNote, HeaderBar, ToolView
+from duragent.client.chat.views import (
+    ApprovalView,
+    Chip,
+    ChipNote,
+    ConversationView,
+    HeaderBar,
+    SubAgentView,
+    ToolView,
+)
 
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "fixtures" / "chat"
 
@@ -228,6 +236,9 @@ async def test_the_screen_at_80x24(stack: Stack) -> None:
         SNAPSHOTS.mkdir(parents=True, exist_ok=True)
         app.save_screenshot("running-80x24.svg", path=str(SNAPSHOTS))
         (SNAPSHOTS / "running-80x24.txt").write_text(text)
+        app.theme = "textual-light"  # a light terminal's (--theme light)
+        await pilot.pause()
+        app.save_screenshot("running-80x24-light.svg", path=str(SNAPSHOTS))
         let_go(stack, session.id)
         await until(pilot, lambda: shown(app).count("run completed") == 2)
     lines = text.rstrip("\n").split("\n")
@@ -236,6 +247,77 @@ async def test_the_screen_at_80x24(stack: Stack) -> None:
     assert "you start" in text and "bash" in text and "│ working" in text
     assert "queued and then the tests" in text
     assert "enter send" in lines[-2] + lines[-1], text
+
+
+ASKS: dict[str, Any] = {
+    "conversations": {
+        "*": [
+            {
+                "reply": [
+                    {
+                        "tool_use": {
+                            "id": "call_ask",
+                            "name": "ask_user",
+                            "input": {"question": "Which database?", "choices": ["SQLite", "PG"]},
+                        }
+                    }
+                ]
+            },
+            {"reply": [{"text": "Going with it."}]},
+        ]
+    }
+}
+
+
+@pytest.mark.script(ASKS)
+async def test_a_question_is_answered_in_the_conversation(stack: Stack) -> None:
+    session = stack.client.sessions.create()
+    app = ChatApp(Link(stack.client), session.id)
+    async with stack.worker(), app.run_test(size=(80, 24)) as pilot:
+        await stack.client.config.update(session.id, active_tools=["ls", "ask_user"])
+        await type_text(pilot, "pick one")
+        await pilot.press("enter")
+        await until(pilot, lambda: "the agent asks: Which database?" in shown(app))
+        await pilot.press("ctrl+r", "2")  # to the question; the second choice
+        await until(pilot, lambda: "run completed" in shown(app))
+        assert "answered: PG" in shown(app)
+    result = [e for e in stack.client.tree.path(session.id) if "toolResult" in str(e)]
+    assert result, "the answer was stored as the call's result"
+
+
+@pytest.mark.script(
+    {"conversations": {"*": [{"match": "^Child", "reply": [{"text": "child answer"}]}]}}
+)
+async def test_a_sub_agent_shows_nested_and_collapsible(stack: Stack) -> None:
+    session = stack.client.sessions.create()
+    call = {"tool_use": {"name": "delegate", "input": {"prompt": "Child: answer", "name": "kid"}}}
+    steps = [{"reply": [call]}, {"reply": [{"text": "Parent done."}]}]
+    stack.model.add_steps(session.id, steps, replace=True)
+    app = ChatApp(Link(stack.client), session.id)
+    async with stack.worker(), app.run_test(size=(80, 24)) as pilot:
+        await type_text(pilot, "delegate it")
+        await pilot.press("enter")
+        await until(pilot, lambda: bool(app.query(SubAgentView)))
+        [block] = app.query(SubAgentView)
+        assert block.title.startswith("sub-agent kid")
+        nested = block.query_one(ConversationView)
+        await until(pilot, lambda: "child answer" in shown_in(nested))
+        await until(pilot, lambda: "run completed" in shown_in(app.conversation, nested=False))
+        assert "Parent done." in shown(app)
+        app.save_screenshot("subagent-80x24.svg", path=str(SNAPSHOTS))
+        block.collapsed = True  # folded: its conversation is hidden, the parent's not
+        await pilot.pause()
+        assert not nested.display or not block.query_one("Contents").display
+
+
+def shown_in(view: ConversationView, nested: bool = True) -> str:
+    """The text of one conversation (with its sub-agents' unless `nested` is False)."""
+    widgets = [
+        w
+        for w in view.query(Static)
+        if nested or not any(isinstance(a, SubAgentView) for a in w.ancestors)
+    ]
+    return "\n".join(getattr(w.content, "plain", str(w.content)) for w in widgets)
 
 
 # The real command in a terminal ---------------------------------------------------------
