@@ -291,7 +291,7 @@ async def test_a_question_is_answered_in_the_conversation(stack: Stack) -> None:
 async def test_a_sub_agent_shows_nested_and_collapsible(stack: Stack) -> None:
     session = stack.client.sessions.create()
     call = {"tool_use": {"name": "delegate", "input": {"prompt": "Child: answer", "name": "kid"}}}
-    steps = [{"reply": [call]}, {"reply": [{"text": "Parent done."}]}]
+    steps: list[dict[str, Any]] = [{"reply": [call]}, {"reply": [{"text": "Parent done."}]}]
     stack.model.add_steps(session.id, steps, replace=True)
     app = ChatApp(Link(stack.client), session.id)
     async with stack.worker(), app.run_test(size=(80, 24)) as pilot:
