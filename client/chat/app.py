@@ -166,7 +166,9 @@ class ChatApp(App[Left]):
     def _show_header(self) -> None:
         feed = self.conversation.feed
         content = header_content(feed, self.session_name, self.model, self.link.offline_model)
-        self.query_one(HeaderBar).update(content)
+        header = self.query_one(HeaderBar)
+        if content != header.content:  # drawn again only when it changed (an SSH link)
+            header.update(content)
 
     @on(ConversationView.Changed)
     def feed_changed(self, event: ConversationView.Changed) -> None:

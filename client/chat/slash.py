@@ -78,7 +78,7 @@ async def _compact(app: ChatApp, args: list[str]) -> None:
     app.say(f"compacted ({result.tokens_before:,} tokens before{spent})", "good")
 
 
-def _gist(text: str, limit: int = 50) -> str:
+def _gist(text: str, limit: int = 40) -> str:
     line = " ".join(text[: limit * 4].split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
 

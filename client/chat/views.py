@@ -573,6 +573,7 @@ class MessageBox(TextArea):
 
     def __init__(self) -> None:
         super().__init__(id="box", soft_wrap=True, show_line_numbers=False, compact=True)
+        self.cursor_blink = False  # a blinking cursor redraws twice a second: over SSH too
         self.placeholder = "Message the agent (enter sends; /help lists commands)"
 
     async def _on_key(self, event: events.Key) -> None:
