@@ -59,6 +59,7 @@ export class RunHeader {
   setSession(session) {
     this.session = session;
     if (!this.renaming) this.name.textContent = session.name || t("Session {id}", { id: shortId(session.id) });
+    this.name.title = this.name.textContent; // whole, where a long one ends in "…"
     if (this.offline === undefined) this.model.textContent = session.config.model;
   }
 
