@@ -10,6 +10,7 @@ with the request body bounded before it is read.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -38,6 +39,7 @@ from duragent.api.models import (
     SessionView,
     ShownMessage,
     StopResult,
+    shown_turn_cost,
 )
 from duragent.api.ownership import LOCAL_USER, owned_session, owned_session_async
 from duragent.api.routes_agents import agent_routes
@@ -92,7 +94,6 @@ from duragent.client.errors import (
     store_trouble,
 )
 from duragent.client.workspaces import WorkspacePolicy
-from duragent.domain.cost import message_turn_cost
 from duragent.domain.input import MAX_INPUT_BYTES
 from duragent.domain.session_file_checks import SessionFileRefused
 from duragent.domain.trigger_signatures import (
@@ -291,9 +292,10 @@ def create_app(
         return InputResult(action="queued", item=sent)
 
     def shown(messages: list[DisplayMessage]) -> list[ShownMessage]:
+        offline = functools.cache(client.settings.offline_for)  # per model, once a page
         return [
             ShownMessage.model_construct(
-                **dict(m), turn_cost=message_turn_cost(m.message, client.prices)
+                **dict(m), turn_cost=shown_turn_cost(m.message, client.prices, offline)
             )
             for m in messages
         ]
