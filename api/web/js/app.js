@@ -170,7 +170,7 @@ const hooks = {
   connection(state) {
     const badge = $("connection");
     badge.dataset.state = state;
-    badge.textContent = state === "live" ? t("live") : t("reconnecting…");
+    badge.textContent = { live: t("live"), offline: t("offline") }[state] || t("reconnecting…");
   },
   notFound(id) {
     if (!view || view.id !== id) return;
