@@ -393,7 +393,16 @@ class Settings(BaseSettings):
     def offline(self) -> bool:
         """The default model's provider has neither key nor address of its own: the
         scripted offline model stands in for it."""
-        provider = PROVIDERS[parse_model(self.model).provider]
+        return self.offline_for(self.model)
+
+    def offline_for(self, model: str) -> bool:
+        """Whether the scripted offline model stands in for `model` (`provider:model`, bare
+        for Anthropic's): its provider has neither key nor address of its own. A model of
+        no provider this knows: False."""
+        try:
+            provider = PROVIDERS[parse_model(model).provider]
+        except UnknownModel:
+            return False
         environ = self.provider_environ()
         url = environ.get(provider.base_url_env or "", "").rstrip("/")
         offline = (self.offline_model_url or "").rstrip("/")

@@ -15,6 +15,7 @@ touches neither the store nor Temporal.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -43,6 +44,7 @@ from duragent.api.models import (
     SessionView,
     ShownMessage,
     StopResult,
+    shown_turn_cost,
 )
 from duragent.api.ownership import LOCAL_USER, owned_session
 from duragent.api.routes_agents import agent_routes
@@ -97,7 +99,6 @@ from duragent.client.errors import (
     store_trouble,
 )
 from duragent.client.workspaces import WorkspacePolicy
-from duragent.domain.cost import message_turn_cost
 from duragent.domain.input import MAX_INPUT_BYTES
 from duragent.domain.session_file_checks import SessionFileRefused
 from duragent.domain.trigger_signatures import (
@@ -289,9 +290,10 @@ def create_app(
         return InputResult(action="queued", item=sent)
 
     def shown(messages: list[DisplayMessage]) -> list[ShownMessage]:
+        offline = functools.cache(client.settings.offline_for)  # per model, once a page
         return [
             ShownMessage.model_construct(
-                **dict(m), turn_cost=message_turn_cost(m.message, client.prices)
+                **dict(m), turn_cost=shown_turn_cost(m.message, client.prices, offline)
             )
             for m in messages
         ]

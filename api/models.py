@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -16,8 +17,9 @@ from pydantic_core import PydanticCustomError
 
 from duragent.api.subagent_links import SessionLinks
 from duragent.domain.budgets import BudgetView, waiting_text
-from duragent.domain.cost import Cost, TurnCost
+from duragent.domain.cost import Cost, TurnCost, message_turn_cost, model_name
 from duragent.domain.guidance import GuidanceIntent
+from duragent.domain.prices import PriceTable
 from duragent.store.records import DisplayMessage, QueueItem, RunRecord, SessionRecord, StoredEvent
 
 
@@ -101,11 +103,32 @@ class RunView(_Body):
     """The host the run waits for (phase `awaiting_host`): its worker is gone."""
 
 
+class ShownTurnCost(TurnCost):
+    """What a shown message's model call cost, and whether the scripted offline model
+    answered it (in `model`'s name: the page then names the offline model, as its header
+    does)."""
+
+    offline: bool = False
+
+
 class ShownMessage(DisplayMessage):
     """A display message with, for an assistant message, what its model call cost."""
 
-    turn_cost: TurnCost | None = None
+    turn_cost: ShownTurnCost | None = None
     """None for messages other than an assistant's."""
+
+
+def shown_turn_cost(
+    message: dict[str, object], prices: PriceTable, offline_for: Callable[[str], bool]
+) -> ShownTurnCost | None:
+    """`message_turn_cost` of a stored message, marked `offline` when its model is one the
+    offline model stands in for on this server (`Settings.offline_for`)."""
+    cost = message_turn_cost(message, prices)
+    if cost is None:
+        return None
+    provider = message.get("provider")
+    name = model_name(provider if isinstance(provider, str) else None, cost.model)
+    return ShownTurnCost(**dict(cost), offline=bool(name) and offline_for(name or ""))
 
 
 CURSOR_MAX = 2**53 - 1

@@ -62,8 +62,8 @@ class SessionStatusView(_Body):
     phase: Phase
     model: str
     offline_model: bool
-    """This server's settings name no API key: the scripted offline model answers (in the
-    model's name), not Claude."""
+    """This server has neither key nor address for the provider of the session's model:
+    the scripted offline model answers (in the model's name), not the model."""
     thinking_level: ThinkingLevel
     worker_answering: bool | None
 
@@ -147,7 +147,7 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
             session=session,
             phase=found.phase,
             model=found.config.model,
-            offline_model=client.settings.offline,
+            offline_model=client.settings.offline_for(found.config.model),
             thinking_level=found.config.thinking_level,
             worker_answering=answering,
         )

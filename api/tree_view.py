@@ -261,17 +261,37 @@ def _outcome(result: ToolResultMessage) -> Literal["interrupted", "skipped", "fi
     return "finished"
 
 
-def guidance_marks(entries: Sequence[SessionEntry]) -> list[GuidanceMark]:
-    """Every guidance the model received, with the displayed message it came after and
-    the tool calls of its turn (the results between it and the turn's assistant message)."""
-    by_id = {e.id: e for e in entries}
-    marks: list[GuidanceMark] = []
-    for entry in entries:
-        if not (isinstance(entry, CustomMessageEntry) and entry.custom_type == GUIDANCE_TYPE):
-            continue
-        calls: list[GuidanceCall] = []
-        above = by_id.get(entry.parent_id or "")
-        while isinstance(above, MessageEntry) and isinstance(above.message, ToolResultMessage):
+_AFTER_CALLS = ("during_tool_interrupted", "after_tool", "before_tools")
+"""The injection points that take guidance after a turn's calls, in that turn's commit."""
+
+
+def _is_guidance(entry: SessionEntry | None) -> bool:
+    return isinstance(entry, CustomMessageEntry) and entry.custom_type == GUIDANCE_TYPE
+
+
+def _same_injection(one: CustomMessageEntry, other: SessionEntry) -> bool:
+    """Guidance items taken together: stored one after another with one point and time."""
+    return (
+        isinstance(other, CustomMessageEntry)
+        and other.timestamp == one.timestamp
+        and (other.details or {}).get("point") == (one.details or {}).get("point")
+    )
+
+
+def _turn_calls(by_id: dict[str, SessionEntry], guidance: CustomMessageEntry) -> list[GuidanceCall]:
+    """The tool calls of the turn `guidance` came in: the results above it, up to the
+    turn's assistant message. Guidance taken after a turn's calls is saved in that turn's
+    commit, after more than its results (`Run.commit`, `domain.injection`): pending writes
+    (the policy an "Always" changed, a new name), queued steering and follow-ups, and the
+    other guidance of the same injection. The walk passes over those (it stopped at the
+    first, and the guidance lost its link to the call it interrupted). At the points
+    taken with no calls of their own (before a model call, before the finish) only the
+    results right above count: what lies further up is an earlier turn's."""
+    turn_point = (guidance.details or {}).get("point") in _AFTER_CALLS
+    calls: list[GuidanceCall] = []
+    above = by_id.get(guidance.parent_id or "")
+    while above is not None:
+        if isinstance(above, MessageEntry) and isinstance(above.message, ToolResultMessage):
             result = above.message
             calls.insert(
                 0,
@@ -281,7 +301,28 @@ def guidance_marks(entries: Sequence[SessionEntry]) -> list[GuidanceMark]:
                     outcome=_outcome(result),
                 ),
             )
-            above = by_id.get(above.parent_id or "")
+        elif _is_guidance(above):
+            if not _same_injection(guidance, above):
+                break
+        elif (
+            not turn_point
+            or isinstance(above, (CompactionEntry, BranchSummaryEntry))
+            or (isinstance(above, MessageEntry) and isinstance(above.message, AssistantMessage))
+        ):
+            break
+        above = by_id.get(above.parent_id or "")
+    return calls
+
+
+def guidance_marks(entries: Sequence[SessionEntry]) -> list[GuidanceMark]:
+    """Every guidance the model received, with the displayed message it came after and
+    the tool calls of its turn (`_turn_calls`)."""
+    by_id = {e.id: e for e in entries}
+    marks: list[GuidanceMark] = []
+    for entry in entries:
+        if not (isinstance(entry, CustomMessageEntry) and entry.custom_type == GUIDANCE_TYPE):
+            continue
+        calls = _turn_calls(by_id, entry)
         details = entry.details or {}
         marks.append(
             GuidanceMark(

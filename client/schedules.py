@@ -52,6 +52,7 @@ from duragent.client.run_control import RunHandle
 from duragent.domain.messages import ScheduledMark, TextContent, UserMessage
 from duragent.domain.schedules import (
     BUSY_POLICIES,
+    CRON_FORMS,
     SCHEDULE_ID_PREFIX,
     BusyPolicy,
     DeliverScheduledPrompt,
@@ -59,6 +60,7 @@ from duragent.domain.schedules import (
     RecentFiring,
     ScheduleFiring,
     ScheduleView,
+    check_cron,
     every_text,
     parse_every,
 )
@@ -166,7 +168,11 @@ class Schedules(StoreBackedPart[SyncSchedules]):
             await self._client.temporal.create_schedule(schedule_id, schedule, memo=memo)
         except RPCError as err:
             if err.status == RPCStatusCode.INVALID_ARGUMENT:
-                raise InvalidSchedule(f"Temporal refused the schedule: {err.message}") from err
+                # What `check_cron` lets through and the server still refuses: its words,
+                # after what is accepted.
+                raise InvalidSchedule(
+                    f"the timetable cannot be used ({err.message}); {CRON_FORMS}"
+                ) from err
             raise
         try:
             await asyncio.to_thread(self._store._add_row, schedule_id, session_id, owner)
@@ -205,6 +211,10 @@ class Schedules(StoreBackedPart[SyncSchedules]):
             bounded("cron expression", expression)
             if not expression.strip():
                 raise InvalidSchedule("a cron expression is empty")
+            try:
+                check_cron(expression)
+            except ValueError as err:
+                raise InvalidSchedule(str(err)) from err
         interval: timedelta | None = None
         if isinstance(every, str):
             try:

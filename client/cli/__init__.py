@@ -13,6 +13,7 @@ from duragent.client.cli import (
     agents,
     approvals,
     budgets,
+    chat,
     config,
     hosts,
     inputs,
@@ -31,6 +32,7 @@ from duragent.client.cli.app import app
 
 COMMANDS = (
     runs.run,
+    chat.chat,
     runs.skill,
     runs.template,
     agents.agents,

@@ -61,7 +61,6 @@ async def test_deny_with_a_reason_from_the_card(
     async with stack.worker(), api.client() as http:
         session_id, page = await waiting_page(stack, api, http, browser_context)
         card = page.locator(CARD)
-        await card.locator("button.approval-deny").click()
         await card.locator(".approval-reason").fill("not today")
         await card.locator("button.approval-deny").click()
         await expect(card).to_have_count(0)

@@ -224,7 +224,8 @@ async def test_skip_and_new_session_when_busy_and_bad_schedules(
             ({"prompt": "x"}, "cron expressions or --every"),
             ({"prompt": "x", "every": "1h", "cron": ["* * * * *"]}, "one of them"),
             ({"prompt": "x", "every": "1h", "timezone": "Mars/Olympus"}, "time zone"),
-            ({"prompt": "x", "cron": ["not a cron"]}, "Temporal refused"),
+            ({"prompt": "x", "cron": ["not a cron"]}, "has 3 fields; a cron expression has 5"),
+            ({"prompt": "x", "cron": ["0 25 * * *"]}, "the hour field '25' is not from 0 to 23"),
             ({"prompt": " ", "every": "1h"}, "empty"),
         ):
             refused = await http.post(f"/api/sessions/{session}/schedules", json=body)
@@ -256,3 +257,35 @@ async def test_the_schedule_commands(stack: Stack) -> None:
     assert "no schedules" in await stack.cli_ok("schedule", "list", session)
     code, _, err = await stack.cli("schedule", "pause", sid)
     assert code == 2 and "does not exist" in err
+
+
+CRON_FORMS = [
+    "0 9 * * 1-5",
+    "*/15 * * * *",
+    "1-5/2,8 0 * jan-mar mon",
+    "0 0 * * * 2030",
+    "30 0 0 1 * * *",
+    "@hourly",
+    "@daily",
+    "@weekly",
+    "@monthly",
+    "@yearly",
+    "@every 1h30m",
+    "0 9 * * 1-5 # mornings",
+]
+
+
+async def test_every_cron_form_the_check_takes_is_one_temporal_takes(
+    stack: Stack, api: ApiServer
+) -> None:
+    """What `check_cron` (and the page's Schedules form) lets through, Temporal makes."""
+    async with api.client() as http:
+        session = await new_session(http)
+        for expression in CRON_FORMS:
+            made = await http.post(
+                f"/api/sessions/{session}/schedules",
+                json={"prompt": "tick", "cron": [expression], "paused": True},
+            )
+            assert made.status_code == 201, (expression, made.text)
+            assert made.json()["cron"] == [expression]
+            assert (await http.delete(f"/api/schedules/{made.json()['id']}")).status_code == 204

@@ -130,6 +130,17 @@ function closeView() {
   $("session").hidden = true;
   $("not-found").hidden = true;
   $("no-session").hidden = false;
+  showSide("empty");
+}
+
+// The side panel (the Details pane on a narrow screen): the open session's activity, tree
+// and schedules ("session"); with none open, what to do first ("empty"); or, for a session
+// that is not found, nothing ("none"): nothing there is about a session the page shows.
+function showSide(state) {
+  const side = document.querySelector(".side");
+  side.dataset.state = state;
+  $("side-empty").hidden = state !== "empty";
+  if (state !== "session") for (const panel of ["activity", "tree", "schedules"]) $(panel).replaceChildren();
 }
 
 function showSession(id) {
@@ -137,6 +148,8 @@ function showSession(id) {
   closeView();
   $("no-session").hidden = true;
   $("session").hidden = false;
+  showSide("session");
+  delete $("session-head").dataset.name; // a new name shows on one row again
   for (const li of document.querySelectorAll("#session-list li")) li.classList.toggle("current", li.dataset.id === id);
   view = new SessionView(id, {
     root: $("session"),
@@ -157,12 +170,13 @@ const hooks = {
   connection(state) {
     const badge = $("connection");
     badge.dataset.state = state;
-    badge.textContent = state === "live" ? t("live") : t("reconnecting…");
+    badge.textContent = { live: t("live"), offline: t("offline") }[state] || t("reconnecting…");
   },
   notFound(id) {
     if (!view || view.id !== id) return;
     closeView();
     $("no-session").hidden = true;
+    showSide("none");
     $("not-found").hidden = false;
     $("not-found").textContent = t("Session {id} does not exist (or is not yours).", { id });
   },
@@ -188,6 +202,23 @@ async function newSession() {
   }
 }
 
+// On a phone the session's header is one row (name, phase, Stop) until unfolded.
+function toggleHeader() {
+  const head = $("session-head");
+  const expanded = head.dataset.expanded !== "true";
+  head.dataset.expanded = String(expanded);
+  $("head-toggle").setAttribute("aria-expanded", String(expanded));
+}
+
+// A long name ends in "…" on its row (its title holds it whole, for a pointer); a tap or a
+// click on it shows it whole, another folds it again.
+function toggleWholeName(event) {
+  if (!event.target.closest(".name")) return;
+  const head = $("session-head");
+  if (head.dataset.name === "whole") delete head.dataset.name;
+  else head.dataset.name = "whole";
+}
+
 function showTab(name) {
   for (const tab of document.querySelectorAll(".tabs button")) tab.setAttribute("aria-selected", String(tab.dataset.tab === name));
   $("activity").hidden = name !== "activity";
@@ -201,6 +232,8 @@ function showTab(name) {
 $("sign-in-form").addEventListener("submit", signIn);
 $("sign-out").addEventListener("click", () => { forgetToken(); showSignIn(); });
 $("new-session").addEventListener("click", newSession);
+$("head-toggle").addEventListener("click", toggleHeader);
+$("run-header").addEventListener("click", toggleWholeName);
 for (const button of document.querySelectorAll("#panes button")) button.addEventListener("click", () => showPane(button.dataset.pane));
 // Choosing a session (the one open too) shows its conversation.
 $("session-list").addEventListener("click", (event) => { if (event.target.closest("a")) showPane("conversation"); });

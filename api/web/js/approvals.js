@@ -1,7 +1,8 @@
 // Approval cards: a tool call the session's approval policy asks about waits for a person.
-// Its tool card shows the arguments and Approve / Always / Deny (with a reason); the card
-// goes when the call is decided, from this page or any other client (approval_decided),
-// or when its run ends. What waits is rebuilt from run events, so a reload shows the same.
+// Its tool card shows what asked, the arguments, a box for a reason to deny, and Approve /
+// Always / Deny; the card goes when the call is decided, from this page or any other
+// client (approval_decided), or when its run ends. What waits is rebuilt from run events,
+// so a reload shows the same.
 
 import { el } from "./dom.js";
 import { t } from "./i18n.js";
@@ -11,6 +12,7 @@ export class Approvals {
     this.decide = decide; // (callId, action, body) -> Promise
     this.waiting = new Map(); // call id -> {runId, rule, argsPreview}
     this.errors = new Map(); // call id -> what the last attempt was told
+    this.drafts = new Map(); // call id -> the reason typed so far
   }
 
   // The tool call ids whose card changes with this event.
@@ -31,16 +33,21 @@ export class Approvals {
     for (const id of ids) {
       this.waiting.delete(id);
       this.errors.delete(id);
+      this.drafts.delete(id);
     }
     return ids;
   }
 
   // The card for a waiting call (null when it does not wait); `refresh` redraws its tool card.
+  //
+  // The reason box is always there, above the buttons: a reason is typed first, and Deny
+  // sends it in one tap (an empty box denies without one). A box that appeared only on a
+  // first tap of Deny needed a second one, and on a phone opened half under the message
+  // box. What is typed is kept across redraws.
   card(callId, args, refresh) {
     const waiting = this.waiting.get(callId);
     if (!waiting) return null;
     const shown = args && Object.keys(args).length ? JSON.stringify(args, null, 2) : waiting.argsPreview;
-    const reason = el("input", { class: "approval-reason", type: "text", placeholder: "Reason the model reads (optional)", hidden: true });
     const send = async (action, body) => {
       try {
         await this.decide(callId, action, body);
@@ -50,26 +57,43 @@ export class Approvals {
       }
       refresh();
     };
-    const deny = el("button", {
-      class: "approval-deny",
-      onclick: () => {
-        if (reason.hidden) {
-          reason.hidden = false;
-          reason.focus();
-          return;
-        }
-        send("deny", { reason: reason.value.trim() || null });
-      },
-    }, t("Deny"));
-    reason.addEventListener("keydown", (e) => { if (e.key === "Enter") deny.click(); });
+    const reason = el("input", {
+      class: "approval-reason", type: "text", enterkeyhint: "send",
+      placeholder: t("Reason for denying, read by the model (optional)"), "aria-label": t("Reason for denying"),
+    });
+    reason.value = this.drafts.get(callId) || "";
+    reason.addEventListener("input", () => this.drafts.set(callId, reason.value));
+    const deny = () => send("deny", { reason: reason.value.trim() || null });
+    reason.addEventListener("keydown", (e) => { if (e.key === "Enter") deny(); });
+    const actions = el("div", { class: "approval-actions" },
+      el("button", { class: "approval-approve", onclick: () => send("approve", { always: false }) }, t("Approve")),
+      el("button", {
+        class: "approval-always", title: t("Approve, and allow this tool (for bash: this exact command) from now on"),
+        onclick: () => send("approve", { always: true }),
+      }, t("Always")),
+      el("button", { class: "approval-deny", onclick: deny }, t("Deny")));
+    // Typing on a phone: the box and its buttons in sight, clear of the message box and
+    // of the keyboard (which shrinks the screen once it is up).
+    const inSight = () => actions.scrollIntoView({ block: "nearest" });
+    reason.addEventListener("focus", () => {
+      inSight();
+      if (window.visualViewport) window.visualViewport.addEventListener("resize", inSight, { once: true });
+    });
     const error = this.errors.get(callId);
-    return el("div", { class: "approval", role: "group", "aria-label": "Approval" },
-      el("div", { class: "approval-head" }, "Waits for your approval ", el("span", { class: "approval-rule" }, `asked by ${waiting.rule}`)),
+    return el("div", { class: "approval", role: "group", "aria-label": t("Approval") },
+      el("div", { class: "approval-head" }, t("Waits for your approval"), " ", el("span", { class: "approval-rule" }, ...askedBy(waiting.rule))),
       el("pre", { class: "approval-args" }, shown),
-      el("div", { class: "approval-actions" },
-        el("button", { class: "approval-approve", onclick: () => send("approve", { always: false }) }, t("Approve")),
-        el("button", { class: "approval-always", title: "Approve, and allow this tool (for bash: this exact command) from now on", onclick: () => send("approve", { always: true }) }, t("Always")),
-        deny, reason),
+      reason,
+      actions,
       error ? el("div", { class: "approval-error", role: "alert" }, error) : null);
   }
+}
+
+// What asked, from the event's `rule` (domain/approvals.py: "the default (ask)" or
+// "rule bash 'rm *' -> ask"): in words, a rule as code.
+function askedBy(rule) {
+  if (/^the default \(\w+\)$/.test(rule || "")) return [t("your approval policy asks about calls no rule of it covers")];
+  const found = /^rule (.+) -> \w+$/.exec(rule || "");
+  if (found) return [t("asked by the rule"), " ", el("code", {}, found[1])];
+  return [t("asked by"), " ", el("code", {}, rule || "?")];
 }

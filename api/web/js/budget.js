@@ -13,8 +13,9 @@
 
 import { costText } from "./cost.js";
 import { el } from "./dom.js";
-import { t } from "./i18n.js";
+import { LANG, t } from "./i18n.js";
 
+// Labels are catalogue keys (i18n.js), said with t() where shown.
 const FIELDS = [
   { key: "max_turns", label: "Turns", step: "1", integer: true },
   { key: "max_tokens", label: "Tokens", step: "1", integer: true },
@@ -35,11 +36,41 @@ function isSet(value) {
 // the limits that are set.
 function used(budget, spent) {
   const parts = [];
-  if (isSet(budget.max_turns)) parts.push(`${spent.turns} of ${budget.max_turns} turn${budget.max_turns === 1 ? "" : "s"}`);
-  if (isSet(budget.max_tokens)) parts.push(`${spent.tokens.toLocaleString("en-US")} of ${budget.max_tokens.toLocaleString("en-US")} tokens`);
-  if (isSet(budget.max_cost_usd)) parts.push(`${costText(spent.cost_usd)} of ${costText(budget.max_cost_usd)}`);
-  if (isSet(budget.max_wall_s)) parts.push(`${spent.wall_s.toFixed(1)} of ${budget.max_wall_s.toFixed(1)} s`);
+  if (isSet(budget.max_turns)) {
+    const values = { spent: spent.turns, limit: budget.max_turns };
+    parts.push(budget.max_turns === 1 ? t("{spent} of {limit} turn", values) : t("{spent} of {limit} turns", values));
+  }
+  if (isSet(budget.max_tokens)) {
+    parts.push(t("{spent} of {limit} tokens", { spent: spent.tokens.toLocaleString("en-US"), limit: budget.max_tokens.toLocaleString("en-US") }));
+  }
+  if (isSet(budget.max_cost_usd)) parts.push(t("{spent} of {limit}", { spent: costText(spent.cost_usd), limit: costText(budget.max_cost_usd) }));
+  if (isSet(budget.max_wall_s)) parts.push(t("{spent} of {limit} s", { spent: spent.wall_s.toFixed(1), limit: budget.max_wall_s.toFixed(1) }));
   return parts;
+}
+
+// A limit's or a spend's value as the server's message says it (domain/budgets.py
+// limit_text), in the page's language.
+function limitText(limit, value) {
+  if (limit === "turns") return value === 1 ? t("{n} turn", { n: value }) : t("{n} turns", { n: value });
+  if (limit === "tokens") return t("{n} tokens", { n: Math.trunc(value).toLocaleString("en-US") });
+  if (limit === "cost") return costText(value);
+  return t("{s} s", { s: value.toFixed(1) });
+}
+
+const LIMIT_NAMES = { turns: "turn limit", tokens: "token limit", cost: "cost limit", wall: "wall-time limit" };
+
+// What the card says of the limits reached. In English, the server's own message (what
+// the model and the command line read too); in another language, the same said from the
+// limits themselves.
+function reachedText(waiting) {
+  if (LANG === "en" || !waiting.reached.length) return withoutHeading(waiting.message);
+  const what = waiting.reached.map((r) => t("{whose} {limit} ({allowed}) is reached: {spent} spent", {
+    whose: t(r.scope === "run" ? "the run's" : "the session's"),
+    limit: t(LIMIT_NAMES[r.limit] || r.limit),
+    allowed: limitText(r.limit, r.allowed),
+    spent: limitText(r.limit, r.spent),
+  })).join(t("; "));
+  return `${what}${t(". ")}${t("The run waits for the budget to be raised.")}`;
 }
 
 // The server's message begins "Budget reached: " (for the model and the CLI); on the page
@@ -55,14 +86,15 @@ export function budgetUse(view) {
   const scopes = [];
   if (limited(view.run_budget) && view.run_spent) scopes.push(["run", view.run_budget, view.run_spent]);
   if (limited(view.session_budget) && view.session_spent) scopes.push(["session", view.session_budget, view.session_spent]);
+  const heading = { run: "run budget: {used}", session: "session budget: {used}" };
   const text = scopes
-    .map(([scope, budget, spent]) => `${scopes.length > 1 ? `${scope} ` : ""}budget: ${used(budget, spent).join(" · ")}`)
-    .join("; ");
+    .map(([scope, budget, spent]) => t(scopes.length > 1 ? heading[scope] : "budget: {used}", { used: used(budget, spent).join(" · ") }))
+    .join(t("; "));
   const title = scopes.map(([scope, budget, spent]) => {
-    const then = budget.on_exceed === "ask" ? "the run waits for a raise" : "the run stops";
+    const then = budget.on_exceed === "ask" ? t("the run waits for a raise") : t("the run stops");
     const unpriced = spent.unpriced_models && spent.unpriced_models.length
-      ? ` (no price for ${spent.unpriced_models.join(", ")}: not counted in cost)` : "";
-    return `${WHOSE[scope]}: when a limit is reached, ${then}${unpriced}.`;
+      ? t(" (no price for {models}: not counted in cost)", { models: spent.unpriced_models.join(", ") }) : "";
+    return t("{whose}: when a limit is reached, {then}{unpriced}.", { whose: t(WHOSE[scope]), then, unpriced });
   }).join(" ");
   return { text, title };
 }
@@ -87,8 +119,9 @@ export class BudgetCard {
       // Limits reached together come as one event each, with the same message.
       const same = this.waiting && this.waiting.runId === event.run_id && this.waiting.message === p.message;
       const scopes = same ? [...new Set([...this.waiting.scopes, p.scope])] : [p.scope];
+      const reached = [...(same ? this.waiting.reached : []), { scope: p.scope, limit: p.limit, allowed: p.allowed, spent: p.spent }];
       if (!same) this.forget();
-      this.waiting = { runId: event.run_id, message: p.message, scopes };
+      this.waiting = { runId: event.run_id, message: p.message, scopes, reached };
       if (same) this.card = null; // a scope more: its inputs join the card
       this.form = null;
       this.render();
@@ -105,7 +138,9 @@ export class BudgetCard {
   setView(view, { rebuild = false, runId = null } = {}) {
     this.view = view || null;
     if (rebuild && !this.waiting && view && view.waiting.length && view.waiting_message) {
-      this.waiting = { runId, message: view.waiting_message, scopes: [...new Set(view.waiting.map((r) => r.scope))] };
+      this.waiting = {
+        runId, message: view.waiting_message, scopes: [...new Set(view.waiting.map((r) => r.scope))], reached: view.waiting,
+      };
     }
     this.render();
   }
@@ -134,7 +169,7 @@ export class BudgetCard {
     }
     if (!this.card) this.card = this.buildCard();
     const { message, slot, button, error } = this.card;
-    message.textContent = withoutHeading(this.waiting.message);
+    message.textContent = reachedText(this.waiting);
     if (!this.form && this.view) {
       this.form = this.buildForm();
       slot.replaceChildren(this.form.element);
@@ -149,16 +184,16 @@ export class BudgetCard {
   buildCard() {
     const card = {
       message: el("div", { class: "budget-message" }),
-      slot: el("div", { class: "budget-slot" }, el("div", { class: "budget-loading" }, "Reading the budget…")),
+      slot: el("div", { class: "budget-slot" }, el("div", { class: "budget-loading" }, t("Reading the budget…"))),
       button: el("button", { type: "button", class: "budget-raise", onclick: () => this.send() }, t("Raise")),
       error: el("div", { class: "budget-error", role: "alert", hidden: true }),
     };
-    this.root.replaceChildren(el("div", { class: "budget-card", role: "group", "aria-label": "Budget" },
-      el("div", { class: "budget-head" }, "Waits for a budget raise"),
+    this.root.replaceChildren(el("div", { class: "budget-card", role: "group", "aria-label": t("Budget") },
+      el("div", { class: "budget-head" }, t("Waits for a budget raise")),
       card.message,
       card.slot,
       el("div", { class: "budget-actions" }, card.button,
-        el("span", { class: "budget-hint" }, "An empty box removes that limit. Stop, in the header, ends the run.")),
+        el("span", { class: "budget-hint" }, t("An empty box removes that limit. Stop, in the header, ends the run."))),
       card.error));
     return card;
   }
@@ -174,14 +209,14 @@ export class BudgetCard {
         if (!isSet(budget[field.key])) continue;
         const input = el("input", {
           type: "number", min: "0", step: field.step, value: String(budget[field.key]),
-          class: "budget-input", dataset: { scope, limit: field.key }, "aria-label": `${WHOSE[scope]}: ${field.label}`,
+          class: "budget-input", dataset: { scope, limit: field.key }, "aria-label": `${t(WHOSE[scope])}: ${t(field.label)}`,
         });
         input.addEventListener("keydown", (e) => { if (e.key === "Enter") this.send(); });
         inputs.push({ scope, field, input });
-        row.push(el("label", { class: "budget-limit" }, field.label, input));
+        row.push(el("label", { class: "budget-limit" }, t(field.label), input));
       }
       groups.push(el("div", { class: "budget-scope", dataset: { scope } },
-        el("span", { class: "budget-whose" }, WHOSE[scope]), ...row));
+        el("span", { class: "budget-whose" }, t(WHOSE[scope])), ...row));
     }
     return { element: el("div", { class: "budget-limits" }, ...groups), inputs };
   }
@@ -192,7 +227,7 @@ export class BudgetCard {
     const budgets = new Map();
     for (const scope of this.waiting.scopes) budgets.set(scope, { ...(this.budgetOf(scope) || {}) });
     for (const { scope, field, input } of this.form.inputs) {
-      if (input.validity.badInput) throw new Error(`${WHOSE[scope]}: ${field.label} is not a number`);
+      if (input.validity.badInput) throw new Error(t("{whose}: {label} is not a number", { whose: t(WHOSE[scope]), label: t(field.label) }));
       const text = input.value.trim();
       budgets.get(scope)[field.key] = text === "" ? null : Number(text);
     }

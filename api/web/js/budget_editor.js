@@ -19,11 +19,15 @@ import { costText } from "./cost.js";
 import { el } from "./dom.js";
 import { t } from "./i18n.js";
 
+// Labels are catalogue keys (i18n.js), said with t() where shown.
 const FIELDS = [
-  { key: "max_turns", label: "Turns", integer: true, spent: (s) => `${s.turns} turn${s.turns === 1 ? "" : "s"} spent` },
-  { key: "max_tokens", label: "Tokens", integer: true, spent: (s) => `${s.tokens.toLocaleString("en-US")} tokens spent` },
-  { key: "max_cost_usd", label: "Cost (US$)", spent: (s) => `${costText(s.cost_usd)} spent` },
-  { key: "max_wall_s", label: "Wall time (s)", spent: (s) => `${s.wall_s.toFixed(1)} s spent` },
+  {
+    key: "max_turns", label: "Turns", integer: true,
+    spent: (s) => (s.turns === 1 ? t("{n} turn spent", { n: s.turns }) : t("{n} turns spent", { n: s.turns })),
+  },
+  { key: "max_tokens", label: "Tokens", integer: true, spent: (s) => t("{n} tokens spent", { n: s.tokens.toLocaleString("en-US") }) },
+  { key: "max_cost_usd", label: "Cost (US$)", spent: (s) => t("{cost} spent", { cost: costText(s.cost_usd) }) },
+  { key: "max_wall_s", label: "Wall time (s)", spent: (s) => t("{s} s spent", { s: s.wall_s.toFixed(1) }) },
 ];
 const LABELS = Object.fromEntries(FIELDS.map(({ key, label }) => [key, label]));
 const ACTIONS = [
@@ -33,12 +37,22 @@ const ACTIONS = [
 
 // The server names a refused field as FastAPI does ("budget.max_turns: Input should be
 // greater than or equal to 1"); the form says it with the box's label ("Turns should be
-// greater than or equal to 1") and marks that box.
-const REFUSED_FIELD = /\bbudget\.(max_\w+): Input/g;
+// greater than or equal to 1") and marks that box. The rules a limit has (domain/budgets.py:
+// at least 1, or more than 0) are said in the page's language; other refusals in the
+// server's words.
+const REFUSED_FIELD = /\bbudget\.(max_\w+): Input( should be (greater than or equal to|greater than) (-?[\d.]+))?/g;
+const RULES = {
+  "greater than or equal to": "{label} should be greater than or equal to {n}",
+  "greater than": "{label} should be greater than {n}",
+};
 
 function refusal(message) {
   const keys = [...message.matchAll(REFUSED_FIELD)].map((m) => m[1]).filter((key) => key in LABELS);
-  const text = message.replace(REFUSED_FIELD, (whole, key) => (key in LABELS ? LABELS[key] : whole));
+  const text = message.replace(REFUSED_FIELD, (whole, key, rest, rule, n) => {
+    if (!(key in LABELS)) return whole;
+    const label = t(LABELS[key]);
+    return rule ? t(RULES[rule], { label, n }) : `${label}${whole.slice(whole.indexOf(": Input") + 7)}`;
+  });
   return { text, keys };
 }
 
@@ -82,7 +96,7 @@ export class BudgetEditor {
       if (this.parts) this.parts.inputs[0].input.focus();
       return;
     }
-    this.root.replaceChildren(this.frame(el("div", { class: "budget-loading" }, "Reading the budget…")));
+    this.root.replaceChildren(this.frame(el("div", { class: "budget-loading" }, t("Reading the budget…"))));
     this.root.hidden = false;
     this.onToggle(true);
     const opening = (this.opening = {});
@@ -109,9 +123,9 @@ export class BudgetEditor {
   }
 
   frame(...children) {
-    return el("form", { class: "budget-editor", "aria-label": "Session budget", novalidate: true },
-      el("div", { class: "budget-head" }, "Session budget",
-        el("span", { class: "budget-hint" }, " · what all the session's runs together may spend")),
+    return el("form", { class: "budget-editor", "aria-label": t("Session budget"), novalidate: true },
+      el("div", { class: "budget-head" }, t("Session budget"),
+        el("span", { class: "budget-hint" }, " · ", t("what all the session's runs together may spend"))),
       ...children);
   }
 
@@ -122,21 +136,21 @@ export class BudgetEditor {
     const rows = FIELDS.map((field) => {
       const input = el("input", {
         type: "text", inputmode: field.integer ? "numeric" : "decimal", class: "budget-input",
-        value: isSet(budget[field.key]) ? String(budget[field.key]) : "", placeholder: "no limit",
-        dataset: { limit: field.key }, "aria-label": `Session budget: ${field.label}`,
+        value: isSet(budget[field.key]) ? String(budget[field.key]) : "", placeholder: t("no limit"),
+        dataset: { limit: field.key }, "aria-label": `${t("Session budget")}: ${t(field.label)}`,
       });
       inputs.push({ field, input });
       return el("label", { class: "budget-limit", dataset: { limit: field.key } },
-        el("span", { class: "budget-label" }, field.label), input,
+        el("span", { class: "budget-label" }, t(field.label)), input,
         el("span", { class: "budget-spent" }, spent ? field.spent(spent) : ""));
     });
     const current = budget.on_exceed || "stop";
     const radios = ACTIONS.map(({ value, label }) => {
       const radio = el("input", { type: "radio", name: "on_exceed", value, checked: value === current });
-      return { value, radio, element: el("label", { class: "budget-choice" }, radio, label) };
+      return { value, radio, element: el("label", { class: "budget-choice" }, radio, t(label)) };
     });
     const unpriced = spent && spent.unpriced_models && spent.unpriced_models.length
-      ? el("div", { class: "budget-hint" }, `No price for ${spent.unpriced_models.join(", ")}: its turns count nothing toward cost.`)
+      ? el("div", { class: "budget-hint" }, t("No price for {models}: its turns count nothing toward cost.", { models: spent.unpriced_models.join(", ") }))
       : null;
     const error = el("div", { class: "budget-error", role: "alert", hidden: true });
     const saveButton = el("button", { type: "submit", class: "budget-save" }, t("Save"));
@@ -144,10 +158,10 @@ export class BudgetEditor {
     const closeButton = el("button", { type: "button", class: "budget-close", onclick: () => this.close() }, t("Close"));
     const element = this.frame(
       el("div", { class: "budget-rows" }, ...rows),
-      el("div", { class: "budget-when" }, el("span", {}, "When a limit is reached:"), ...radios.map((r) => r.element)),
+      el("div", { class: "budget-when" }, el("span", {}, t("When a limit is reached:")), ...radios.map((r) => r.element)),
       unpriced,
       el("div", { class: "budget-actions" }, saveButton, removeButton, closeButton,
-        el("span", { class: "budget-hint" }, "An empty box is no limit. A running run uses the new budget from its next model call.")),
+        el("span", { class: "budget-hint" }, t("An empty box is no limit. A running run uses the new budget from its next model call."))),
       error);
     element.addEventListener("submit", (event) => { event.preventDefault(); this.send(this.typed()); });
     element.addEventListener("keydown", (event) => { if (event.key === "Escape") this.close(); });
@@ -165,8 +179,9 @@ export class BudgetEditor {
         continue;
       }
       const value = Number(text);
-      if (!Number.isFinite(value)) return new Unsendable(`${field.label}: "${text}" is not a number (leave the box empty for no limit)`, field.key);
-      if (field.integer && !Number.isInteger(value)) return new Unsendable(`${field.label}: "${text}" is not a whole number`, field.key);
+      const values = { label: t(field.label), text };
+      if (!Number.isFinite(value)) return new Unsendable(t("{label}: \"{text}\" is not a number (leave the box empty for no limit)", values), field.key);
+      if (field.integer && !Number.isInteger(value)) return new Unsendable(t("{label}: \"{text}\" is not a whole number", values), field.key);
       budget[field.key] = value;
     }
     budget.on_exceed = this.parts.radios.find((r) => r.radio.checked).value;
@@ -189,7 +204,7 @@ export class BudgetEditor {
       if (this.parts === parts) this.close();
     } catch (error) {
       const { text, keys } = refusal(error.message);
-      if (this.parts === parts) this.showError(parts, `Not saved: ${text}`, keys);
+      if (this.parts === parts) this.showError(parts, t("Not saved: {why}", { why: text }), keys);
     }
     this.saving = false;
     if (this.parts === parts) {

@@ -183,7 +183,8 @@ export class Composer {
       if (!chip.element) chip.element = el("div", { class: "chip", role: "listitem", dataset: { id: chip.item.id } });
       const item = chip.item;
       const kind = t(item.kind === "guidance" ? "guidance, waiting for a safe point" : "queued");
-      const parts = [el("span", { class: "chip-text", title: item.text }, item.text)];
+      // Whole, wrapped (a touch screen has no tooltip to read a cut one in).
+      const parts = [el("span", { class: "chip-text" }, item.text)];
       if (chip.state === "starting") {
         parts.push(el("span", { class: "chip-note" }, chip.note));
       } else if (chip.state === "pending") {

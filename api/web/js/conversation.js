@@ -3,7 +3,7 @@
 // message replaces its live version (same id), so what a reload shows is what was shown.
 
 import { withoutHeading } from "./budget.js";
-import { costText, rateText } from "./cost.js";
+import { turnCostAttrs } from "./cost.js";
 import { duration, el, textOf } from "./dom.js";
 import { GuidanceTrace } from "./guidance.js";
 import { renderMarkdown } from "./markdown.js";
@@ -466,18 +466,4 @@ export class Conversation {
     }
     card.replaceChildren(...parts);
   }
-}
-
-// What one model call cost, beside "Assistant" ("$0.0044 · claude-…", drawn by the style
-// sheet from data-cost, so the message's text stays its own); tokens and the cache hit
-// rate in its tooltip.
-function turnCostAttrs(cost, usage) {
-  if (!cost) return {};
-  const u = usage || {};
-  const tokens = `${(u.input_tokens || 0).toLocaleString()} in, ${(u.output_tokens || 0).toLocaleString()} out, `
-    + `${(u.cache_read_tokens || 0).toLocaleString()} cache read, ${(u.cache_write_tokens || 0).toLocaleString()} cache write tokens`;
-  return {
-    dataset: { cost: `${costText(cost.cost_usd, [cost.model || "?"])} · ${cost.model || "model"}` },
-    title: `${tokens}; ${rateText(cost.cache_hit_rate)}`,
-  };
 }

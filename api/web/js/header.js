@@ -5,7 +5,7 @@
 
 import { budgetUse } from "./budget.js";
 import { costText, rateText } from "./cost.js";
-import { duration, el, shortId } from "./dom.js";
+import { el, shortId } from "./dom.js";
 import { t } from "./i18n.js";
 
 // Phases as the header says them (the others by their name).
@@ -20,9 +20,18 @@ const PHASE_TEXT = {
   awaiting_budget: "waiting for a budget raise",
 };
 
+// Every token of a usage once: reasoning tokens are counted in the output tokens already.
 function totalTokens(usage) {
   if (!usage) return 0;
-  return Object.values(usage).reduce((sum, n) => sum + (typeof n === "number" ? n : 0), 0);
+  return ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"]
+    .reduce((sum, key) => sum + (typeof usage[key] === "number" ? usage[key] : 0), 0);
+}
+
+function elapsedText(ms) {
+  const s = ms / 1000;
+  if (s < 60) return t("{s} s", { s: s.toFixed(1) });
+  const m = Math.floor(s / 60);
+  return t("{m} min {s} s", { m, s: Math.round(s - m * 60) });
 }
 
 export class RunHeader {
@@ -54,11 +63,16 @@ export class RunHeader {
     this.run = null;
     this.currentTurn = null;
     this.turnRun = null; // the run whose turn `currentTurn` counts
+    // The model's replies that came (message_end) before their turn is stored: entry id ->
+    // {runId, turn, usage}. The store's figures change at save points; these show at once.
+    this.streamed = new Map();
+    this.costs = { run: null, session: null };
   }
 
   setSession(session) {
     this.session = session;
     if (!this.renaming) this.name.textContent = session.name || t("Session {id}", { id: shortId(session.id) });
+    this.name.title = this.name.textContent; // whole, where a long one ends in "…"
     if (this.offline === undefined) this.model.textContent = session.config.model;
   }
 
@@ -66,7 +80,7 @@ export class RunHeader {
     this.offline = status.offline_model;
     this.model.textContent = this.offline ? t("offline model (scripted)") : status.model;
     this.model.title = this.offline
-      ? `No API key is set: a local scripted model answers in place of ${status.model}. Its replies are not Claude's.`
+      ? t("No API key is set for {model}: a local scripted model answers in its place. Its replies are not the model's.", { model: status.model })
       : "";
     this.workerBanner.hidden = status.worker_answering !== false;
   }
@@ -91,13 +105,50 @@ export class RunHeader {
 
   // The latest run's cost and the session's, from /state: they change at save points.
   setCost(runCost, sessionCost) {
+    this.costs = { run: runCost || null, session: sessionCost || null };
+    this.tick();
+  }
+
+  // The usage of the replies that came in the open run and are not stored yet (their
+  // turn is after the store's last), and the latest run's usage with them.
+  unstored() {
+    const run = this.run;
+    if (!run || run.status !== "running") return 0;
+    let usage = 0;
+    for (const reply of this.streamed.values()) {
+      if (reply.runId === run.run_id && reply.turn > (run.turns || 0)) usage += totalTokens(reply.usage);
+    }
+    return usage;
+  }
+
+  // What is known, said as it is known: before the run's first reply, that its figures
+  // come with it (never "0 tokens · $0.0000"); a reply not yet stored shows its tokens at
+  // once, its cost when its turn is saved (the price is the server's).
+  showFigures() {
+    const run = this.run;
+    const running = Boolean(run) && run.status === "running";
+    const waiting = this.unstored();
+    const stored = run ? totalTokens(run.usage) : 0;
+    if (running && !stored && !waiting) this.tokens.textContent = t("tokens and cost come with the model's first reply");
+    else this.tokens.textContent = run ? t("{n} tokens", { n: (stored + waiting).toLocaleString() }) : "";
+    const { run: runCost, session: sessionCost } = this.costs;
     const parts = [];
-    if (runCost) parts.push(`run ${costText(runCost.cost_usd, runCost.unpriced_models)}`);
-    if (sessionCost) parts.push(`session ${costText(sessionCost.cost_usd, sessionCost.unpriced_models)}`);
-    if (runCost) parts.push(rateText(runCost.cache_hit_rate));
+    const spent = (cost) => Boolean(cost) && totalTokens(cost.usage) > 0;
+    if (running && waiting) {
+      parts.push(spent(runCost)
+        ? t("run {cost} before this turn", { cost: costText(runCost.cost_usd, runCost.unpriced_models) })
+        : t("cost counted when this turn ends"));
+    } else if (runCost && (spent(runCost) || !running)) {
+      parts.push(t("run {cost}", { cost: costText(runCost.cost_usd, runCost.unpriced_models) }));
+    }
+    if (sessionCost && (spent(sessionCost) || !running)) {
+      parts.push(t("session {cost}", { cost: costText(sessionCost.cost_usd, sessionCost.unpriced_models) }));
+    }
+    if (spent(runCost) && rateText(runCost.cache_hit_rate)) parts.push(rateText(runCost.cache_hit_rate));
     this.cost.textContent = parts.join(" · ");
-    this.cost.title = sessionCost
-      ? `The session: ${totalTokens(sessionCost.usage).toLocaleString()} tokens, ${rateText(sessionCost.cache_hit_rate)}`
+    const sessionRate = sessionCost ? rateText(sessionCost.cache_hit_rate) : "";
+    this.cost.title = spent(sessionCost)
+      ? t("The session: {n} tokens", { n: totalTokens(sessionCost.usage).toLocaleString() }) + (sessionRate ? `, ${sessionRate}` : "")
       : "";
   }
 
@@ -117,11 +168,20 @@ export class RunHeader {
 
   onEvent(event) {
     const p = event.payload;
+    const message = p.message;
+    if ((event.type === "message_start" || event.type === "message_end") && message && message.role === "assistant") {
+      // A reply made again (a retry) starts again: only its last ending counts.
+      this.streamed.delete(p.entry_id);
+      if (event.type === "message_end" && message.usage) {
+        this.streamed.set(p.entry_id, { runId: event.run_id || this.turnRun, turn: this.currentTurn || 1, usage: message.usage });
+      }
+    }
     if (event.type === "turn_start") {
       this.currentTurn = p.turn;
       this.turnRun = event.run_id || this.turnRun;
     } else if (event.type === "phase_changed") this.setPhase(p.phase);
     else if (event.type === "agent_start") {
+      this.streamed.clear(); // the runs before are stored whole
       this.setPhase("turn");
       this.currentTurn = 0; // a new run counts its turns from 1
       this.turnRun = event.run_id || p.run_id;
@@ -136,10 +196,10 @@ export class RunHeader {
   tick() {
     const run = this.run;
     this.turn.textContent = this.currentTurn ? t("turn {n}", { n: this.currentTurn }) : "";
-    this.tokens.textContent = run ? t("{n} tokens", { n: totalTokens(run.usage).toLocaleString() }) : "";
+    this.showFigures();
     if (run) {
       const end = run.ended_at || (run.status === "running" ? Date.now() : run.updated_at);
-      this.elapsed.textContent = duration(Math.max(0, end - run.started_at));
+      this.elapsed.textContent = elapsedText(Math.max(0, end - run.started_at));
     } else {
       this.elapsed.textContent = "";
     }

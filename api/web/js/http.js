@@ -47,7 +47,7 @@ function detailOf(status, body) {
     // FastAPI's validation errors: say which field broke which rule.
     return detail.map((d) => `${(d.loc || []).slice(1).join(".") || "request"}: ${d.msg}`).join("; ");
   }
-  return `the server answered ${status}`;
+  return t("the server answered {status}", { status });
 }
 
 export async function api(path, { method = "GET", body, signal, token } = {}) {
@@ -85,22 +85,48 @@ const sleep = (ms, signal) =>
 // is presumed dead: the network can drop without closing it.
 const SILENCE_MS = 40000;
 
+// Resolves once the browser says it is online again (or `signal` aborts).
+const online = (signal) =>
+  new Promise((resolve) => {
+    if (navigator.onLine || signal.aborted) { resolve(); return; }
+    const done = () => {
+      window.removeEventListener("online", done);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    window.addEventListener("online", done);
+    signal.addEventListener("abort", done);
+  });
+
 export class EventStream {
   // `cursor()` says where to resume: the seq of the last event the page applied.
+  // `onState` hears "live", "reconnecting", or "offline" (the browser has no network: the
+  // stream waits for it to be back, then connects at once).
   constructor(sessionId, { cursor, onEvent, onState }) {
     this.sessionId = sessionId;
     this.cursor = cursor;
     this.onEvent = onEvent;
     this.onState = onState;
     this.controller = new AbortController();
+    this.connection = null; // the open connection's controller
+    // A browser that goes offline may leave an open stream looking alive until the
+    // silence watchdog gives up: the browser's word ends it now. Back online, a stream
+    // connects again at once (not after its backoff), so the badge and the errors that
+    // only said "no connection" are right again.
+    this.onOffline = () => { if (this.connection) this.connection.abort(); };
+    this.onOnline = () => { if (this.connection) this.connection.abort(); };
   }
 
   start() {
+    window.addEventListener("offline", this.onOffline);
+    window.addEventListener("online", this.onOnline);
     this.loop();
     return this;
   }
 
   stop() {
+    window.removeEventListener("offline", this.onOffline);
+    window.removeEventListener("online", this.onOnline);
     this.controller.abort();
   }
 
@@ -108,6 +134,16 @@ export class EventStream {
     const signal = this.controller.signal;
     let backoff = 250;
     while (!signal.aborted) {
+      if (!navigator.onLine) {
+        this.onState("offline");
+        await online(signal);
+        backoff = 250;
+        continue;
+      }
+      const connection = new AbortController();
+      const stop = () => connection.abort();
+      signal.addEventListener("abort", stop, { once: true });
+      this.connection = connection;
       try {
         const headers = {
           Authorization: `Bearer ${savedToken() || ""}`,
@@ -115,16 +151,21 @@ export class EventStream {
           "Last-Event-ID": String(this.cursor()),
         };
         const url = `/api/sessions/${encodeURIComponent(this.sessionId)}/events`;
-        const response = await fetch(url, { headers, signal, cache: "no-store" });
+        const response = await fetch(url, { headers, signal: connection.signal, cache: "no-store" });
         if (response.status === 401) { onSignedOut(); return; }
-        if (!response.ok) throw new ApiError(response.status, "event stream refused");
+        if (!response.ok) throw new ApiError(response.status, t("the server answered {status}", { status: response.status }));
         this.onState("live");
         backoff = 250;
-        await this.read(response.body, signal);
+        await this.read(response.body, connection.signal);
       } catch (error) {
         if (signal.aborted) return;
+      } finally {
+        signal.removeEventListener("abort", stop);
+        this.connection = null;
       }
       if (signal.aborted) return;
+      if (!navigator.onLine) continue; // said at the top, waited for there
+      if (connection.signal.aborted) continue; // back online: at once
       this.onState("reconnecting");
       await sleep(backoff, signal);
       backoff = Math.min(backoff * 2, 4000);

@@ -1,0 +1,1 @@
+"""`duragent chat`: a full-screen terminal chat with a session (Textual)."""
