@@ -28,7 +28,6 @@ with keep-alives.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass
 from typing import Literal
@@ -125,7 +124,7 @@ class InputFollow(Follow):
         self._learn(item)
         if item.status != "cancelled":
             return None
-        if await asyncio.to_thread(client.events.cursor, session_id) > position:
+        if await client.events.cursor(session_id) > position:
             return None  # events not told yet (a stop's end among them): they say why
         return Ending("cancelled", self.item_id, "withdrawn")
 
@@ -134,7 +133,7 @@ class InputFollow(Follow):
             self.run_id = item.run_id
 
     async def _item(self, client: DuragentClient, session_id: str) -> QueueItem:
-        return await asyncio.to_thread(client.inputs.item, session_id, self.item_id)
+        return await client.inputs.item(session_id, self.item_id)
 
 
 class ChainFollow(Follow):
@@ -177,7 +176,7 @@ class ChainFollow(Follow):
 
     @staticmethod
     async def _input_waits(client: DuragentClient, session_id: str) -> bool:
-        queue = await asyncio.to_thread(client.inputs.queue, session_id)
+        queue = await client.inputs.queue(session_id)
         return any(item.kind == "next_turn" and item.starts_run for item in queue)
 
     async def _next_queued(self, client: DuragentClient, session_id: str, run_id: str) -> bool:
@@ -188,6 +187,6 @@ class ChainFollow(Follow):
     @staticmethod
     async def _next_run(client: DuragentClient, session_id: str, run_id: str) -> str | None:
         """The kind of the run that started after `run_id`, if one has."""
-        runs = await asyncio.to_thread(client.runs.list, session_id)  # newest first
+        runs = await client.runs.list(session_id)  # newest first
         at = next((i for i, run in enumerate(runs) if run.run_id == run_id), None)
         return runs[at - 1].kind if at else None

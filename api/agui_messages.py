@@ -15,7 +15,6 @@ than half of that keeps its newest messages only, so the next input always fits.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 
@@ -44,8 +43,8 @@ async def conversation(
 ) -> tuple[list[Message], list[tuple[str, str]]]:
     """The session's transcript as AG-UI messages, oldest first, and the id and text of
     each input item that waits for a run (next-turn messages, in queue order)."""
-    path = await asyncio.to_thread(client.tree.path, session_id)
-    queue = await asyncio.to_thread(client.inputs.queue, session_id)
+    path = await client.tree.path(session_id)
+    queue = await client.inputs.queue(session_id)
     waiting = [(item.id, item.text) for item in queue if item.kind == "next_turn"]
     return newest(as_messages(path)), waiting
 

@@ -5,11 +5,16 @@ that does not exist or belongs to someone else is a 404 either way. A client nam
 workspace only inside its own area or under a root the operator allows
 (`client.workspaces`), and every text it sends has one size limit (`MAX_INPUT_BYTES`),
 with the request body bounded before it is read.
+
+One rule for the store: a route that reads or writes it is `async def` and awaits the
+client (`await client.sessions.get(...)`), which runs each store call on a worker thread,
+so a slow query holds up its own request only. No route calls `client.sync` (the
+blocking view) or `asyncio.to_thread` for the client: a plain `def` route is one that
+touches neither the store nor Temporal.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import logging
@@ -41,7 +46,7 @@ from duragent.api.models import (
     StopResult,
     shown_turn_cost,
 )
-from duragent.api.ownership import LOCAL_USER, owned_session, owned_session_async
+from duragent.api.ownership import LOCAL_USER, owned_session
 from duragent.api.routes_agents import agent_routes
 from duragent.api.routes_approvals import approval_routes
 from duragent.api.routes_budgets import budget_routes
@@ -104,10 +109,6 @@ from duragent.domain.trigger_signatures import (
 )
 from duragent.domain.triggers import TriggerRefused
 from duragent.store.records import DisplayMessage, QueueItem, SessionRecord
-
-# Store calls are synchronous: a route that makes one is a plain `def` (FastAPI runs it on
-# a worker thread), and an `async` route hands each one to a thread (`asyncio.to_thread`),
-# so a slow query holds up its own request only.
 
 MESSAGES_LIMIT_MAX = 500
 EVENTS_LIMIT_MAX = 2000
@@ -219,11 +220,8 @@ def create_app(
     app.state.tokens = dict(tokens)
     policy = workspaces or WorkspacePolicy.from_settings(client.settings)
 
-    def owned(session_id: str, owner: str) -> SessionRecord:
-        return owned_session(client, session_id, owner)
-
-    async def owned_async(session_id: str, owner: str) -> SessionRecord:
-        return await owned_session_async(client, session_id, owner)
+    async def owned(session_id: str, owner: str) -> SessionRecord:
+        return await owned_session(client, session_id, owner)
 
     @app.exception_handler(DuragentError)
     async def duragent_error(request: Request, error: DuragentError) -> JSONResponse:
@@ -255,8 +253,8 @@ def create_app(
         return JSONResponse({"detail": "Internal Server Error"}, status_code=500)
 
     @app.post("/api/sessions", status_code=201)
-    def create_session(body: CreateSession, owner: User) -> SessionView:
-        session = client.sessions.create(
+    async def create_session(body: CreateSession, owner: User) -> SessionView:
+        session = await client.sessions.create(
             workspace=body.workspace,
             name=body.name,
             model=body.model,
@@ -268,17 +266,17 @@ def create_app(
         return SessionView(session=session, phase="idle")
 
     @app.get("/api/sessions")
-    def list_sessions(owner: User) -> list[SessionRecord]:
-        return client.sessions.list(owner=owner, unowned=owner == LOCAL_USER)
+    async def list_sessions(owner: User) -> list[SessionRecord]:
+        return await client.sessions.list(owner=owner, unowned=owner == LOCAL_USER)
 
     @app.get("/api/sessions/{session_id}")
     async def get_session(session_id: str, owner: User) -> SessionView:
-        session = await owned_async(session_id, owner)
+        session = await owned(session_id, owner)
         return SessionView(session=session, phase=await client.sessions.phase(session_id))
 
     @app.post("/api/sessions/{session_id}/input")
     async def send_input(session_id: str, body: SendInput, owner: User) -> InputResult:
-        session = await owned_async(session_id, owner)
+        session = await owned(session_id, owner)
         sent = await client.inputs.send(
             session_id, body.text, guidance=body.guidance, intent=body.intent
         )
@@ -312,9 +310,8 @@ def create_app(
         """A page of display messages and one of run events (each also bounded to about
         1 MB), with the run and the pending queue. Without a cursor a list holds its
         newest items; with one, the items after it. Follow `*_cursor` while `*_more`."""
-        session = await owned_async(session_id, owner)
-        page = await asyncio.to_thread(
-            client.display.page,
+        session = await owned(session_id, owner)
+        page = await client.display.page(
             session_id,
             messages_after=messages_after,
             messages_limit=messages_limit,
@@ -343,12 +340,12 @@ def create_app(
             messages_more=page.messages_more,
             events_more=page.events_more,
             messages_earlier=page.messages_earlier,
-            links=await asyncio.to_thread(session_links, client, session),
+            links=await session_links(client, session),
             budget=BudgetState.of(await client.budgets.get(session_id)) if budgeted else None,
         )
 
     @app.get("/api/sessions/{session_id}/messages")
-    def messages(
+    async def messages(
         session_id: str,
         owner: User,
         before: Annotated[Cursor | None, Query()] = None,
@@ -356,48 +353,50 @@ def create_app(
     ) -> MessagesPage:
         """The page of display messages just before `before` (the newest page without
         it), oldest first, bounded in count and to about 1 MB."""
-        owned(session_id, owner)
-        page, earlier = client.display.messages_before(session_id, before, limit=limit)
+        await owned(session_id, owner)
+        page, earlier = await client.display.messages_before(session_id, before, limit=limit)
         return MessagesPage(messages=shown(page), earlier=earlier)
 
     @app.post("/api/sessions/{session_id}/input-queue", status_code=201)
     async def add_input(session_id: str, body: QueueInput, owner: User) -> QueueItem:
-        await owned_async(session_id, owner)
+        await owned(session_id, owner)
         if body.kind == "guidance":
             return await client.inputs.guide_text(session_id, body.text, intent=body.intent)
-        return await asyncio.to_thread(client.inputs.next_turn, session_id, body.text)
+        return await client.inputs.next_turn(session_id, body.text)
 
     @app.get("/api/sessions/{session_id}/input-queue")
-    def list_input(session_id: str, owner: User, status: str | None = "pending") -> list[QueueItem]:
-        owned(session_id, owner)
-        return client.inputs.queue(session_id, status=status)
+    async def list_input(
+        session_id: str, owner: User, status: str | None = "pending"
+    ) -> list[QueueItem]:
+        await owned(session_id, owner)
+        return await client.inputs.queue(session_id, status=status)
 
     @app.get("/api/sessions/{session_id}/input-queue/{item_id}")
-    def get_input(session_id: str, item_id: str, owner: User) -> QueueItem:
-        owned(session_id, owner)
-        return client.inputs.item(session_id, item_id)
+    async def get_input(session_id: str, item_id: str, owner: User) -> QueueItem:
+        await owned(session_id, owner)
+        return await client.inputs.item(session_id, item_id)
 
     @app.patch("/api/sessions/{session_id}/input-queue/{item_id}")
     async def act_on_input(
         session_id: str, item_id: str, body: QueueAction, owner: User
     ) -> QueueActionResult:
-        await owned_async(session_id, owner)
+        await owned(session_id, owner)
         if body.action == "edit":
-            text = await asyncio.to_thread(client.inputs.edit, session_id, item_id)
-            item = await asyncio.to_thread(client.inputs.item, session_id, item_id)
+            text = await client.inputs.edit(session_id, item_id)
+            item = await client.inputs.item(session_id, item_id)
             return QueueActionResult(item=item, text=text)
         item = await client.inputs.guide(session_id, item_id, intent=body.intent)
         return QueueActionResult(item=item)
 
     @app.delete("/api/sessions/{session_id}/input-queue/{item_id}", status_code=204)
-    def delete_input(session_id: str, item_id: str, owner: User) -> Response:
-        owned(session_id, owner)
-        client.inputs.delete(session_id, item_id)
+    async def delete_input(session_id: str, item_id: str, owner: User) -> Response:
+        await owned(session_id, owner)
+        await client.inputs.delete(session_id, item_id)
         return Response(status_code=204)
 
     @app.post("/api/sessions/{session_id}/stop")
     async def stop(session_id: str, owner: User) -> StopResult:
-        await owned_async(session_id, owner)
+        await owned(session_id, owner)
         result = await client.runs.abort(session_id)
         return StopResult(
             run_id=result.run_id,
@@ -408,7 +407,7 @@ def create_app(
         )
 
     @app.get("/api/sessions/{session_id}/events")
-    def event_stream(
+    async def event_stream(
         session_id: str,
         owner: User,
         after: Annotated[Cursor, Query()] = 0,
@@ -416,7 +415,7 @@ def create_app(
     ) -> StreamingResponse:
         """Server-Sent Events of the session's run events after a cursor: `Last-Event-ID`
         (what a reconnecting browser sends) or else `after`. Each event's `id:` is its seq."""
-        owned(session_id, owner)
+        await owned(session_id, owner)
         cursor = last_event_id if last_event_id is not None else after
         return StreamingResponse(
             _sse(client, session_id, cursor),

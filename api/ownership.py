@@ -8,7 +8,6 @@ Triggers made with `duragent trigger` likewise have no owner."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Protocol
 
 from fastapi import HTTPException
@@ -31,10 +30,10 @@ def owns(user: str, thing: Owned) -> bool:
     return thing.owner == user or (thing.owner is None and user == LOCAL_USER)
 
 
-def owned_session(client: DuragentClient, session_id: str, owner: str) -> SessionRecord:
+async def owned_session(client: DuragentClient, session_id: str, owner: str) -> SessionRecord:
     """The session, if `owner` owns it; a 404 otherwise."""
     try:
-        session = client.sessions.get(session_id)
+        session = await client.sessions.get(session_id)
     except SessionNotFound:
         session = None
     if session is None or not owns(owner, session):
@@ -42,25 +41,13 @@ def owned_session(client: DuragentClient, session_id: str, owner: str) -> Sessio
     return session
 
 
-async def owned_session_async(client: DuragentClient, session_id: str, owner: str) -> SessionRecord:
-    """`owned_session` for an `async` route: the store is read on a worker thread, so a
-    slow read never holds up the event loop (and every other request with it)."""
-    return await asyncio.to_thread(owned_session, client, session_id, owner)
-
-
-def owned_schedule(client: DuragentClient, schedule_id: str, owner: str) -> ScheduleRecord:
+async def owned_schedule(client: DuragentClient, schedule_id: str, owner: str) -> ScheduleRecord:
     """The schedule, if `owner` owns its session; a 404 otherwise (as for a session)."""
     try:
-        record: ScheduleRecord | None = client.schedules.record(schedule_id)
-        session = client.sessions.get(record.session_id) if record else None
+        record: ScheduleRecord | None = await client.schedules.record(schedule_id)
+        session = await client.sessions.get(record.session_id) if record else None
     except (ScheduleNotFound, SessionNotFound):
         record = session = None
     if record is None or session is None or not owns(owner, session):
         raise HTTPException(404, f"schedule {schedule_id!r} does not exist")
     return record
-
-
-async def owned_schedule_async(
-    client: DuragentClient, schedule_id: str, owner: str
-) -> ScheduleRecord:
-    return await asyncio.to_thread(owned_schedule, client, schedule_id, owner)

@@ -34,7 +34,7 @@ from duragent.api.agui_messages import conversation
 from duragent.api.agui_mount import AGUI_PATH, AGUI_WATCH_PATH
 from duragent.api.agui_waits import WAIT_PHASES, resume, waiting_interrupts
 from duragent.api.models import Cursor
-from duragent.api.ownership import owned_session_async
+from duragent.api.ownership import owned_session
 from duragent.api.sse import KEEPALIVE, SSE_KEEPALIVE_S, SSE_POLL_S
 from duragent.client.api import DuragentClient
 from duragent.client.errors import DuragentError, InvalidPrompt
@@ -53,11 +53,11 @@ def agui_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
         """Run the session `threadId` names: its last user message as input, or `resume`
         answering the interrupts that ended the previous AG-UI run."""
         session_id = body.thread_id
-        await owned_session_async(client, session_id, owner)
+        await owned_session(client, session_id, owner)
         state = await header_state(client, session_id)
         # The cursor is read first, so the stream misses nothing the input causes; a
         # resume goes on from where the interrupted AG-UI run stopped.
-        cursor = await asyncio.to_thread(client.events.cursor, session_id)
+        cursor = await client.events.cursor(session_id)
         held = list(body.messages)
         follow: Follow
         if body.resume:
@@ -97,10 +97,10 @@ def agui_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
     ) -> StreamingResponse:
         """The AG-UI run of the session's run after a cursor (`Last-Event-ID`, else
         `after`, else now): the run in progress, or the next one."""
-        await owned_session_async(client, session_id, owner)
+        await owned_session(client, session_id, owner)
         cursor = last_event_id if last_event_id is not None else after
         if cursor is None:
-            cursor = await asyncio.to_thread(client.events.cursor, session_id)
+            cursor = await client.events.cursor(session_id)
         run = AguiRun(session_id, await header_state(client, session_id))
         return StreamingResponse(
             agui_stream(client, session_id, run, cursor, ChainFollow()),
@@ -129,7 +129,7 @@ def last_user_text(body: RunAgentInput) -> str:
 async def header_state(client: DuragentClient, session_id: str) -> HeaderState:
     """The run header's state now: the session's phase and model, and its run in progress."""
     status = await client.sessions.status(session_id)
-    runs = await asyncio.to_thread(client.runs.list, session_id)
+    runs = await client.runs.list(session_id)
     latest = runs[0] if runs and runs[0].status == "running" else None
     return HeaderState(
         phase=status.phase,
@@ -249,7 +249,7 @@ async def join(
     if (
         run.started
         and state.phase in WAIT_PHASES
-        and await asyncio.to_thread(client.events.cursor, session_id) <= position
+        and await client.events.cursor(session_id) <= position
     ):
         out += run.interrupt(await waiting_interrupts(client, session_id, state.phase), position)
     return [*out, *await restated(client, session_id, run)]
@@ -261,10 +261,10 @@ async def idle_end(
     """Finish the AG-UI run when no run is in progress and every stored event up to now
     is told (`position`): a run that ended since the last batch was read still has its
     events, its end among them, to tell first."""
-    runs = await asyncio.to_thread(client.runs.list, session_id)
+    runs = await client.runs.list(session_id)
     if runs and runs[0].status == "running":
         return []
-    if await asyncio.to_thread(client.events.cursor, session_id) > position:
+    if await client.events.cursor(session_id) > position:
         return []
     return [*run.finish_idle(), *await restated(client, session_id, run)]
 

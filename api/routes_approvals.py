@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from duragent.api.ownership import owned_session_async
+from duragent.api.ownership import owned_session
 from duragent.client.api import DuragentClient
 from duragent.domain.approvals import (
     MAX_REASON_CHARS,
@@ -47,14 +47,14 @@ def approval_routes(client: DuragentClient, current_user: Callable[..., str]) ->
 
     @router.get("/sessions/{session_id}/approvals")
     async def approvals(session_id: str, owner: User) -> list[PendingApproval]:
-        await owned_session_async(client, session_id, owner)
+        await owned_session(client, session_id, owner)
         return await client.approvals.pending(session_id)
 
     @router.post("/sessions/{session_id}/approvals/{call_id}/approve")
     async def approve(
         session_id: str, call_id: str, owner: User, body: Approve | None = None
     ) -> ApprovalOutcome:
-        await owned_session_async(client, session_id, owner)
+        await owned_session(client, session_id, owner)
         always = body.always if body else False
         return await client.approvals.approve(session_id, call_id, always=always, by=owner)
 
@@ -62,19 +62,19 @@ def approval_routes(client: DuragentClient, current_user: Callable[..., str]) ->
     async def deny(
         session_id: str, call_id: str, owner: User, body: Deny | None = None
     ) -> ApprovalOutcome:
-        await owned_session_async(client, session_id, owner)
+        await owned_session(client, session_id, owner)
         return await client.approvals.deny(
             session_id, call_id, body.reason if body else None, by=owner
         )
 
     @router.get("/sessions/{session_id}/approval-policy")
     async def get_policy(session_id: str, owner: User) -> PolicyView:
-        await owned_session_async(client, session_id, owner)
+        await owned_session(client, session_id, owner)
         return PolicyView(policy=await client.approvals.policy(session_id))
 
     @router.put("/sessions/{session_id}/approval-policy")
     async def set_policy(session_id: str, body: PolicyView, owner: User) -> PolicyView:
-        await owned_session_async(client, session_id, owner)
+        await owned_session(client, session_id, owner)
         await client.approvals.set_policy(session_id, body.policy or ApprovalPolicy())
         return PolicyView(policy=await client.approvals.policy(session_id))
 

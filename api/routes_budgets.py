@@ -13,7 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict
 
-from duragent.api.ownership import owned_session_async
+from duragent.api.ownership import owned_session
 from duragent.client.api import DuragentClient
 from duragent.domain.budgets import Budget, BudgetView, Scope
 
@@ -40,18 +40,18 @@ def budget_routes(client: DuragentClient, current_user: Callable[..., str]) -> A
 
     @router.get("/sessions/{session_id}/budget")
     async def get_budget(session_id: str, owner: User) -> BudgetView:
-        await owned_session_async(client, session_id, owner)
+        await owned_session(client, session_id, owner)
         return await client.budgets.get(session_id)
 
     @router.put("/sessions/{session_id}/budget")
     async def set_budget(session_id: str, body: SessionBudget, owner: User) -> BudgetView:
-        await owned_session_async(client, session_id, owner)
+        await owned_session(client, session_id, owner)
         await client.budgets.set(session_id, body.budget or Budget())
         return await client.budgets.get(session_id)
 
     @router.post("/sessions/{session_id}/budget/raise")
     async def raise_budget(session_id: str, body: Raise, owner: User) -> BudgetView:
-        await owned_session_async(client, session_id, owner)
+        await owned_session(client, session_id, owner)
         return await client.budgets.raise_limits(
             session_id, body.budget, scope=body.scope, by=owner
         )

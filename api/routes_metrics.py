@@ -26,6 +26,7 @@ from prometheus_client.registry import Collector
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from duragent import StoreFigures
 from duragent.client.api import DuragentClient
 from duragent.domain.runs import Phase
 
@@ -37,7 +38,8 @@ def mount_metrics(app: FastAPI, client: DuragentClient) -> None:
     if not client.settings.api_metrics:
         return
     registry = CollectorRegistry()
-    registry.register(StoreCollector(client))
+    store = StoreCollector()
+    registry.register(store)
     requests = Counter(
         "duragent_api_requests",
         "HTTP requests the API answered, by method, route template and status code.",
@@ -46,20 +48,25 @@ def mount_metrics(app: FastAPI, client: DuragentClient) -> None:
     )
     app.add_middleware(RequestCounter, counter=requests, routes=app.router.routes)
 
-    # A plain `def`: the store is read on a worker thread, not the event loop.
     @app.get(PATH, include_in_schema=False)
-    def metrics() -> Response:
+    async def metrics() -> Response:
+        # The store is read (on a worker thread) before the registry is: its collectors
+        # are synchronous. Nothing is awaited between the two, so a scrape's figures are
+        # its own.
+        store.figures = await client.sessions.figures()
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
 
 class StoreCollector(Collector):
-    """Gauges from the store, read when Prometheus scrapes."""
+    """Gauges from the store's figures, read by the route when Prometheus scrapes."""
 
-    def __init__(self, client: DuragentClient) -> None:
-        self._client = client
+    def __init__(self) -> None:
+        self.figures: StoreFigures | None = None
 
     def collect(self) -> Iterator[Metric]:
-        figures = self._client.sessions.figures()
+        figures = self.figures
+        if figures is None:  # the registry's own description, before any scrape
+            return
         yield GaugeMetricFamily("duragent_sessions", "Sessions in the store.", figures.sessions)
         runs = GaugeMetricFamily(
             "duragent_runs_in_progress", "Runs in progress, by phase.", labels=["phase"]

@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from duragent.api.ownership import LOCAL_USER, owned_session, owned_session_async
+from duragent.api.ownership import LOCAL_USER, owned_session
 from duragent.api.tree_view import (
     CompactionMark,
     GuidanceMark,
@@ -101,25 +101,22 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
     User = Annotated[str, Depends(current_user)]
     router = APIRouter(prefix="/api")
 
-    def owned(session_id: str, owner: str) -> SessionRecord:
-        return owned_session(client, session_id, owner)
+    async def owned(session_id: str, owner: str) -> SessionRecord:
+        return await owned_session(client, session_id, owner)
 
-    async def owned_async(session_id: str, owner: str) -> SessionRecord:
-        return await owned_session_async(client, session_id, owner)
-
-    def entry_of(session_id: str, entry_id: str) -> None:
+    async def entry_of(session_id: str, entry_id: str) -> None:
         try:
-            client.tree.require_entry(session_id, entry_id)
+            await client.tree.require_entry(session_id, entry_id)
         except EntryNotInSession as err:
             raise HTTPException(404, str(err)) from err
 
     async def owned_entry(session_id: str, owner: str, entry_id: str) -> None:
         """The session is the user's and the entry one of it (404 otherwise)."""
-        await owned_async(session_id, owner)
-        await asyncio.to_thread(entry_of, session_id, entry_id)
+        await owned(session_id, owner)
+        await entry_of(session_id, entry_id)
 
     @router.get("/session-summaries")
-    def session_summaries(owner: User) -> list[SessionSummary]:
+    async def session_summaries(owner: User) -> list[SessionSummary]:
         """The user's sessions, most recently active first, with their latest run."""
         return [
             SessionSummary(
@@ -127,19 +124,21 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
                 latest_run=run,
                 status="running" if run is not None and run.status == "running" else "idle",
             )
-            for session, run in client.sessions.summaries(owner=owner, unowned=owner == LOCAL_USER)
+            for session, run in await client.sessions.summaries(
+                owner=owner, unowned=owner == LOCAL_USER
+            )
         ]
 
     @router.patch("/sessions/{session_id}")
     async def rename(session_id: str, body: Rename, owner: User) -> SessionRecord:
         """Rename the session: at once when idle, at the next save point of a run."""
-        await owned_async(session_id, owner)
+        await owned(session_id, owner)
         await client.sessions.rename(session_id, body.name)
-        return await asyncio.to_thread(client.sessions.get, session_id)
+        return await client.sessions.get(session_id)
 
     @router.get("/sessions/{session_id}/status")
     async def status(session_id: str, owner: User) -> SessionStatusView:
-        session = await owned_async(session_id, owner)
+        session = await owned(session_id, owner)
         found = await client.sessions.status(session_id)
         answering: bool | None = True if found.run is not None else None
         if found.run is None and found.phase != "idle":
@@ -156,39 +155,40 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
     @router.post("/sessions/{session_id}/steer")
     async def steer(session_id: str, body: QueueText, owner: User) -> Queued:
         """A message for the open run, after the current turn's tool calls (409 if idle)."""
-        await owned_async(session_id, owner)
+        await owned(session_id, owner)
         return Queued(id=await client.inputs.steer(session_id, body.text))
 
     @router.post("/sessions/{session_id}/follow-up")
     async def follow_up(session_id: str, body: QueueText, owner: User) -> Queued:
         """A message for when the open run would otherwise stop (409 if idle)."""
-        await owned_async(session_id, owner)
+        await owned(session_id, owner)
         return Queued(id=await client.inputs.follow_up(session_id, body.text))
 
     @router.post("/sessions/{session_id}/compact")
     async def compact(session_id: str, body: Compact, owner: User) -> CompactResult:
         """Compact an idle session now (409 while busy)."""
-        await owned_async(session_id, owner)
+        await owned(session_id, owner)
         return await client.tree.compact(session_id, instructions=body.instructions)
 
     @router.get("/sessions/{session_id}/tree")
-    def tree(session_id: str, owner: User) -> TreeView:
-        # Every entry of the session is read: a plain `def`, so it runs on a thread and
-        # other requests and event streams go on meanwhile.
-        session = owned(session_id, owner)
-        return tree_view(client.tree.entries(session_id), session.leaf_id)
+    async def tree(session_id: str, owner: User) -> TreeView:
+        session = await owned(session_id, owner)
+        entries = await client.tree.entries(session_id)
+        # Every entry of the session is laid out: on a thread, so other requests and
+        # event streams go on meanwhile.
+        return await asyncio.to_thread(tree_view, entries, session.leaf_id)
 
     @router.get("/sessions/{session_id}/compactions")
-    def compactions(session_id: str, owner: User) -> list[CompactionMark]:
+    async def compactions(session_id: str, owner: User) -> list[CompactionMark]:
         """Where the model's context was compacted, for markers in the display history."""
-        owned(session_id, owner)
-        return compaction_marks(client.tree.entries(session_id))
+        await owned(session_id, owner)
+        return compaction_marks(await client.tree.entries(session_id))
 
     @router.get("/sessions/{session_id}/guidance")
-    def guidance(session_id: str, owner: User) -> list[GuidanceMark]:
+    async def guidance(session_id: str, owner: User) -> list[GuidanceMark]:
         """Where guidance reached the model, in words and in place in the display history."""
-        owned(session_id, owner)
-        return guidance_marks(client.tree.entries(session_id))
+        await owned(session_id, owner)
+        return guidance_marks(await client.tree.entries(session_id))
 
     @router.post("/sessions/{session_id}/goto")
     async def goto(session_id: str, body: Goto, owner: User) -> NavigateResult:
@@ -197,11 +197,10 @@ def page_routes(client: DuragentClient, current_user: Callable[..., str]) -> API
         return await client.tree.navigate(session_id, body.entry_id, summarize=body.summarize)
 
     @router.post("/sessions/{session_id}/fork", status_code=201)
-    def fork(session_id: str, body: Fork, owner: User) -> SessionRecord:
+    async def fork(session_id: str, body: Fork, owner: User) -> SessionRecord:
         """A new session continuing from the entry (its path copied)."""
-        owned(session_id, owner)
-        entry_of(session_id, body.entry_id)
-        return client.sessions.fork(session_id, body.entry_id, name=body.name)
+        await owned_entry(session_id, owner, body.entry_id)
+        return await client.sessions.fork(session_id, body.entry_id, name=body.name)
 
     @router.put("/sessions/{session_id}/labels/{entry_id}", status_code=204)
     async def label(session_id: str, entry_id: str, body: Label, owner: User) -> Response:

@@ -13,7 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from duragent.api.ownership import owned_session_async
+from duragent.api.ownership import owned_session
 from duragent.client.api import DuragentClient
 from duragent.domain.questions import MAX_ANSWER_CHARS, AnswerOutcome, PendingQuestion
 
@@ -32,12 +32,12 @@ def question_routes(client: DuragentClient, current_user: Callable[..., str]) ->
 
     @router.get("/sessions/{session_id}/questions")
     async def questions(session_id: str, owner: User) -> list[PendingQuestion]:
-        await owned_session_async(client, session_id, owner)
+        await owned_session(client, session_id, owner)
         return await client.questions.pending(session_id)
 
     @router.post("/sessions/{session_id}/questions/{call_id}/answer")
     async def answer(session_id: str, call_id: str, body: Answer, owner: User) -> AnswerOutcome:
-        await owned_session_async(client, session_id, owner)
+        await owned_session(client, session_id, owner)
         return await client.questions.answer(session_id, call_id, body.answer, by=owner)
 
     return router

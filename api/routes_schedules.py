@@ -13,7 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from duragent.api.ownership import LOCAL_USER, owned_schedule_async, owned_session_async
+from duragent.api.ownership import LOCAL_USER, owned_schedule, owned_session
 from duragent.client.api import DuragentClient
 from duragent.client.schedules import MAX_CRON
 from duragent.domain.schedules import BusyPolicy, ScheduleView
@@ -50,7 +50,7 @@ def schedule_routes(client: DuragentClient, current_user: Callable[..., str]) ->
 
     @router.post("/sessions/{session_id}/schedules", status_code=201)
     async def add_schedule(session_id: str, body: AddSchedule, owner: User) -> ScheduleView:
-        await owned_session_async(client, session_id, owner)
+        await owned_session(client, session_id, owner)
         return await client.schedules.add(
             session_id,
             body.prompt,
@@ -65,7 +65,7 @@ def schedule_routes(client: DuragentClient, current_user: Callable[..., str]) ->
 
     @router.get("/sessions/{session_id}/schedules")
     async def session_schedules(session_id: str, owner: User) -> list[ScheduleView]:
-        await owned_session_async(client, session_id, owner)
+        await owned_session(client, session_id, owner)
         return await client.schedules.list(session_id=session_id)
 
     @router.get("/schedules")
@@ -79,27 +79,27 @@ def schedule_routes(client: DuragentClient, current_user: Callable[..., str]) ->
     @router.get("/schedules/{schedule_id}")
     async def get_schedule(schedule_id: str, owner: User) -> ScheduleView:
         """The schedule, with what each of its recent firings did."""
-        await owned_schedule_async(client, schedule_id, owner)
+        await owned_schedule(client, schedule_id, owner)
         return await client.schedules.get(schedule_id, outcomes=True)
 
     @router.post("/schedules/{schedule_id}/pause")
     async def pause(schedule_id: str, owner: User, body: Note | None = None) -> ScheduleView:
-        await owned_schedule_async(client, schedule_id, owner)
+        await owned_schedule(client, schedule_id, owner)
         return await client.schedules.pause(schedule_id, body.note if body else "")
 
     @router.post("/schedules/{schedule_id}/resume")
     async def resume(schedule_id: str, owner: User, body: Note | None = None) -> ScheduleView:
-        await owned_schedule_async(client, schedule_id, owner)
+        await owned_schedule(client, schedule_id, owner)
         return await client.schedules.resume(schedule_id, body.note if body else "")
 
     @router.post("/schedules/{schedule_id}/trigger")
     async def trigger(schedule_id: str, owner: User) -> ScheduleView:
-        await owned_schedule_async(client, schedule_id, owner)
+        await owned_schedule(client, schedule_id, owner)
         return await client.schedules.trigger(schedule_id)
 
     @router.delete("/schedules/{schedule_id}", status_code=204)
     async def delete(schedule_id: str, owner: User) -> Response:
-        await owned_schedule_async(client, schedule_id, owner)
+        await owned_schedule(client, schedule_id, owner)
         await client.schedules.delete(schedule_id)
         return Response(status_code=204)
 

@@ -10,14 +10,13 @@ over `MAX_IMPORT_BYTES` is refused (413) before it is read; a file that is refus
 
 # No `from __future__ import annotations`: FastAPI must see the local `User` dependency
 # in the route signatures as an object, not as a name to look up in this module.
-import asyncio
 from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict
 
-from duragent.api.ownership import owned_session_async
+from duragent.api.ownership import owned_session
 from duragent.client.api import DuragentClient
 from duragent.client.workspaces import WorkspacePolicy
 from duragent.domain.session_file import MEDIA_TYPE
@@ -54,8 +53,8 @@ def session_file_routes(
     @router.get("/api/sessions/{session_id}/export")
     async def export(session_id: str, owner: User) -> Response:
         """The session's whole tree as a `duragent-session` file (JSON Lines)."""
-        await owned_session_async(client, session_id, owner)
-        lines = await asyncio.to_thread(client.session_files.export, session_id)
+        await owned_session(client, session_id, owner)
+        lines = await client.session_files.export(session_id)
         return Response(
             "".join(lines),
             media_type=MEDIA_TYPE,
@@ -73,8 +72,7 @@ def session_file_routes(
         """A new session of the user's from the body: a session file (an export, or a pi
         session file), checked whole, then stored in one transaction."""
         data = await request.body()
-        imported = await asyncio.to_thread(
-            client.session_files.import_file,
+        imported = await client.session_files.import_file(
             data,
             keep_ids=keep_ids,
             name=name,

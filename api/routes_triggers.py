@@ -10,14 +10,13 @@ The secret appears in the answer that made it (add, rotate) and in no other.
 
 # No `from __future__ import annotations`: FastAPI must see the local `User` dependency
 # in the route signatures as an object, not as a name to look up in this module.
-import asyncio
 from collections.abc import Callable
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from duragent.api.ownership import LOCAL_USER, owned_session_async, owns
+from duragent.api.ownership import LOCAL_USER, owned_session, owns
 from duragent.client.api import DuragentClient
 from duragent.client.errors import TriggerNotFound
 from duragent.client.triggers import TriggerWithSecret
@@ -85,9 +84,9 @@ def trigger_routes(
     router = APIRouter(prefix="/api/triggers")
     User = Annotated[str, Depends(current_user)]
 
-    def owned(trigger_id: str, owner: str) -> TriggerRecord:
+    async def owned(trigger_id: str, owner: str) -> TriggerRecord:
         try:
-            trigger = client.triggers.get(trigger_id)
+            trigger = await client.triggers.get(trigger_id)
         except TriggerNotFound:
             trigger = None
         if trigger is None or not owns(owner, trigger):
@@ -97,9 +96,8 @@ def trigger_routes(
     @router.post("", status_code=201)
     async def add(body: AddTrigger, owner: User) -> TriggerSecret:
         if body.session_id is not None:
-            await owned_session_async(client, body.session_id, owner)
-        made = await asyncio.to_thread(
-            client.triggers.add,
+            await owned_session(client, body.session_id, owner)
+        made = await client.triggers.add(
             body.name,
             body.template,
             session_id=body.session_id,
@@ -108,23 +106,23 @@ def trigger_routes(
         return TriggerSecret.of(made)
 
     @router.get("")
-    def list_triggers(owner: User) -> list[TriggerRecord]:
-        return client.triggers.list(owner=owner, unowned=owner == LOCAL_USER)
+    async def list_triggers(owner: User) -> list[TriggerRecord]:
+        return await client.triggers.list(owner=owner, unowned=owner == LOCAL_USER)
 
     @router.get("/{trigger_id}")
-    def get_trigger(trigger_id: str, owner: User) -> TriggerRecord:
-        return owned(trigger_id, owner)
+    async def get_trigger(trigger_id: str, owner: User) -> TriggerRecord:
+        return await owned(trigger_id, owner)
 
     @router.delete("/{trigger_id}", status_code=204)
-    def delete_trigger(trigger_id: str, owner: User) -> Response:
-        owned(trigger_id, owner)
-        client.triggers.delete(trigger_id)
+    async def delete_trigger(trigger_id: str, owner: User) -> Response:
+        await owned(trigger_id, owner)
+        await client.triggers.delete(trigger_id)
         return Response(status_code=204)
 
     @router.post("/{trigger_id}/rotate-secret")
-    def rotate_secret(trigger_id: str, owner: User) -> TriggerSecret:
-        owned(trigger_id, owner)
-        return TriggerSecret.of(client.triggers.rotate_secret(trigger_id))
+    async def rotate_secret(trigger_id: str, owner: User) -> TriggerSecret:
+        await owned(trigger_id, owner)
+        return TriggerSecret.of(await client.triggers.rotate_secret(trigger_id))
 
     @router.post("/{trigger_id}", status_code=202)
     async def receive(trigger_id: str, request: Request) -> DeliveryResult:

@@ -41,11 +41,11 @@ def _link(other: SessionRecord, child: SessionRecord) -> SessionLink:
     )
 
 
-def session_links(client: DuragentClient, session: SessionRecord) -> SessionLinks:
+async def session_links(client: DuragentClient, session: SessionRecord) -> SessionLinks:
     """The session's parent and children. A sub-agent has its parent's owner, so whoever
     may read one may read the other."""
-    parent = client.sessions.parent(session.id)
+    parent = await client.sessions.parent(session.id)
     return SessionLinks(
         parent=_link(parent, session) if parent is not None else None,
-        children=[_link(child, child) for child in client.sessions.children(session.id)],
+        children=[_link(child, child) for child in await client.sessions.children(session.id)],
     )

@@ -66,7 +66,7 @@ async def wait_for(check: object, timeout: float = 30.0) -> None:
 async def one_abort(bench: Bench, host: str | None = None) -> float:
     """One abort of a running bash call (on `host`'s worker if given)."""
     workspace = bench.home / "elsewhere" / uuid.uuid4().hex if host else None
-    session = bench.client.sessions.create(host=host, workspace=workspace)
+    session = await bench.client.sessions.create(host=host, workspace=workspace)
     pid_file = Path(session.workspace) / "pid.txt"
     run = await bench.client.runs.prompt(session.id, "run something long")
     await wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
@@ -82,7 +82,7 @@ async def one_abort(bench: Bench, host: str | None = None) -> float:
 
 
 async def one_steer(bench: Bench) -> float:
-    session = bench.client.sessions.create()
+    session = await bench.client.sessions.create()
     gate = f"gate-{session.id}"
     bench.model.add_steps(
         session.id,

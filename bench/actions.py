@@ -58,7 +58,7 @@ def script(turns: int, model_s: float, tool_s: float) -> list[dict[str, object]]
 
 async def one_run(bench: Bench, turns: int, model_s: float, tool_s: float) -> Counter[str]:
     """The actions one run of `turns` tool turns and an answer cost."""
-    session = bench.client.sessions.create()
+    session = await bench.client.sessions.create()
     bench.model.add_steps(session.id, script(turns, model_s, tool_s), replace=True)
     before = await actions(bench)
     result = await (await bench.client.runs.prompt(session.id, "work")).result()

@@ -50,7 +50,7 @@ async def wait_for(check: object, timeout: float = 60.0) -> None:
 
 
 async def one_approval(bench: Bench) -> float:
-    session = bench.client.sessions.create()
+    session = await bench.client.sessions.create()
     await bench.client.approvals.set_policy(session.id, ASK_ALL)
     run = await bench.client.runs.prompt(session.id, "write the time")
 

@@ -98,9 +98,9 @@ async def batch(bench: Bench, sessions: int, turns: int, latency_ms: int) -> Fig
     worker = spawn_worker(bench)
     try:
         await worker_polling(bench, worker)
-        warm = bench.client.sessions.create()  # imports, sandbox, connections
+        warm = await bench.client.sessions.create()  # imports, sandbox, connections
         await (await bench.client.runs.prompt(warm.id, "warm up")).result()
-        ids = [bench.client.sessions.create().id for _ in range(sessions)]
+        ids = [(await bench.client.sessions.create()).id for _ in range(sessions)]
         await asyncio.sleep(0.5)
         settled = rss_mb(worker.pid)
         worker_cpu, server_cpu = cpu_ms(worker.pid), cpu_ms(bench.server_pid)

@@ -95,10 +95,12 @@ async def first_text(bench: Bench, session_id: str, cursor: int) -> Seen | None:
 
 async def one_sample(bench: Bench, protocol: str, first_byte_ms: int) -> Sample:
     client = bench.client
-    session = client.sessions.create(model=WIRE_MODELS[protocol])
+    session = await client.sessions.create(model=WIRE_MODELS[protocol])
     step = {"delay_ms": first_byte_ms, "reply": [{"text": REPLY}], "chunk_delay_ms": 5}
     bench.model.add_steps(session.id, [step], replace=True)
-    reader = asyncio.create_task(first_text(bench, session.id, client.events.cursor(session.id)))
+    reader = asyncio.create_task(
+        first_text(bench, session.id, await client.events.cursor(session.id))
+    )
     await asyncio.sleep(0.1)  # the reader is following before the run starts, as a page is
     began = time.time()
     handle = await client.runs.prompt(session.id, "Say something.")

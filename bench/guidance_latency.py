@@ -54,19 +54,21 @@ def received(bench: Bench, session_id: str, index: int) -> float:
 
 async def start(bench: Bench, steps: list[dict[str, Any]], host: str | None = None) -> str:
     workspace = bench.home / "elsewhere" / uuid.uuid4().hex if host else None
-    session = bench.client.sessions.create(host=host, workspace=workspace)
+    session = await bench.client.sessions.create(host=host, workspace=workspace)
     bench.model.add_steps(session.id, steps, replace=True)
     await bench.client.runs.prompt(session.id, "work")
     return session.id
 
 
 async def guide(bench: Bench, session_id: str, text: str, intent: str) -> None:
-    item = bench.client.inputs.next_turn(session_id, text)
+    item = await bench.client.inputs.next_turn(session_id, text)
     await bench.client.inputs.guide(session_id, item.id, intent=intent)  # type: ignore[arg-type]
 
 
 async def finished(bench: Bench, session_id: str) -> None:
-    await wait_for(lambda: (r := bench.client.runs.list(session_id)) and r[0].status != "running")
+    await wait_for(
+        lambda: (r := bench.client.sync.runs.list(session_id)) and r[0].status != "running"
+    )
 
 
 async def interrupted(bench: Bench, host: str | None = None) -> tuple[float, float]:
@@ -79,7 +81,7 @@ async def interrupted(bench: Bench, host: str | None = None) -> tuple[float, flo
         ],
         host,
     )
-    pid = Path(bench.client.sessions.get(session).workspace) / "pid.txt"
+    pid = Path((await bench.client.sessions.get(session)).workspace) / "pid.txt"
     await wait_for(lambda: pid.exists() and pid.read_text().strip())
     pgid = int(pid.read_text())
     await asyncio.sleep(0.2)

@@ -67,7 +67,7 @@ async def main() -> None:
             (workspace / f"part{part}.txt").write_text(
                 line * int(args.result_kb * 1024 / len(line))
             )
-        session = bench.client.sessions.create(workspace=workspace)
+        session = await bench.client.sessions.create(workspace=workspace)
         async with build_worker(bench.client.temporal, bench.client.db, bench.settings):
             handle = await bench.client.runs.prompt(
                 session.id, "Read all the parts, again and again."

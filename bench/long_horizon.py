@@ -52,7 +52,7 @@ async def main() -> None:
     async with bench_stack(script(args.turns)) as bench:
         worker = spawn_worker(bench)
         try:
-            session = bench.client.sessions.create()
+            session = await bench.client.sessions.create()
             options = bench.client.runs.default_options().model_copy(
                 update={
                     "compaction": CompactionSettings(

@@ -93,7 +93,7 @@ async def plain_loop(bench: Bench, workspace: Path, turns: int, model: str) -> l
 
 
 async def duragent_run(bench: Bench, workspace: Path, model: str) -> list[float]:
-    session = bench.client.sessions.create(workspace=workspace, model=model)
+    session = await bench.client.sessions.create(workspace=workspace, model=model)
     handle = await bench.client.runs.prompt(session.id, "Read the notes, many times.")
     await handle.result()
     starts = [

@@ -79,7 +79,7 @@ async def one_run(bench: Bench, http: httpx.AsyncClient, page: Any, delay: int) 
 async def long_session(bench: Bench, turns: int) -> str:
     """A session with `turns` turns, made by a real run."""
     bench.model.add_steps("*", long_script(turns)["conversations"]["*"], replace=True)
-    session = bench.client.sessions.create(owner=USER)
+    session = await bench.client.sessions.create(owner=USER)
     options = bench.client.runs.default_options().model_copy(
         update={
             "compaction": CompactionSettings(

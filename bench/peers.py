@@ -214,7 +214,7 @@ class Duragent(Side):
         await worker_polling(self.bench, self.worker)
 
     def new_conversation(self) -> str:
-        return self.client.sessions.create(workspace=self.workspace).id
+        return self.client.sync.sessions.create(workspace=self.workspace).id
 
     async def run_all(self, keys: list[str]) -> list[Outcome]:
         handles = await asyncio.gather(*(self.client.runs.prompt(k, PROMPT) for k in keys))

@@ -46,7 +46,7 @@ async def wait_for(check: Callable[[], Any], timeout: float = 120.0) -> None:
 
 
 async def one(bench: Bench, steps: list[dict[str, Any]], started: Callable[[str], bool]) -> float:
-    session = bench.client.sessions.create()
+    session = await bench.client.sessions.create()
     bench.model.add_steps(session.id, steps, replace=True)
     first = spawn_worker(bench)
     run = await bench.client.runs.prompt(session.id, "work")
@@ -123,7 +123,7 @@ async def main() -> None:
             return len(bench.model.requests_for(session_id)) == 1
 
         def tool_running(session_id: str) -> bool:
-            workspace = Path(bench.client.sessions.get(session_id).workspace)
+            workspace = Path(bench.client.sync.sessions.get(session_id).workspace)
             return (workspace / "started").exists()
 
         model = [await one(bench, model_steps, model_called) for _ in range(args.runs)]

@@ -60,10 +60,10 @@ def check_runs(stack: Stack, log: SessionLog, verdict: Verdict) -> None:
     (one agent_start and one agent_end), with its prompt stored once; each is the soak's
     own or one that input it sent started (`check_started`)."""
     session_id = log.session.id
-    records = {r.run_id: r for r in stack.client.runs.list(session_id)}
+    records = {r.run_id: r for r in stack.client.sync.runs.list(session_id)}
     events = run_events(stack, session_id)
-    entries = stack.client.tree.entries(session_id)
-    items = stack.client.inputs.queue(session_id, status=None)
+    entries = stack.client.sync.tree.entries(session_id)
+    items = stack.client.sync.inputs.queue(session_id, status=None)
     check_started(log, records.values(), events, items, verdict)
     for run in log.runs:
         verdict.runs += 1
@@ -192,12 +192,12 @@ def carrying(entries: Iterable[SessionEntry], text: str) -> int:
 def check_tree(stack: Stack, session_id: str, verdict: Verdict) -> list[SessionEntry]:
     """Every entry stored once, all on one chain; every tool call with exactly one result.
     Returns the session's entries."""
-    entries = stack.client.tree.entries(session_id)
+    entries = stack.client.sync.tree.entries(session_id)
     ids = Counter(e.id for e in entries)
     for entry_id, count in ids.items():
         if count > 1:
             verdict.doubled.append(f"{session_id}: entry {entry_id} stored {count} times")
-    path = stack.client.tree.path(session_id)
+    path = stack.client.sync.tree.path(session_id)
     for parent, child in itertools.pairwise(path):
         if child.parent_id != parent.id:
             verdict.lost.append(f"{session_id}: {child.id} does not follow {parent.id}")
@@ -205,7 +205,7 @@ def check_tree(stack: Stack, session_id: str, verdict: Verdict) -> list[SessionE
         verdict.lost.append(f"{session_id}: entry {entry_id} is off the session's branch")
     # The display history is the transcript, message for message (and each compaction's
     # summary), as the fault suite's verdict has it.
-    shown = [(d.id, d.role) for d in stack.client.display.messages(session_id)]
+    shown = [(d.id, d.role) for d in stack.client.sync.display.messages(session_id)]
     expected = [
         (e.id, e.message.role if isinstance(e, MessageEntry) else "custom")
         for e in path
@@ -281,7 +281,7 @@ def check_queue(stack: Stack, log: SessionLog, entries: Sequence[SessionEntry], 
     for run in log.runs:
         check_delivered(log, run, entries, v)
     for item_id in log.items:
-        item = stack.client.inputs.item(session_id, item_id)
+        item = stack.client.sync.inputs.item(session_id, item_id)
         stored = carrying(entries, log.texts[item_id])
         if item.status == "consumed" and stored != 1:
             v.lost.append(f"{session_id}: item {item_id} consumed, stored {stored} times")
@@ -308,8 +308,8 @@ def check_accepted(
     waited, or stopped the run it started before that run took it; none is left waiting
     for a run that never comes."""
     session_id = log.session.id
-    items = stack.client.inputs.queue(session_id, status=None)
-    records = {r.run_id: r for r in stack.client.runs.list(session_id)}
+    items = stack.client.sync.inputs.queue(session_id, status=None)
+    records = {r.run_id: r for r in stack.client.sync.runs.list(session_id)}
     for text, channel in log.accepted.items():
         stored = carrying(entries, text)
         if stored == 1:
@@ -377,7 +377,7 @@ def check_executions(
     stored: dict[str, ToolResultMessage | None] = {}
     for log in logs:
         for session_id in [log.session.id, *descendants(stack, log.session.id)]:
-            entries = stack.client.tree.entries(session_id)
+            entries = stack.client.sync.tree.entries(session_id)
             results = {m.tool_call_id: m for m in tool_results(entries)}
             for call in tool_calls(entries):
                 stored[call.id] = results.get(call.id)
@@ -423,7 +423,7 @@ def says_it_ran(result: ToolResultMessage) -> bool:
 
 def descendants(stack: Stack, session_id: str) -> list[str]:
     found = []
-    for child in stack.client.sessions.children(session_id):
+    for child in stack.client.sync.sessions.children(session_id):
         found += [child.id, *descendants(stack, child.id)]
     return found
 
@@ -434,16 +434,16 @@ def descendants(stack: Stack, session_id: str) -> list[str]:
 def check_usage(stack: Stack, session_id: str, verdict: Verdict) -> None:
     """Each run's usage (as its workflow summed it) is what its stored model calls used,
     its sub-agents' included, and the session's is its runs' together."""
-    costs = stack.client.sessions.costs(session_id)
-    children = stack.client.sessions.children(session_id)
+    costs = stack.client.sync.sessions.costs(session_id)
+    children = stack.client.sync.sessions.children(session_id)
     total = 0
-    for record in stack.client.runs.list(session_id):
+    for record in stack.client.sync.runs.list(session_id):
         own = costs.of_run(record.run_id).usage
         total += own.total_tokens
         stored = own
         for child in children:
             if child.parent_run_id == record.run_id:
-                stored = stored.plus(stack.client.sessions.costs(child.id).session.usage)
+                stored = stored.plus(stack.client.sync.sessions.costs(child.id).session.usage)
         if stored != record.usage:
             verdict.lost.append(
                 f"{session_id} run {record.run_id} ({record.status}): usage {record.usage} "

@@ -169,12 +169,6 @@ async def patiently(driving: Driving, what: str, call: Callable[[], Awaitable[T]
         delay = min(delay * 2, 5.0)
 
 
-def in_thread(function: Callable[[], T]) -> Callable[[], Awaitable[T]]:
-    """A store read or write of the client, off the event loop (it blocks while the
-    database is down)."""
-    return lambda: asyncio.to_thread(function)
-
-
 # ------------------------------------------------------------------------------ scripts
 
 
@@ -235,7 +229,7 @@ async def one_run(driving: Driving, log: SessionLog, dice: random.Random) -> Non
     if dice.random() < 0.25:  # input queued while idle: the run takes it first
         text = f"Next-turn note {uuid.uuid4().hex[:8]} for run {number}."
         item = await patiently(
-            driving, "next_turn", in_thread(lambda: client.inputs.next_turn(session_id, text))
+            driving, "next_turn", lambda: client.inputs.next_turn(session_id, text)
         )
         log.items.append(item.id)
         log.texts[item.id] = text
@@ -342,7 +336,7 @@ async def firings_delivered(driving: Driving, log: SessionLog) -> None:
 async def settled(driving: Driving, log: SessionLog) -> None:
     client, session_id = driving.services.client, log.session.id
     while True:
-        records = await patiently(driving, "runs", in_thread(lambda: client.runs.list(session_id)))
+        records = await patiently(driving, "runs", lambda: client.runs.list(session_id))
         known = {run.run_id for run in log.runs}
         new = [record for record in reversed(records) if record.run_id not in known]
         for record in new:
@@ -415,9 +409,7 @@ async def guide(
         return
     inputs, session_id = driving.services.client.inputs, log.session.id
     text = f"Please also keep a note of part {uuid.uuid4().hex[:8]}."
-    item = await patiently(
-        driving, "next_turn", in_thread(lambda: inputs.next_turn(session_id, text))
-    )
+    item = await patiently(driving, "next_turn", lambda: inputs.next_turn(session_id, text))
     log.items.append(item.id)
     log.texts[item.id] = text
     try:
@@ -533,7 +525,7 @@ async def drive(
     record = await patiently(
         driving,
         "create",
-        in_thread(lambda: client.sessions.create(host=host, workspace=workspaces / f"s{index}")),
+        lambda: client.sessions.create(host=host, workspace=workspaces / f"s{index}"),
     )
     log = SessionLog(index, record)
     logs.append(log)
@@ -552,15 +544,15 @@ async def session_trigger(driving: Driving, session_id: str, name: str) -> tuple
     its secret is rotated, the one time a secret is shown again)."""
     triggers = driving.services.client.triggers
 
-    def made() -> tuple[str, str]:
-        for found in triggers.list(every=True):
+    async def made() -> tuple[str, str]:
+        for found in await triggers.list(every=True):
             if found.name == name:
-                again = triggers.rotate_secret(found.id)
+                again = await triggers.rotate_secret(found.id)
                 return again.trigger.id, again.secret
-        added = triggers.add(name, "Delivery {token}.", session_id=session_id)
+        added = await triggers.add(name, "Delivery {token}.", session_id=session_id)
         return added.trigger.id, added.secret
 
-    return await patiently(driving, "trigger", in_thread(made))
+    return await patiently(driving, "trigger", made)
 
 
 async def session_schedule(driving: Driving, session_id: str) -> str:

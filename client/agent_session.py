@@ -4,7 +4,6 @@ that return the agent's typed output, and the words a person has for a run at wo
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Generic
 
@@ -35,9 +34,9 @@ class AgentSession(Generic[DepsT, OutputT]):
         """A new session of `agent`, or `session_id` when it is one of the agent's
         (`InvalidChange` if it is another's)."""
         if session_id is None:
-            made = await asyncio.to_thread(client.sessions.create, agent=agent)
+            made = await client.sessions.create(agent=agent)
             return cls(agent, client, made.id)
-        session = await asyncio.to_thread(client.sessions.get, session_id)
+        session = await client.sessions.get(session_id)
         if session.config.agent != agent.name:
             raise InvalidChange(
                 f"session {session_id} is not a session of agent {agent.name!r} "

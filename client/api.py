@@ -20,6 +20,11 @@ own:
     client.schedules  prompts on a timetable: add, list, pause, resume, trigger, delete
                                                                 (`client.schedules`)
 
+Every method of a part that does I/O (the store or Temporal) is `async def`, and the
+store is read and written in a worker thread, never on the event loop. `client.sync`
+(`client.sync_client`) holds the store reads and writes, blocking, for code with no
+event loop or in a thread: `client.sync.sessions.get(id)`, `client.sync.tree.path(id)`.
+
 Two parts serve the others: `client.workflows` starts and asks a session's workflow
 (`client.session_workflows`), and `client.writes` carries config changes and entries to
 it (`client.session_writes`). A part reaches another through the client it was given.
@@ -56,6 +61,7 @@ from duragent.client.session_tree import SessionTree
 from duragent.client.session_workflows import SessionWorkflows
 from duragent.client.session_writes import SessionWrites
 from duragent.client.sessions import Sessions, SessionStatus
+from duragent.client.sync_client import SyncClient
 from duragent.client.triggers import Triggers
 from duragent.client.usage_tally import UsageTally
 from duragent.domain.prices import PriceTable
@@ -90,21 +96,25 @@ class DuragentClient:
         """What the client prices usage with (`client.prices`)."""
         self.usage_tally = UsageTally()
         """Sessions' usage per run and model, read incrementally (`client.usage_tally`)."""
+        self.sync = SyncClient(self)
+        """The store reads and writes, blocking (`client.sync_client`): for code with no
+        event loop or in a thread. On an event loop, await the parts' methods instead."""
         # The parts: each reaches the others through this client.
-        self.sessions = Sessions(self)
-        self.runs = Runs(self)
-        self.inputs = Inputs(self)
+        sync = self.sync
+        self.sessions = Sessions(self, sync.sessions)
+        self.runs = Runs(self, sync.runs)
+        self.inputs = Inputs(self, sync.inputs)
         self.config = SessionConfigs(self)
-        self.tree = SessionTree(self)
-        self.events = EventStream(self)
-        self.display = Display(self)
-        self.approvals = Approvals(self)
-        self.questions = Questions(self)
-        self.budgets = Budgets(self)
+        self.tree = SessionTree(self, sync.tree)
+        self.events = EventStream(self, sync.events)
+        self.display = Display(self, sync.display)
+        self.approvals = Approvals(self, sync.approvals)
+        self.questions = Questions(self, sync.questions)
+        self.budgets = Budgets(self, sync.budgets)
         self.hosts = Hosts(self)
-        self.session_files = SessionFiles(self)
-        self.triggers = Triggers(self)
-        self.schedules = Schedules(self)
+        self.session_files = SessionFiles(self, sync.session_files)
+        self.triggers = Triggers(self, sync.triggers)
+        self.schedules = Schedules(self, sync.schedules)
         self.workflows = SessionWorkflows(self)
         self.writes = SessionWrites(self)
 

@@ -22,7 +22,7 @@ from duragent.client.errors import (
     InvalidChange,
     WorkerNotAnswering,
 )
-from duragent.client.part import ClientPart
+from duragent.client.part import StoreBackedPart, SyncPart
 from duragent.domain.approvals import (
     ApprovalDecision,
     ApprovalOutcome,
@@ -41,7 +41,33 @@ DECIDE_TIMEOUT = timedelta(seconds=10)
 """How long a decision waits for the run's worker to take it."""
 
 
-class Approvals(ClientPart):
+class SyncApprovals(SyncPart):
+    """What the store says of approvals (`client.sync.approvals`)."""
+
+    def _decided(self, session_id: str, call_id: str) -> str | None:
+        """Why a decision on tool call `call_id` comes too late, if the store shows it
+        decided (by a person, a timeout, or withdrawn with its run)."""
+        with self._client.db.transaction() as db:
+            payload = events.latest_for_call(db, session_id, "approval_decided", call_id)
+        if payload is None:
+            return None
+        decided = ApprovalDecided.model_validate(payload)
+        return already_decided_text(call_id, decided.decision, decided.by)
+
+    def _with_arguments(self, pending: list[PendingApproval]) -> list[PendingApproval]:
+        ids = sorted({p.assistant_entry_id for p in pending})
+        with self._client.db.transaction() as db:
+            messages = staging.staged_messages(db, ids)
+        filled = []
+        for item in pending:
+            message = messages.get(item.assistant_entry_id)
+            calls = message.tool_calls if isinstance(message, AssistantMessage) else []
+            arguments = next((c.arguments for c in calls if c.id == item.call_id), None)
+            filled.append(item.model_copy(update={"arguments": arguments}))
+        return filled
+
+
+class Approvals(StoreBackedPart[SyncApprovals]):
     """The approval policy of a session and decisions on its waiting tool calls."""
 
     async def set_policy(self, session_id: str, policy: ApprovalPolicy | dict[str, Any]) -> None:
@@ -60,7 +86,7 @@ class Approvals(ClientPart):
         for entry in reversed(pending):
             if isinstance(entry, ApprovalPolicyChangeEntry):
                 return entry.policy
-        stored, _, _ = await asyncio.to_thread(self._client.sessions.stored_status, session_id)
+        stored, _, _ = await self._client.sessions.stored_status(session_id)
         return stored.approval_policy
 
     async def pending(self, session_id: str) -> list[PendingApproval]:
@@ -76,7 +102,7 @@ class Approvals(ClientPart):
             )
         except (RPCError, TimeoutError) as err:
             raise WorkerNotAnswering(session_id, "its waiting tool calls cannot be listed") from err
-        return await asyncio.to_thread(self._with_arguments, pending)
+        return await asyncio.to_thread(self._store._with_arguments, pending)
 
     async def approve(
         self, session_id: str, call_id: str, *, always: bool = False, by: str | None = None
@@ -113,27 +139,5 @@ class Approvals(ClientPart):
             timeout=DECIDE_TIMEOUT,
             refused=ApprovalRefused,
             not_taken=lambda detail: ApprovalNotRecorded(session_id, detail),
-            settled=lambda: self._decided(session_id, call_id),
+            settled=lambda: self._store._decided(session_id, call_id),
         )
-
-    def _decided(self, session_id: str, call_id: str) -> str | None:
-        """Why a decision on tool call `call_id` comes too late, if the store shows it
-        decided (by a person, a timeout, or withdrawn with its run)."""
-        with self._client.db.transaction() as db:
-            payload = events.latest_for_call(db, session_id, "approval_decided", call_id)
-        if payload is None:
-            return None
-        decided = ApprovalDecided.model_validate(payload)
-        return already_decided_text(call_id, decided.decision, decided.by)
-
-    def _with_arguments(self, pending: list[PendingApproval]) -> list[PendingApproval]:
-        ids = sorted({p.assistant_entry_id for p in pending})
-        with self._client.db.transaction() as db:
-            messages = staging.staged_messages(db, ids)
-        filled = []
-        for item in pending:
-            message = messages.get(item.assistant_entry_id)
-            calls = message.tool_calls if isinstance(message, AssistantMessage) else []
-            arguments = next((c.arguments for c in calls if c.id == item.call_id), None)
-            filled.append(item.model_copy(update={"arguments": arguments}))
-        return filled

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from duragent.client.bounds import one_line
 from duragent.client.errors import InvalidChange, WorkerNotAnswering
-from duragent.client.part import ClientPart
+from duragent.client.part import StoreBackedPart, SyncPart
 from duragent.domain.budgets import Budget, BudgetRaise, BudgetView, Scope, Spent
 from duragent.domain.prices import PriceTable
 from duragent.store.spend import session_spend
@@ -63,7 +63,15 @@ def in_force(budget: Budget | None) -> Budget | None:
     return budget if budget is not None and budget.limited else None
 
 
-class Budgets(ClientPart):
+class SyncBudgets(SyncPart):
+    """What the store says of budgets (`client.sync.budgets`)."""
+
+    def _session_spent(self, session_id: str) -> Spent:
+        with self._client.db.transaction() as db:
+            return session_spend(db, session_id, self._client.prices)
+
+
+class Budgets(StoreBackedPart[SyncBudgets]):
     """A session's budget and its runs' spending."""
 
     async def set(self, session_id: str, budget: Budget | dict[str, Any]) -> None:
@@ -81,15 +89,11 @@ class Budgets(ClientPart):
         if status.run is not None and status.run.budget is not None:
             view = status.run.budget
             if view.session_spent is None:  # the run has not read it (no session budget)
-                spent = await asyncio.to_thread(self._session_spent, session_id)
+                spent = await asyncio.to_thread(self._store._session_spent, session_id)
                 view = view.model_copy(update={"session_spent": spent})
             return view.model_copy(update={"session_budget": in_force(view.session_budget)})
-        spent = await asyncio.to_thread(self._session_spent, session_id)
+        spent = await asyncio.to_thread(self._store._session_spent, session_id)
         return BudgetView(session_budget=in_force(status.config.budget), session_spent=spent)
-
-    def _session_spent(self, session_id: str) -> Spent:
-        with self._client.db.transaction() as db:
-            return session_spend(db, session_id, self._client.prices)
 
     async def raise_limits(
         self,

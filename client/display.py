@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from duragent.client.part import ClientPart
+from duragent.client.part import StoreBackedPart, SyncPart, in_thread
 from duragent.domain.cost import SessionCosts, session_costs
 from duragent.store import display, events, input_queue, runs
 from duragent.store.records import DisplayMessage, QueueItem, RunRecord, StoredEvent
@@ -29,11 +29,11 @@ class SessionPage:
     """The session's cost and its runs' (`latest_run`'s among them)."""
 
 
-class Display(ClientPart):
-    """A session's chat view, from the store."""
+class SyncDisplay(SyncPart):
+    """A session's chat view, from the store (`client.sync.display`)."""
 
     def messages(self, session_id: str, *, after: int = 0) -> list[DisplayMessage]:
-        self._client.sessions.get(session_id)
+        self._client.sync.sessions.get(session_id)
         with self._client.db.transaction() as db:
             return display.list_display(db, session_id, after=after)
 
@@ -85,3 +85,11 @@ class Display(ClientPart):
             input_queue=pending,
             costs=session_costs(by_run, self._client.prices),
         )
+
+
+class Display(StoreBackedPart[SyncDisplay]):
+    """A session's chat view, from the store."""
+
+    messages = in_thread(SyncDisplay.messages)
+    messages_before = in_thread(SyncDisplay.messages_before)
+    page = in_thread(SyncDisplay.page)

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from duragent.client.part import ClientPart
+from duragent.client.part import StoreBackedPart, SyncPart, in_thread
 from duragent.store import events
 from duragent.store.records import StoredEvent
 
@@ -17,12 +17,30 @@ if TYPE_CHECKING:
 EVENT_POLL_S = 0.05
 
 
-class EventStream(ClientPart):
+class SyncEvents(SyncPart):
+    """A session's stored run events (`client.sync.events`)."""
+
+    def read(self, session_id: str, *, after: int = 0) -> list[StoredEvent]:
+        """The next batch of the session's run events after the cursor `after`."""
+        with self._client.db.transaction() as db:
+            return events.read_events(db, session_id, after=after)
+
+    def cursor(self, session_id: str) -> int:
+        """The session's newest event seq (numbered per session from 1): follow from here
+        to see only what comes next."""
+        with self._client.db.transaction() as db:
+            return events.latest_seq(db, session_id)
+
+
+class EventStream(StoreBackedPart[SyncEvents]):
     """Read and follow run events (from the store: workers are other processes)."""
 
-    def __init__(self, client: DuragentClient) -> None:
-        super().__init__(client)
+    def __init__(self, client: DuragentClient, store: SyncEvents) -> None:
+        super().__init__(client, store)
         self._ended = False
+
+    read = in_thread(SyncEvents.read)
+    cursor = in_thread(SyncEvents.cursor)
 
     def end_streams(self) -> None:
         """End every following of events, at its next read, and make later ones end at
@@ -45,7 +63,7 @@ class EventStream(ClientPart):
         ones until `agent_end` of `run_id` (or of any run, when no run id is given) has
         been yielded, or `end_streams`.
         """
-        await asyncio.to_thread(self._client.sessions.get, session_id)
+        await self._client.sessions.get(session_id)
         async for batch in self.batches(session_id, after=after):
             for event in batch:
                 if run_id is None or event.run_id == run_id:
@@ -65,20 +83,9 @@ class EventStream(ClientPart):
         the event loop."""
         cursor = after
         while not self._ended:
-            batch = await asyncio.to_thread(self.read, session_id, after=cursor)
+            batch = await self.read(session_id, after=cursor)
             yield batch
             if batch:
                 cursor = batch[-1].seq
             else:
                 await asyncio.sleep(poll_s)
-
-    def read(self, session_id: str, *, after: int = 0) -> list[StoredEvent]:
-        """The next batch of the session's run events after the cursor `after`."""
-        with self._client.db.transaction() as db:
-            return events.read_events(db, session_id, after=after)
-
-    def cursor(self, session_id: str) -> int:
-        """The session's newest event seq (numbered per session from 1): follow from here
-        to see only what comes next."""
-        with self._client.db.transaction() as db:
-            return events.latest_seq(db, session_id)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from duragent.client.api import DuragentClient
@@ -21,12 +20,12 @@ class SessionFacade:
         self._client = client
         self.session_id = session_id
 
-    # Hooks run on a worker's event loop: the store is read on a thread of its own.
+    # Hooks run on a worker's event loop: the client reads the store on a thread.
     async def path(self) -> list[SessionEntry]:
-        return await asyncio.to_thread(self._client.tree.path, self.session_id)
+        return await self._client.tree.path(self.session_id)
 
     async def entries(self) -> list[SessionEntry]:
-        return await asyncio.to_thread(self._client.tree.entries, self.session_id)
+        return await self._client.tree.entries(self.session_id)
 
     async def pending_writes(self) -> list[SessionEntry]:
         return await self._client.writes.pending(self.session_id)

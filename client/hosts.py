@@ -3,7 +3,6 @@ host it was on when both are up, then the new host recorded (`workflows.session_
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from temporalio.client import WorkflowFailureError
@@ -56,7 +55,7 @@ class Hosts(ClientPart):
                 "workspaces are on storage every worker shares (DURAGENT_SHARED_WORKSPACES): "
                 "sessions have no host to move from or to"
             )
-        session = await asyncio.to_thread(self._client.sessions.get, session_id)
+        session = await self._client.sessions.get(session_id)
         target_folder = str(Path(workspace).expanduser()) if workspace else session.workspace
         if not Path(target_folder).is_absolute():
             raise MoveRefused(

@@ -20,7 +20,7 @@ from duragent.client.errors import (
     SessionBusy,
     SessionIdle,
 )
-from duragent.client.part import ClientPart
+from duragent.client.part import StoreBackedPart, SyncPart, in_thread
 from duragent.client.run_control import RunHandle
 from duragent.domain.guidance import GuidanceIntent, GuidanceItem, classify
 from duragent.domain.input import MAX_PENDING_INPUT, PromptInput
@@ -37,8 +37,102 @@ _CLOSING_WAIT_S = 30.0
 closing run's last step, or a compaction or move, which take seconds."""
 
 
-class Inputs(ClientPart):
+class SyncInputs(SyncPart):
+    """The stored input queue (`client.sync.inputs`): next-turn items, editing and
+    deleting pending ones, reading it."""
+
+    def next_turn(self, session_id: str, message: PromptInput) -> QueueItem:
+        """Queue a message for the session's next run, inserted before its prompt (seed
+        004's nextTurn). Stored, so it waits through restarts; allowed while busy.
+        `InputQueueFull` once `MAX_PENDING_INPUT` items wait."""
+        self._client.sync.sessions.get(session_id)
+        with self._client.db.transaction() as db:
+            if input_queue.count_pending(db, session_id) >= MAX_PENDING_INPUT:
+                raise InputQueueFull(session_id, MAX_PENDING_INPUT)
+            return input_queue.add_item(
+                db,
+                item_id=uuid.uuid4().hex,
+                session_id=session_id,
+                kind="next_turn",
+                message=one_message(message, "queued input"),
+            )
+
+    def _queue_while_running(
+        self, session_id: str, run_id: str, message: PromptInput, item_id: str
+    ) -> QueueItem | None:
+        """Queue `message` to start the next run after the open run `run_id`; None when
+        that run's end is stored already (`Inputs.queue_for_open_run`)."""
+        self._client.sync.sessions.get(session_id)
+        try:
+            with self._client.db.transaction() as db:
+                if input_queue.count_pending(db, session_id) >= MAX_PENDING_INPUT:
+                    raise InputQueueFull(session_id, MAX_PENDING_INPUT)
+                return input_queue.queue_while_running(
+                    db,
+                    item_id=item_id,
+                    session_id=session_id,
+                    run_id=run_id,
+                    message=one_message(message, "queued input"),
+                )
+        except input_queue.RunClosing:  # rolled back: nothing was queued
+            return None
+
+    def _mark_guidance(
+        self, session_id: str, item_id: str, run_id: str, intent: GuidanceIntent
+    ) -> None:
+        """Mark a pending item as guidance for `run_id` (`QueueItemNotPending` if taken)."""
+        with self._client.db.transaction() as db:
+            if not input_queue.guide(db, item_id, run_id, intent):
+                raise QueueItemNotPending(item_id, self.item(session_id, item_id).status)
+
+    def _release_guidance(self, run_id: str) -> None:
+        with self._client.db.transaction() as db:
+            input_queue.release_guidance(db, run_id)
+
+    def edit(self, session_id: str, item_id: str) -> str:
+        """Take an item back to edit it: it is cancelled and its text returned."""
+        self._cancel_item(session_id, item_id)
+        return self.item(session_id, item_id).text
+
+    def delete(self, session_id: str, item_id: str) -> None:
+        self._cancel_item(session_id, item_id)
+
+    def _cancel_item(self, session_id: str, item_id: str) -> None:
+        item = self.item(session_id, item_id)
+        with self._client.db.transaction() as db:
+            if not input_queue.cancel(db, item_id):
+                raise QueueItemNotPending(item_id, item.status)
+
+    def queue(self, session_id: str, *, status: str | None = "pending") -> list[QueueItem]:
+        """The session's input queue: its items with `status` (None: all), oldest first."""
+        self._client.sync.sessions.get(session_id)
+        with self._client.db.transaction() as db:
+            return input_queue.list_items(db, session_id, status=status)
+
+    def item(self, session_id: str, item_id: str) -> QueueItem:
+        """One item of the session's input queue; `QueueItemNotFound` for another id."""
+        with self._client.db.transaction() as db:
+            item = input_queue.get_item(db, item_id)
+        if item is None or item.session_id != session_id:
+            raise QueueItemNotFound(session_id, item_id)
+        return item
+
+    def next_turn_items(self, session_id: str) -> list[QueueItem]:
+        """next_turn messages still waiting for a run."""
+        self._client.sync.sessions.get(session_id)
+        with self._client.db.transaction() as db:
+            return input_queue.list_items(db, session_id, kind="next_turn")
+
+
+class Inputs(StoreBackedPart[SyncInputs]):
     """What a user sends a session besides a prompt, and the queue it waits in."""
+
+    next_turn = in_thread(SyncInputs.next_turn)
+    edit = in_thread(SyncInputs.edit)
+    delete = in_thread(SyncInputs.delete)
+    queue = in_thread(SyncInputs.queue)
+    item = in_thread(SyncInputs.item)
+    next_turn_items = in_thread(SyncInputs.next_turn_items)
 
     async def steer(
         self, session_id: str, message: PromptInput, *, item_id: str | None = None
@@ -75,22 +169,6 @@ class Inputs(ClientPart):
                 raise SessionIdle(session_id, what) from err
             raise
         return item.id
-
-    def next_turn(self, session_id: str, message: PromptInput) -> QueueItem:
-        """Queue a message for the session's next run, inserted before its prompt (seed
-        004's nextTurn). Stored, so it waits through restarts; allowed while busy.
-        `InputQueueFull` once `MAX_PENDING_INPUT` items wait."""
-        self._client.sessions.get(session_id)
-        with self._client.db.transaction() as db:
-            if input_queue.count_pending(db, session_id) >= MAX_PENDING_INPUT:
-                raise InputQueueFull(session_id, MAX_PENDING_INPUT)
-            return input_queue.add_item(
-                db,
-                item_id=uuid.uuid4().hex,
-                session_id=session_id,
-                kind="next_turn",
-                message=one_message(message, "queued input"),
-            )
 
     async def send(
         self,
@@ -150,10 +228,10 @@ class Inputs(ClientPart):
         schedule's firing): `run_id` and `item_id` are fixed by the sender's own id for
         it, so a resend finds the run the first send started, or the item it queued (in
         whatever state it is now), instead of sending it twice."""
-        if (started := await asyncio.to_thread(self._client.runs.get, run_id)) is not None:
+        if (started := await self._client.runs.get(run_id)) is not None:
             return self._client.runs.handle(started.session_id, run_id)
         with contextlib.suppress(QueueItemNotFound):
-            return await asyncio.to_thread(self.item, session_id, item_id)
+            return await self.item(session_id, item_id)
         return await self.start_or_queue(session_id, message, item_id=item_id, run_id=run_id)
 
     async def queue_for_open_run(
@@ -165,25 +243,9 @@ class Inputs(ClientPart):
         `InputQueueFull` once `MAX_PENDING_INPUT` items wait."""
         if busy.run_id is None:
             return None
-        run_id = busy.run_id
-
-        def queue() -> QueueItem | None:
-            try:
-                with self._client.db.transaction() as db:
-                    if input_queue.count_pending(db, session_id) >= MAX_PENDING_INPUT:
-                        raise InputQueueFull(session_id, MAX_PENDING_INPUT)
-                    return input_queue.queue_while_running(
-                        db,
-                        item_id=item_id,
-                        session_id=session_id,
-                        run_id=run_id,
-                        message=one_message(message, "queued input"),
-                    )
-            except input_queue.RunClosing:  # rolled back: nothing was queued
-                return None
-
-        await asyncio.to_thread(self._client.sessions.get, session_id)
-        return await asyncio.to_thread(queue)
+        return await asyncio.to_thread(
+            self._store._queue_while_running, session_id, busy.run_id, message, item_id
+        )
 
     async def guide_text(
         self, session_id: str, text: str, *, intent: GuidanceIntent | None = None
@@ -193,12 +255,12 @@ class Inputs(ClientPart):
         this run, not the next one."""
         if await self._client.workflows.open_run(session_id) is None:
             raise SessionIdle(session_id, "take guidance")  # nothing stored, not even cancelled
-        item = await asyncio.to_thread(self.next_turn, session_id, text)
+        item = await self.next_turn(session_id, text)
         try:
             return await self.guide(session_id, item.id, intent=intent)
         except DuragentError:
             with contextlib.suppress(DuragentError):
-                await asyncio.to_thread(self.delete, session_id, item.id)
+                await self.delete(session_id, item.id)
             raise
 
     async def guide(
@@ -206,7 +268,7 @@ class Inputs(ClientPart):
     ) -> QueueItem:
         """Turn a pending item into guidance for the session's run in progress; the run
         takes it at its nearest safe point. Guiding the same item twice delivers it once."""
-        item = await asyncio.to_thread(self.item, session_id, item_id)
+        item = await self.item(session_id, item_id)
         bounded("guidance", item.text)  # items queued before the limit held may be larger
         handle = await self._client.workflows.open_run(session_id)
         run_id = await self._client.workflows.run_id(handle) if handle else None
@@ -218,7 +280,7 @@ class Inputs(ClientPart):
         # Guided again: marked already, maybe taken already; the run takes it once.
         if not (item.kind == "guidance" and item.run_id == run_id and item.status != "cancelled"):
             await asyncio.to_thread(
-                self._mark_guidance, session_id, item_id, run_id, guidance.intent
+                self._store._mark_guidance, session_id, item_id, run_id, guidance.intent
             )
         try:
             await handle.signal(SessionRun.guidance, guidance)
@@ -226,52 +288,6 @@ class Inputs(ClientPart):
             if err.status != RPCStatusCode.NOT_FOUND:
                 raise
             # The run ended meanwhile: keep the input.
-            await asyncio.to_thread(self._release_guidance, run_id)
+            await asyncio.to_thread(self._store._release_guidance, run_id)
             raise SessionIdle(session_id, "take guidance") from err
-        return await asyncio.to_thread(self.item, session_id, item_id)
-
-    def _mark_guidance(
-        self, session_id: str, item_id: str, run_id: str, intent: GuidanceIntent
-    ) -> None:
-        """Mark a pending item as guidance for `run_id` (`QueueItemNotPending` if taken)."""
-        with self._client.db.transaction() as db:
-            if not input_queue.guide(db, item_id, run_id, intent):
-                raise QueueItemNotPending(item_id, self.item(session_id, item_id).status)
-
-    def _release_guidance(self, run_id: str) -> None:
-        with self._client.db.transaction() as db:
-            input_queue.release_guidance(db, run_id)
-
-    def edit(self, session_id: str, item_id: str) -> str:
-        """Take an item back to edit it: it is cancelled and its text returned."""
-        self._cancel_item(session_id, item_id)
-        return self.item(session_id, item_id).text
-
-    def delete(self, session_id: str, item_id: str) -> None:
-        self._cancel_item(session_id, item_id)
-
-    def _cancel_item(self, session_id: str, item_id: str) -> None:
-        item = self.item(session_id, item_id)
-        with self._client.db.transaction() as db:
-            if not input_queue.cancel(db, item_id):
-                raise QueueItemNotPending(item_id, item.status)
-
-    def queue(self, session_id: str, *, status: str | None = "pending") -> list[QueueItem]:
-        """The session's input queue: its items with `status` (None: all), oldest first."""
-        self._client.sessions.get(session_id)
-        with self._client.db.transaction() as db:
-            return input_queue.list_items(db, session_id, status=status)
-
-    def item(self, session_id: str, item_id: str) -> QueueItem:
-        """One item of the session's input queue; `QueueItemNotFound` for another id."""
-        with self._client.db.transaction() as db:
-            item = input_queue.get_item(db, item_id)
-        if item is None or item.session_id != session_id:
-            raise QueueItemNotFound(session_id, item_id)
-        return item
-
-    def next_turn_items(self, session_id: str) -> list[QueueItem]:
-        """next_turn messages still waiting for a run."""
-        self._client.sessions.get(session_id)
-        with self._client.db.transaction() as db:
-            return input_queue.list_items(db, session_id, kind="next_turn")
+        return await self.item(session_id, item_id)

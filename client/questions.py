@@ -21,7 +21,7 @@ from duragent.client.errors import (
     AnswerRefused,
     WorkerNotAnswering,
 )
-from duragent.client.part import ClientPart
+from duragent.client.part import StoreBackedPart, SyncPart
 from duragent.domain.events import QuestionAnswered
 from duragent.domain.questions import (
     AnswerOutcome,
@@ -36,7 +36,21 @@ ANSWER_TIMEOUT = timedelta(seconds=10)
 """How long an answer (or a listing) waits for the run's worker to take it."""
 
 
-class Questions(ClientPart):
+class SyncQuestions(SyncPart):
+    """What the store says of questions (`client.sync.questions`)."""
+
+    def _ended(self, session_id: str, call_id: str) -> str | None:
+        """Why an answer to question `call_id` comes too late, if the store shows that
+        question ended (answered, timed out or withdrawn)."""
+        with self._client.db.transaction() as db:
+            payload = events.latest_for_call(db, session_id, "question_answered", call_id)
+        if payload is None:
+            return None
+        ended = QuestionAnswered.model_validate(payload)
+        return question_ended_text(call_id, answered=ended.status == "answered", by=ended.by)
+
+
+class Questions(StoreBackedPart[SyncQuestions]):
     """The `ask_user` questions of a session's run that wait, and answers to them."""
 
     async def pending(self, session_id: str) -> list[PendingQuestion]:
@@ -72,15 +86,5 @@ class Questions(ClientPart):
             timeout=ANSWER_TIMEOUT,
             refused=AnswerRefused,
             not_taken=lambda detail: AnswerNotRecorded(session_id, detail),
-            settled=lambda: self._ended(session_id, call_id),
+            settled=lambda: self._store._ended(session_id, call_id),
         )
-
-    def _ended(self, session_id: str, call_id: str) -> str | None:
-        """Why an answer to question `call_id` comes too late, if the store shows that
-        question ended (answered, timed out or withdrawn)."""
-        with self._client.db.transaction() as db:
-            payload = events.latest_for_call(db, session_id, "question_answered", call_id)
-        if payload is None:
-            return None
-        ended = QuestionAnswered.model_validate(payload)
-        return question_ended_text(call_id, answered=ended.status == "answered", by=ended.by)

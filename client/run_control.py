@@ -18,7 +18,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from duragent.client.bounds import bounded, first_line
 from duragent.client.budgets import check_priced, checked_budget
 from duragent.client.errors import InputTooLarge, InvalidPrompt, ResourceNotFound, SessionIdle
-from duragent.client.part import ClientPart
+from duragent.client.part import StoreBackedPart, SyncPart, in_thread
 from duragent.domain.agents import MAX_DEPS_BYTES
 from duragent.domain.budgets import Budget
 from duragent.domain.input import PromptInput, input_bytes, normalize_prompt_input
@@ -51,8 +51,69 @@ class RunHandle:
         return await self.runs.result_of(self.workflow, self.session_id, self.run_id)
 
 
-class Runs(ClientPart):
+class SyncRuns(SyncPart):
+    """Stored runs (`client.sync.runs`): read them, and what a run's end stored."""
+
+    def _require_resource(self, session_id: str, kind: ResourceKind, name: str) -> None:
+        """Refuse a name that does not exist before a run starts: a started run would
+        only fail, and stay in the session's history as a failed run of no turns."""
+        session = self._client.sync.sessions.get(session_id)
+        if not Path(session.workspace).is_dir():
+            return  # a workspace on the workers' machines only: the run reports it
+        known = self._client.sync.sessions.resources(session_id, kind)
+        if name not in known:
+            raise ResourceNotFound(session_id, kind, name, known)
+
+    def _ended(self, session_id: str, run_id: str) -> RunResult | None:
+        """The result of a run whose end is stored, as the store has it; None otherwise."""
+        with self._client.db.transaction() as db:
+            record = runs.get_run(db, run_id)
+            if record is None or record.status == "running":
+                return None
+            final_text = entries.final_text(db, session_id, run_id)
+        cost = self._client.sync.sessions.costs(session_id).of_run(run_id)
+        return self._with_output(
+            RunResult(
+                session_id=session_id,
+                run_id=run_id,
+                status=record.status,
+                turns=record.turns,
+                usage=record.usage,
+                error=record.error,
+                final_text=final_text,
+                cost_usd=cost.cost_usd or 0.0,
+                unpriced_models=cost.unpriced_models,
+            )
+        )
+
+    def _with_output(self, result: RunResult) -> RunResult:
+        """`result` with the run's structured output, when its session's agent has one."""
+        if result.status != "completed" or result.output is not None:
+            return result
+        with self._client.db.transaction() as db:
+            session = sessions.get_session(db, result.session_id)
+            if session is None or session.config.output is None:
+                return result
+            output = entries.run_output(db, result.session_id, result.run_id)
+        return result.model_copy(update={"output": output})
+
+    def get(self, run_id: str) -> RunRecord | None:
+        """The stored run (its status, turns, usage, error); None for an unknown id."""
+        with self._client.db.transaction() as db:
+            return runs.get_run(db, run_id)
+
+    def list(self, session_id: str) -> builtins.list[RunRecord]:
+        """The session's runs, newest first."""
+        self._client.sync.sessions.get(session_id)
+        with self._client.db.transaction() as db:
+            return runs.list_runs(db, session_id)
+
+
+class Runs(StoreBackedPart[SyncRuns]):
     """Start, wait for and abort a session's runs; read the stored ones."""
+
+    get = in_thread(SyncRuns.get)
+    list = in_thread(SyncRuns.list)
 
     async def prompt(
         self,
@@ -70,7 +131,7 @@ class Runs(ClientPart):
         `run_id` (default: a new one) names the run: a caller that may ask twice (a
         retried activity) knows its run by it. `deps`: the run's dependencies in JSON
         form (each tool call's `ToolContext.deps`; `duragent.Agent.run` makes them)."""
-        await asyncio.to_thread(self._client.sessions.get, session_id)
+        await self._client.sessions.get(session_id)
         try:
             messages = normalize_prompt_input(prompt, now_ms())
         except ValueError as err:
@@ -104,19 +165,9 @@ class Runs(ClientPart):
         """Start a run of a skill or template, once its name is known to exist."""
         bounded(f"{invocation.kind} invocation", invocation)
         await asyncio.to_thread(
-            self._require_resource, session_id, invocation.kind, invocation.name
+            self._store._require_resource, session_id, invocation.kind, invocation.name
         )
         return await self._start(session_id, [], invocation, **kwargs)
-
-    def _require_resource(self, session_id: str, kind: ResourceKind, name: str) -> None:
-        """Refuse a name that does not exist before a run starts: a started run would
-        only fail, and stay in the session's history as a failed run of no turns."""
-        session = self._client.sessions.get(session_id)
-        if not Path(session.workspace).is_dir():
-            return  # a workspace on the workers' machines only: the run reports it
-        known = self._client.sessions.resources(session_id, kind)
-        if name not in known:
-            raise ResourceNotFound(session_id, kind, name, known)
 
     async def _start(
         self,
@@ -135,7 +186,7 @@ class Runs(ClientPart):
             raise InvalidPrompt(f"max_turns must be at least 1 (got {max_turns})")
         checked = None if budget is None else checked_budget(budget)
         if checked is not None and checked.max_cost_usd is not None:
-            config, _, _ = await asyncio.to_thread(self._client.sessions.stored_status, session_id)
+            config, _, _ = await self._client.sessions.stored_status(session_id)
             check_priced(checked, config.model, self._client.prices)
         run_id = run_id or uuid.uuid4().hex
         kind: RunKind = invocation.kind if invocation else "prompt"
@@ -211,7 +262,7 @@ class Runs(ClientPart):
             try:
                 result = await execution.result(follow_runs=False)
             except WorkflowContinuedAsNewError as err:
-                stored = await asyncio.to_thread(self._ended, session_id, run_id)
+                stored = await asyncio.to_thread(self._store._ended, session_id, run_id)
                 if stored is not None:
                     return stored
                 execution = self._client.temporal.get_workflow_handle_for(
@@ -219,44 +270,11 @@ class Runs(ClientPart):
                 )
                 continue
             if result.run_id == run_id:
-                return await asyncio.to_thread(self._with_output, result)
-            stored = await asyncio.to_thread(self._ended, session_id, run_id)
+                return await asyncio.to_thread(self._store._with_output, result)
+            stored = await asyncio.to_thread(self._store._ended, session_id, run_id)
             if stored is None:
                 raise LookupError(f"run {run_id!r} does not exist")
             return stored
-
-    def _ended(self, session_id: str, run_id: str) -> RunResult | None:
-        """The result of a run whose end is stored, as the store has it; None otherwise."""
-        with self._client.db.transaction() as db:
-            record = runs.get_run(db, run_id)
-            if record is None or record.status == "running":
-                return None
-            final_text = entries.final_text(db, session_id, run_id)
-        cost = self._client.sessions.costs(session_id).of_run(run_id)
-        return self._with_output(
-            RunResult(
-                session_id=session_id,
-                run_id=run_id,
-                status=record.status,
-                turns=record.turns,
-                usage=record.usage,
-                error=record.error,
-                final_text=final_text,
-                cost_usd=cost.cost_usd or 0.0,
-                unpriced_models=cost.unpriced_models,
-            )
-        )
-
-    def _with_output(self, result: RunResult) -> RunResult:
-        """`result` with the run's structured output, when its session's agent has one."""
-        if result.status != "completed" or result.output is not None:
-            return result
-        with self._client.db.transaction() as db:
-            session = sessions.get_session(db, result.session_id)
-            if session is None or session.config.output is None:
-                return result
-            output = entries.run_output(db, result.session_id, result.run_id)
-        return result.model_copy(update={"output": output})
 
     async def abort(self, session_id: str) -> RunResult:
         """Abort (stop) the open run: running tools are killed, finished results kept,
@@ -270,14 +288,3 @@ class Runs(ClientPart):
         if run_id is None:
             return await handle.result()
         return await self.result_of(handle, session_id, run_id)
-
-    def get(self, run_id: str) -> RunRecord | None:
-        """The stored run (its status, turns, usage, error); None for an unknown id."""
-        with self._client.db.transaction() as db:
-            return runs.get_run(db, run_id)
-
-    def list(self, session_id: str) -> builtins.list[RunRecord]:
-        """The session's runs, newest first."""
-        self._client.sessions.get(session_id)
-        with self._client.db.transaction() as db:
-            return runs.list_runs(db, session_id)

@@ -47,7 +47,7 @@ from duragent.client.errors import (
     SessionNotFound,
     TooManySchedules,
 )
-from duragent.client.part import ClientPart
+from duragent.client.part import StoreBackedPart, SyncPart, in_thread
 from duragent.client.run_control import RunHandle
 from duragent.domain.messages import ScheduledMark, TextContent, UserMessage
 from duragent.domain.schedules import (
@@ -76,8 +76,45 @@ MAX_CRON = 10
 """Cron expressions one schedule may have."""
 
 
-class Schedules(ClientPart):
+class SyncSchedules(SyncPart):
+    """Schedules' rows in the store (`client.sync.schedules`): whose each is, and which
+    session it prompts."""
+
+    def _count(self, owner: str | None) -> int:
+        with self._client.db.transaction() as db:
+            return schedules.count_schedules(db, owner)
+
+    def _add_row(self, schedule_id: str, session_id: str, owner: str | None) -> None:
+        with self._client.db.transaction() as db:
+            schedules.add_schedule(db, schedule_id=schedule_id, session_id=session_id, owner=owner)
+
+    def record(self, schedule_id: str) -> ScheduleRecord:
+        """The schedule's row; `ScheduleNotFound` for an id no schedule has."""
+        with self._client.db.transaction() as db:
+            record = schedules.get_schedule(db, schedule_id)
+        if record is None:
+            raise ScheduleNotFound(schedule_id)
+        return record
+
+    def records(
+        self, *, session_id: str | None = None, owner: str | None = None
+    ) -> builtins.list[ScheduleRecord]:
+        """The schedules of a session, or else of an owner (None: those of no owner)."""
+        with self._client.db.transaction() as db:
+            return schedules.list_schedules(
+                db, session_id=session_id, owner=owner, limit=MAX_SCHEDULES
+            )
+
+    def _delete_row(self, schedule_id: str) -> None:
+        with self._client.db.transaction() as db:
+            schedules.delete_schedule(db, schedule_id)
+
+
+class Schedules(StoreBackedPart[SyncSchedules]):
     """Add, list, pause, resume, trigger and delete schedules; deliver their firings."""
+
+    record = in_thread(SyncSchedules.record)
+    records = in_thread(SyncSchedules.records)
 
     async def add(
         self,
@@ -99,13 +136,13 @@ class Schedules(ClientPart):
         the time, `busy` says what happens (`domain.schedules.BusyPolicy`); with
         `new_session` every firing runs in a new session made from this one instead.
         `InvalidSchedule` names what was wrong; nothing is made then."""
-        session = await asyncio.to_thread(self._client.sessions.get, session_id)
+        session = await self._client.sessions.get(session_id)
         firing, spec = self._checked(
             session, prompt, cron, every, timezone, busy, new_session, owner
         )
         if note:
             bounded("schedule note", note)
-        count = await asyncio.to_thread(self._count, owner)
+        count = await asyncio.to_thread(self._store._count, owner)
         if count >= MAX_SCHEDULES:
             raise TooManySchedules(MAX_SCHEDULES)
         schedule_id = firing.schedule_id
@@ -138,7 +175,7 @@ class Schedules(ClientPart):
                 ) from err
             raise
         try:
-            await asyncio.to_thread(self._add_row, schedule_id, session_id, owner)
+            await asyncio.to_thread(self._store._add_row, schedule_id, session_id, owner)
         except BaseException:
             with contextlib.suppress(RPCError):
                 await self._handle(schedule_id).delete()
@@ -211,35 +248,10 @@ class Schedules(ClientPart):
         )
         return firing, spec
 
-    def _count(self, owner: str | None) -> int:
-        with self._client.db.transaction() as db:
-            return schedules.count_schedules(db, owner)
-
-    def _add_row(self, schedule_id: str, session_id: str, owner: str | None) -> None:
-        with self._client.db.transaction() as db:
-            schedules.add_schedule(db, schedule_id=schedule_id, session_id=session_id, owner=owner)
-
-    def record(self, schedule_id: str) -> ScheduleRecord:
-        """The schedule's row; `ScheduleNotFound` for an id no schedule has."""
-        with self._client.db.transaction() as db:
-            record = schedules.get_schedule(db, schedule_id)
-        if record is None:
-            raise ScheduleNotFound(schedule_id)
-        return record
-
-    def records(
-        self, *, session_id: str | None = None, owner: str | None = None
-    ) -> builtins.list[ScheduleRecord]:
-        """The schedules of a session, or else of an owner (None: those of no owner)."""
-        with self._client.db.transaction() as db:
-            return schedules.list_schedules(
-                db, session_id=session_id, owner=owner, limit=MAX_SCHEDULES
-            )
-
     async def get(self, schedule_id: str, *, outcomes: bool = False) -> ScheduleView:
         """The schedule; with `outcomes`, what each recent firing did (one more call per
         firing)."""
-        record = await asyncio.to_thread(self.record, schedule_id)
+        record = await self.record(schedule_id)
         try:
             described = await self._handle(schedule_id).describe()
         except RPCError as err:
@@ -257,7 +269,7 @@ class Schedules(ClientPart):
     ) -> builtins.list[ScheduleView]:
         """The schedules of a session (`session_id`), or else of `owner`, oldest first.
         One whose Temporal schedule is gone (deleted outside duragent) is left out."""
-        records = await asyncio.to_thread(self.records, session_id=session_id, owner=owner)
+        records = await self.records(session_id=session_id, owner=owner)
 
         async def one(record: ScheduleRecord) -> ScheduleView | None:
             with contextlib.suppress(ScheduleNotFound):
@@ -286,17 +298,13 @@ class Schedules(ClientPart):
 
     async def delete(self, schedule_id: str) -> None:
         """Delete the schedule: it fires no more (a firing being delivered goes on)."""
-        await asyncio.to_thread(self.record, schedule_id)
+        await self.record(schedule_id)
         with contextlib.suppress(ScheduleNotFound):
             await self._act(schedule_id, lambda handle: handle.delete())
-        await asyncio.to_thread(self._delete_row, schedule_id)
-
-    def _delete_row(self, schedule_id: str) -> None:
-        with self._client.db.transaction() as db:
-            schedules.delete_schedule(db, schedule_id)
+        await asyncio.to_thread(self._store._delete_row, schedule_id)
 
     async def _act(self, schedule_id: str, action: Any) -> None:
-        await asyncio.to_thread(self.record, schedule_id)
+        await self.record(schedule_id)
         try:
             await action(self._handle(schedule_id))
         except RPCError as err:
@@ -380,7 +388,7 @@ class Schedules(ClientPart):
         # same for every attempt, and short as the store's ids are.
         run_id = uuid.uuid5(uuid.NAMESPACE_URL, data.firing_id).hex
         follow_up_id = uuid.uuid5(uuid.NAMESPACE_URL, data.firing_id + "/follow-up").hex
-        started = await asyncio.to_thread(self._client.runs.get, run_id)
+        started = await self._client.runs.get(run_id)
         if started is not None:
             return FiringOutcome(outcome="started", session_id=started.session_id, run_id=run_id)
         if firing.new_session:
@@ -414,16 +422,15 @@ class Schedules(ClientPart):
     ) -> FiringOutcome:
         """Run the prompt in a new session made from the firing's session: its whole
         config, its workspace and host, the schedule's owner."""
-        template = await asyncio.to_thread(self._client.sessions.get, data.firing.session_id)
+        template = await self._client.sessions.get(data.firing.session_id)
         # The firing's session, the same for every attempt: a retry finds the one made.
         session_id = uuid.uuid5(uuid.NAMESPACE_URL, data.firing_id + "/session").hex
         try:
-            session = await asyncio.to_thread(self._client.sessions.get, session_id)
+            session = await self._client.sessions.get(session_id)
         except SessionNotFound:
             when = datetime.fromtimestamp(data.scheduled_at / 1000, UTC)
             base = template.name or f"session {template.id[:8]}"
-            session = await asyncio.to_thread(
-                self._client.sessions.create,
+            session = await self._client.sessions.create(
                 workspace=template.workspace,
                 name=f"{base[:150]} (scheduled {when:%Y-%m-%d %H:%M} UTC)",
                 owner=data.firing.owner,

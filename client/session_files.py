@@ -10,7 +10,7 @@ from pathlib import Path
 
 from duragent.client.bounds import bounded
 from duragent.client.errors import IdsInUse, InvalidSessionName, SessionNotFound
-from duragent.client.part import ClientPart
+from duragent.client.part import StoreBackedPart, SyncPart, in_thread
 from duragent.client.sessions import current_config
 from duragent.client.workspaces import WorkspacePolicy
 from duragent.domain.session_file import (
@@ -41,8 +41,8 @@ class Imported:
     often (a pi file's fields and entries with no place here; none for an export)."""
 
 
-class SessionFiles(ClientPart):
-    """Export and import whole sessions."""
+class SyncSessionFiles(SyncPart):
+    """Export and import whole sessions (`client.sync.session_files`)."""
 
     def export(self, session_id: str) -> list[str]:
         """The session as the lines of a `duragent-session` file (each ends in a newline):
@@ -106,10 +106,10 @@ class SessionFiles(ClientPart):
             session_id = uuid.uuid4().hex
             stored = stored_entries(file, ids, runs)
             leaf_id = ids[file.leaf_id] if file.leaf_id is not None else None
-        config = file.config or self._client.sessions.new_config()
+        config = file.config or self._client.sync.sessions.new_config()
         if file.config is None and file.model is not None:
             config = config.model_copy(update={"model": file.model})
-        folder = self._client.sessions.new_workspace(
+        folder = self._client.sync.sessions.new_workspace(
             session_id, workspace, owner=owner, policy=policy
         )
         try:
@@ -131,3 +131,10 @@ class SessionFiles(ClientPart):
         except IdsTaken as err:  # taken between the check above and this transaction
             raise IdsInUse(err.taken, session_id) from err
         return Imported(session=record, entries=len(stored), kind=file.kind, notes=file.notes)
+
+
+class SessionFiles(StoreBackedPart[SyncSessionFiles]):
+    """Export and import whole sessions."""
+
+    export = in_thread(SyncSessionFiles.export)
+    import_file = in_thread(SyncSessionFiles.import_file)

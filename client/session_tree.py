@@ -4,7 +4,6 @@ own)."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
@@ -12,7 +11,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from duragent.client.bounds import bounded
 from duragent.client.errors import EntryNotInSession
-from duragent.client.part import ClientPart
+from duragent.client.part import StoreBackedPart, SyncPart, in_thread
 from duragent.domain.compaction import CompactionSettings
 from duragent.domain.entries import (
     CustomEntry,
@@ -28,18 +27,18 @@ from duragent.store.clock import now_ms
 from duragent.workflows.session_structure import SessionCompaction, SessionNavigation
 
 
-class SessionTree(ClientPart):
-    """Read a session's tree, add entries to it, compact it, or move its leaf."""
+class SyncTree(SyncPart):
+    """A session's stored tree (`client.sync.tree`): its entries and current path."""
 
     def entries(self, session_id: str) -> list[SessionEntry]:
         """Every entry of the session tree, in the order they were stored."""
-        self._client.sessions.get(session_id)
+        self._client.sync.sessions.get(session_id)
         with self._client.db.transaction() as db:
             return entries.list_entries(db, session_id)
 
     def path(self, session_id: str) -> list[SessionEntry]:
         """The current branch: entries from the root to the session's leaf."""
-        session = self._client.sessions.get(session_id)
+        session = self._client.sync.sessions.get(session_id)
         with self._client.db.transaction() as db:
             return entries.load_path(db, session.leaf_id)
 
@@ -52,8 +51,17 @@ class SessionTree(ClientPart):
         with self._client.db.transaction() as db:
             found = entries.belongs_to(db, entry_id, session_id)
         if not found:
-            self._client.sessions.get(session_id)
+            self._client.sync.sessions.get(session_id)
             raise EntryNotInSession(session_id, entry_id)
+
+
+class SessionTree(StoreBackedPart[SyncTree]):
+    """Read a session's tree, add entries to it, compact it, or move its leaf."""
+
+    entries = in_thread(SyncTree.entries)
+    path = in_thread(SyncTree.path)
+    labels = in_thread(SyncTree.labels)
+    require_entry = in_thread(SyncTree.require_entry)
 
     async def append_custom_entry(
         self, session_id: str, custom_type: str, data: dict[str, Any] | None = None
@@ -127,7 +135,7 @@ class SessionTree(ClientPart):
         text comes back for editing), optionally summarising the branch left behind."""
         if instructions is not None:
             bounded("summary instructions", instructions)
-        await asyncio.to_thread(self.require_entry, session_id, entry_id)
+        await self.require_entry(session_id, entry_id)
         data = NavigateInput(
             session_id=session_id,
             op_id=uuid.uuid4().hex,
@@ -141,7 +149,7 @@ class SessionTree(ClientPart):
 
     async def _structural(self, session_id: str, run: Any, data: Any, kind: str) -> Any:
         """Start a structural operation under the session's id: refused while busy."""
-        await asyncio.to_thread(self._client.sessions.get, session_id)
+        await self._client.sessions.get(session_id)
         try:
             return await self._client.workflows.start(run, data, session_id, kind)
         except WorkflowAlreadyStartedError as err:

@@ -67,7 +67,7 @@ class SessionWorkflows(ClientPart):
 
     async def open_run(self, session_id: str) -> WorkflowHandle[SessionRun, RunResult] | None:
         """The session's open run, or None when it is idle (or doing something else)."""
-        await asyncio.to_thread(self._client.sessions.get, session_id)
+        await self._client.sessions.get(session_id)
         if await self.open_type(session_id) != "SessionRun":
             return None
         return self._client.temporal.get_workflow_handle_for(
@@ -83,7 +83,7 @@ class SessionWorkflows(ClientPart):
         if handle is None:
             return None
         run_id = await self.run_id(handle)
-        record = await asyncio.to_thread(self._client.runs.get, run_id) if run_id else None
+        record = await self._client.runs.get(run_id) if run_id else None
         if record is None or record.status == "running":
             return handle
         with contextlib.suppress(Exception):  # its outcome is already in the store

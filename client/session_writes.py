@@ -3,7 +3,6 @@ pending writes until its next save point, or stored at once when the session is 
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 from temporalio.common import WorkflowIDReusePolicy
@@ -36,7 +35,7 @@ class SessionWrites(ClientPart):
             id=uuid.uuid4().hex, config=config, entries=entries or [], timestamp=now_ms()
         )
         bounded("session change", change)
-        await asyncio.to_thread(self._client.sessions.get, session_id)
+        await self._client.sessions.get(session_id)
         with search_attributes_required(self._client.settings.temporal_namespace):
             handle = await self._client.temporal.start_workflow(
                 SessionChanges.run,

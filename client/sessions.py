@@ -3,7 +3,6 @@ their status (asked of the open run's worker, else read from the store)."""
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import contextlib
 import uuid
@@ -24,7 +23,7 @@ from duragent.client.errors import (
     InvalidWorkspace,
     SessionNotFound,
 )
-from duragent.client.part import ClientPart
+from duragent.client.part import StoreBackedPart, SyncPart, in_thread
 from duragent.client.workspaces import WorkspacePolicy
 from duragent.domain.config import SessionConfig
 from duragent.domain.context import derive_path_state
@@ -80,8 +79,9 @@ def current_config(db: Session, session: SessionRecord) -> SessionConfig:
     return session.config.model_copy(update=dict(state))
 
 
-class Sessions(ClientPart):
-    """Sessions: new ones, forks, store reads (which work while no worker runs), status."""
+class SyncSessions(SyncPart):
+    """Sessions in the store (`client.sync.sessions`): new ones, forks, reads (which work
+    while no worker runs)."""
 
     def create(
         self,
@@ -227,12 +227,6 @@ class Sessions(ClientPart):
             except StoreEntryNotFound as err:
                 raise EntryNotInSession(session_id, entry_id) from err
 
-    async def rename(self, session_id: str, name: str) -> None:
-        """Name the session (a session-info entry: pending while a run is open)."""
-        bounded("session name", name)
-        entry = SessionInfoEntry(id=uuid.uuid4().hex, parent_id=None, timestamp=now_ms(), name=name)
-        await self._client.writes.apply(session_id, entries=[entry])
-
     def get(self, session_id: str) -> SessionRecord:
         """The session's record; `SessionNotFound` for an id no session has."""
         with self._client.db.transaction() as db:
@@ -293,34 +287,6 @@ class Sessions(ClientPart):
         with self._client.db.transaction() as db:
             return store_figures(db)
 
-    async def phase(self, session_id: str) -> Phase:
-        """The session's phase: `idle` unless a run or a structural operation is open."""
-        return (await self.status(session_id)).phase
-
-    async def status(self, session_id: str) -> SessionStatus:
-        """Phase, latest config, queued messages and pending writes of a session, and its
-        host (with the host a run waits for, in phase `awaiting_host`).
-
-        A run is asked directly (a query); when no worker answers in time (all are down),
-        the phase comes from the stored run state and the queues are unknown (`run` None).
-        """
-        config, waiting, running = await asyncio.to_thread(self.stored_status, session_id)
-        host = (await asyncio.to_thread(self.get, session_id)).host
-        workflows = self._client.workflows
-        open_type = await workflows.open_type(session_id)
-        if open_type in STRUCTURAL_PHASES:
-            return SessionStatus(STRUCTURAL_PHASES[open_type], config, None, waiting, host)
-        if open_type != "SessionRun":
-            return SessionStatus("idle", config, None, waiting, host)
-        try:
-            view = await workflows.query_state(session_id)
-        except (RPCError, TimeoutError):
-            view = None
-        if view is None:
-            phase: Phase = running[0].phase if running else "turn"
-            return SessionStatus(phase, config, None, waiting, host)
-        return SessionStatus(view.phase, view.config or config, view, waiting, host)
-
     def stored_status(
         self, session_id: str
     ) -> tuple[SessionConfig, builtins.list[QueueItem], builtins.list[RunRecord]]:
@@ -341,6 +307,58 @@ class Sessions(ClientPart):
         start from, so a session list that shows a model reads it here."""
         with self._client.db.transaction() as db:
             return [current_config(db, record) for record in records]
+
+
+class Sessions(StoreBackedPart[SyncSessions]):
+    """Sessions: new ones, forks, store reads (which work while no worker runs), status."""
+
+    create = in_thread(SyncSessions.create)
+    discard_unused = in_thread(SyncSessions.discard_unused)
+    fork = in_thread(SyncSessions.fork)
+    get = in_thread(SyncSessions.get)
+    list = in_thread(SyncSessions.list)
+    summaries = in_thread(SyncSessions.summaries)
+    children = in_thread(SyncSessions.children)
+    parent = in_thread(SyncSessions.parent)
+    costs = in_thread(SyncSessions.costs)
+    resources = in_thread(SyncSessions.resources)
+    figures = in_thread(SyncSessions.figures)
+    stored_status = in_thread(SyncSessions.stored_status)
+    configs = in_thread(SyncSessions.configs)
+
+    async def rename(self, session_id: str, name: str) -> None:
+        """Name the session (a session-info entry: pending while a run is open)."""
+        bounded("session name", name)
+        entry = SessionInfoEntry(id=uuid.uuid4().hex, parent_id=None, timestamp=now_ms(), name=name)
+        await self._client.writes.apply(session_id, entries=[entry])
+
+    async def phase(self, session_id: str) -> Phase:
+        """The session's phase: `idle` unless a run or a structural operation is open."""
+        return (await self.status(session_id)).phase
+
+    async def status(self, session_id: str) -> SessionStatus:
+        """Phase, latest config, queued messages and pending writes of a session, and its
+        host (with the host a run waits for, in phase `awaiting_host`).
+
+        A run is asked directly (a query); when no worker answers in time (all are down),
+        the phase comes from the stored run state and the queues are unknown (`run` None).
+        """
+        config, waiting, running = await self.stored_status(session_id)
+        host = (await self.get(session_id)).host
+        workflows = self._client.workflows
+        open_type = await workflows.open_type(session_id)
+        if open_type in STRUCTURAL_PHASES:
+            return SessionStatus(STRUCTURAL_PHASES[open_type], config, None, waiting, host)
+        if open_type != "SessionRun":
+            return SessionStatus("idle", config, None, waiting, host)
+        try:
+            view = await workflows.query_state(session_id)
+        except (RPCError, TimeoutError):
+            view = None
+        if view is None:
+            phase: Phase = running[0].phase if running else "turn"
+            return SessionStatus(phase, config, None, waiting, host)
+        return SessionStatus(view.phase, view.config or config, view, waiting, host)
 
     async def worker_answering(self, session_id: str) -> bool | None:
         """Whether a worker answers for the session's open run (None when no run is open).

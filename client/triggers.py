@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from duragent.client.bounds import bounded
 from duragent.client.errors import SessionBusy, SessionNotFound, TriggerNotFound
-from duragent.client.part import ClientPart
+from duragent.client.part import StoreBackedPart, SyncPart, in_thread
 from duragent.client.run_control import RunHandle
 from duragent.client.workspaces import WorkspacePolicy
 from duragent.domain.session_file_checks import MAX_NAME_CHARS
@@ -72,8 +72,9 @@ class Delivered:
     item_id: str | None = None
 
 
-class Triggers(ClientPart):
-    """Add, list, delete triggers and rotate their secrets; take their deliveries."""
+class SyncTriggers(SyncPart):
+    """Stored triggers (`client.sync.triggers`): add, read, delete, rotate secrets; the
+    checks of a delivery."""
 
     def add(
         self,
@@ -89,7 +90,7 @@ class Triggers(ClientPart):
         check_trigger_name(name)
         template_fields(template)
         if session_id is not None:
-            self._client.sessions.get(session_id)
+            self._client.sync.sessions.get(session_id)
         secret = new_secret()
         with self._client.db.transaction() as db:
             record = triggers.add_trigger(
@@ -135,27 +136,6 @@ class Triggers(ClientPart):
         assert record is not None
         return TriggerWithSecret(record, secret)
 
-    async def receive(
-        self,
-        trigger_id: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        *,
-        policy: WorkspacePolicy | None = None,
-    ) -> Delivered:
-        """Take a delivery (`headers` by lower-case name): checked as the module says,
-        then delivered. A new session for it works where `policy` gives the trigger's
-        owner a fresh folder (none: the state directory's, as the command line's)."""
-        trigger, prompt, signed = await asyncio.to_thread(self._checked, trigger_id, headers, body)
-        if prompt is None:
-            return Delivered(signed.delivery_id, None, "pong")
-        # Remembered as not delivered until here: a sender's resend after a failure (a
-        # service down midway, this answer lost) is taken again, and finds what this
-        # attempt did, rather than being refused as a replay and lost.
-        delivered = await self._deliver(trigger, signed.delivery_id, prompt, policy)
-        await asyncio.to_thread(self._delivered, trigger.id, signed.delivery_id)
-        return delivered
-
     def _checked(
         self, trigger_id: str, headers: Mapping[str, str], body: bytes
     ) -> tuple[TriggerRecord, str | None, SignedDelivery]:
@@ -193,6 +173,39 @@ class Triggers(ClientPart):
         with self._client.db.transaction() as db:
             triggers.mark_delivered(db, trigger_id, delivery_id)
 
+
+class Triggers(StoreBackedPart[SyncTriggers]):
+    """Add, list, delete triggers and rotate their secrets; take their deliveries."""
+
+    add = in_thread(SyncTriggers.add)
+    get = in_thread(SyncTriggers.get)
+    list = in_thread(SyncTriggers.list)
+    delete = in_thread(SyncTriggers.delete)
+    rotate_secret = in_thread(SyncTriggers.rotate_secret)
+
+    async def receive(
+        self,
+        trigger_id: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        *,
+        policy: WorkspacePolicy | None = None,
+    ) -> Delivered:
+        """Take a delivery (`headers` by lower-case name): checked as the module says,
+        then delivered. A new session for it works where `policy` gives the trigger's
+        owner a fresh folder (none: the state directory's, as the command line's)."""
+        trigger, prompt, signed = await asyncio.to_thread(
+            self._store._checked, trigger_id, headers, body
+        )
+        if prompt is None:
+            return Delivered(signed.delivery_id, None, "pong")
+        # Remembered as not delivered until here: a sender's resend after a failure (a
+        # service down midway, this answer lost) is taken again, and finds what this
+        # attempt did, rather than being refused as a replay and lost.
+        delivered = await self._deliver(trigger, signed.delivery_id, prompt, policy)
+        await asyncio.to_thread(self._store._delivered, trigger.id, signed.delivery_id)
+        return delivered
+
     async def _deliver(
         self, trigger: TriggerRecord, delivery_id: str, prompt: str, policy: WorkspacePolicy | None
     ) -> Delivered:
@@ -212,17 +225,16 @@ class Triggers(ClientPart):
         # (rather than starting a second); one whose run did not start left no session.
         session_id = uuid.uuid5(uuid.NAMESPACE_URL, key).hex
         try:
-            found = await asyncio.to_thread(self._client.sessions.get, session_id)
+            found = await self._client.sessions.get(session_id)
         except SessionNotFound:
             found = None
         if found is not None and found.owner != trigger.owner:
             # Someone else's session under that id (an import keeps its file's ids): not
             # this delivery's, and its prompt must not go there.
             session_id, found = uuid.uuid4().hex, None
-        earlier = await asyncio.to_thread(self._client.runs.list, session_id) if found else []
+        earlier = await self._client.runs.list(session_id) if found else []
         if found is None:
-            await asyncio.to_thread(
-                self._client.sessions.create,
+            await self._client.sessions.create(
                 name=f"{trigger.name}: {delivery_id}"[:MAX_NAME_CHARS],
                 owner=trigger.owner,
                 policy=policy if trigger.owner is not None else None,
@@ -241,7 +253,7 @@ class Triggers(ClientPart):
             # cannot be reached either (the retry then finds it): the caller hears of
             # the failure that stopped the run, not of this.
             with contextlib.suppress(Exception):
-                await asyncio.to_thread(self._client.sessions.discard_unused, session_id)
+                await self._client.sessions.discard_unused(session_id)
             raise
         return Delivered(delivery_id, session_id, "started", run_id=handle.run_id)
 

@@ -53,7 +53,7 @@ async def main() -> None:
                 Greeting.run, "duragent", id=f"greeting-{uuid.uuid4().hex}", task_queue="my-app"
             )
             print(greeting)
-            session = agents.sessions.create(name="beside my workflows")
+            session = await agents.sessions.create(name="beside my workflows")
             result = await (await agents.runs.prompt(session.id, "Write a hello script")).result()
             print(f"{result.status} after {result.turns} turns: {result.final_text}")
 

@@ -43,7 +43,7 @@ app = FastAPI(lifespan=lifespan)
 @app.get("/ask")
 async def ask(q: str) -> StreamingResponse:
     client = agents["client"]
-    session = client.sessions.create(name=q[:40])
+    session = await client.sessions.create(name=q[:40])
     run = await client.runs.prompt(session.id, q)
 
     async def events() -> AsyncIterator[str]:

@@ -60,7 +60,7 @@ async def main(question: str) -> None:
     ):
         client = await duragent.DuragentClient.connect(settings, plugins=[plugin])
         async with duragent.build_worker(client.temporal, client.db, settings, plugins=[plugin]):
-            session = client.sessions.create(name="support")
+            session = await client.sessions.create(name="support")
             await client.approvals.set_policy(session.id, POLICY)
             run = await client.runs.prompt(session.id, question)
             while not (waiting := await client.approvals.pending(session.id)):

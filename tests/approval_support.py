@@ -57,7 +57,7 @@ def result_text(block: dict[str, Any]) -> str:
 
 
 def stored_result(stack: Stack, session_id: str, call_id: str) -> ToolResultMessage:
-    for entry in stack.client.tree.path(session_id):
+    for entry in stack.client.sync.tree.path(session_id):
         message = entry.message if isinstance(entry, MessageEntry) else None
         if isinstance(message, ToolResultMessage) and message.tool_call_id == call_id:
             return message

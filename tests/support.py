@@ -301,7 +301,7 @@ class ApiServer:
 
 def run_finished(stack: Stack, session_id: str) -> bool:
     """The session's latest run exists and is no longer running."""
-    runs = stack.client.runs.list(session_id)
+    runs = stack.client.sync.runs.list(session_id)
     return bool(runs) and runs[0].status != "running"
 
 
@@ -319,7 +319,7 @@ UNTIL_GO = "while [ ! -f go ]; do sleep 0.05; done"
 
 def let_go(stack: Stack, session_id: str) -> None:
     """Release the session's commands waiting in `UNTIL_GO`."""
-    (Path(stack.client.sessions.get(session_id).workspace) / "go").touch()
+    (Path(stack.client.sync.sessions.get(session_id).workspace) / "go").touch()
 
 
 def bash_then_text(command: str, *texts: str) -> dict[str, Any]:

@@ -64,7 +64,7 @@ class Link:
 
     async def session(self, session_id: str) -> SessionRecord:
         """The session's record (`SessionNotFound` for an id no session has)."""
-        return await asyncio.to_thread(self._client.sessions.get, session_id)
+        return await self._client.sessions.get(session_id)
 
     async def create_session(
         self,
@@ -74,10 +74,8 @@ class Link:
         workspace: Path | None = None,
         name: str | None = None,
     ) -> SessionRecord:
-        return await asyncio.to_thread(
-            lambda: self._client.sessions.create(
-                agent=agent, model=model, workspace=workspace, name=name
-            )
+        return await self._client.sessions.create(
+            agent=agent, model=model, workspace=workspace, name=name
         )
 
     async def status(self, session_id: str) -> SessionStatus:
@@ -86,42 +84,38 @@ class Link:
 
     async def children(self, session_id: str) -> list[SessionRecord]:
         """The session's sub-agents (each names the delegate call that made it)."""
-        return await asyncio.to_thread(self._client.sessions.children, session_id)
+        return await self._client.sessions.children(session_id)
 
     async def costs(self, session_id: str) -> SessionCosts:
-        return await asyncio.to_thread(self._client.sessions.costs, session_id)
+        return await self._client.sessions.costs(session_id)
 
     async def runs(self, session_id: str) -> list[RunRecord]:
         """The session's runs, newest first."""
-        return await asyncio.to_thread(self._client.runs.list, session_id)
+        return await self._client.runs.list(session_id)
 
     # What a view shows ----------------------------------------------------------------
 
     async def opening(self, session_id: str) -> SessionPage:
         """The newest display messages and run events, the latest run, the pending
         input and the costs, read together."""
-        return await asyncio.to_thread(
-            lambda: self._client.display.page(
-                session_id,
-                messages_after=None,
-                messages_limit=OPEN_MESSAGES,
-                events_after=None,
-                events_limit=OPEN_EVENTS,
-            )
+        return await self._client.display.page(
+            session_id,
+            messages_after=None,
+            messages_limit=OPEN_MESSAGES,
+            events_after=None,
+            events_limit=OPEN_EVENTS,
         )
 
     async def refresh(self, session_id: str, messages_after: int, events_after: int) -> SessionPage:
         """What changed in the store since the cursors: display messages after
         `messages_after` (a page), the latest run, the pending input, the costs. (Events
         are followed on their own: one is read here, and not used.)"""
-        return await asyncio.to_thread(
-            lambda: self._client.display.page(
-                session_id,
-                messages_after=messages_after,
-                messages_limit=REFRESH_MESSAGES,
-                events_after=events_after,
-                events_limit=1,
-            )
+        return await self._client.display.page(
+            session_id,
+            messages_after=messages_after,
+            messages_limit=REFRESH_MESSAGES,
+            events_after=events_after,
+            events_limit=1,
         )
 
     async def follow(self, session_id: str, after: int) -> AsyncIterator[list[StoredEvent]]:
@@ -131,7 +125,7 @@ class Link:
             yield batch
 
     async def events_cursor(self, session_id: str) -> int:
-        return await asyncio.to_thread(self._client.events.cursor, session_id)
+        return await self._client.events.cursor(session_id)
 
     # Input ---------------------------------------------------------------------------
 
@@ -151,22 +145,22 @@ class Link:
 
     async def queue(self, session_id: str) -> list[QueueItem]:
         """The pending items of the session's input queue, oldest first."""
-        return await asyncio.to_thread(self._client.inputs.queue, session_id)
+        return await self._client.inputs.queue(session_id)
 
     async def item(self, session_id: str, item_id: str) -> QueueItem:
         """One item of the input queue, whatever became of it."""
-        return await asyncio.to_thread(self._client.inputs.item, session_id, item_id)
+        return await self._client.inputs.item(session_id, item_id)
 
     async def edit_item(self, session_id: str, item_id: str) -> str:
         """Take a queued item back: it is cancelled, its text returned."""
-        return await asyncio.to_thread(self._client.inputs.edit, session_id, item_id)
+        return await self._client.inputs.edit(session_id, item_id)
 
     async def guide_item(self, session_id: str, item_id: str) -> QueueItem:
         """A queued item as guidance for the open run."""
         return await self._client.inputs.guide(session_id, item_id)
 
     async def delete_item(self, session_id: str, item_id: str) -> None:
-        await asyncio.to_thread(self._client.inputs.delete, session_id, item_id)
+        await self._client.inputs.delete(session_id, item_id)
 
     # The run ------------------------------------------------------------------------
 
@@ -223,9 +217,9 @@ class Link:
 
     async def tree(self, session_id: str) -> TreeSnapshot:
         def read() -> TreeSnapshot:
-            entries = self._client.tree.entries(session_id)
-            leaf = self._client.sessions.get(session_id).leaf_id
-            return TreeSnapshot(entries, leaf, self._client.tree.labels(session_id))
+            entries = self._client.sync.tree.entries(session_id)
+            leaf = self._client.sync.sessions.get(session_id).leaf_id
+            return TreeSnapshot(entries, leaf, self._client.sync.tree.labels(session_id))
 
         return await asyncio.to_thread(read)
 
@@ -234,13 +228,13 @@ class Link:
         return await self._client.tree.navigate(session_id, entry_id)
 
     async def fork(self, session_id: str, entry_id: str) -> SessionRecord:
-        return await asyncio.to_thread(self._client.sessions.fork, session_id, entry_id)
+        return await self._client.sessions.fork(session_id, entry_id)
 
     async def export(self, session_id: str, path: Path) -> int:
         """Write the session as a `duragent-session` file; how many lines it has."""
 
         def write() -> int:
-            lines = self._client.session_files.export(session_id)
+            lines = self._client.sync.session_files.export(session_id)
             path.write_text("".join(lines), encoding="utf-8")
             return len(lines)
 

@@ -108,7 +108,7 @@ def store_client(settings: Settings, *, create: bool = False) -> DuragentClient:
 def require_session(client: DuragentClient, session: str) -> None:
     """Refuse an unknown session before starting services for it."""
     with client_errors(client.settings):
-        client.sessions.get(session)
+        client.sync.sessions.get(session)
 
 
 def entry_id(client: DuragentClient, session: str, prefix: str) -> str:
@@ -116,7 +116,7 @@ def entry_id(client: DuragentClient, session: str, prefix: str) -> str:
     Anything else ends the command with one line: no such session, no such entry, or a
     prefix that names several."""
     with client_errors(client.settings):
-        matches = [e.id for e in client.tree.entries(session) if e.id.startswith(prefix)]
+        matches = [e.id for e in client.sync.tree.entries(session) if e.id.startswith(prefix)]
     if not prefix or not matches:
         fail(f"no entry of session {session} has an id starting {prefix!r} (see duragent tree)")
     if len(matches) > 1:

@@ -35,7 +35,7 @@ def next_turn(ctx: typer.Context, session: SessionArg, text: MessageArg) -> None
     """Queue TEXT for the session's next run, before its prompt (allowed while busy)."""
     client = store_client(ctx.obj)
     with client_errors():
-        item = client.inputs.next_turn(session, text)
+        item = client.sync.inputs.next_turn(session, text)
     console.print(f"queued for the next run: {item.id}")
 
 
@@ -57,7 +57,7 @@ def send(
             client = await DuragentClient.connect(ready)
             hosted_elsewhere = await has_live_worker(client.temporal, ready)
             async with ensure_worker(ready, announce):
-                cursor = client.events.cursor(session)
+                cursor = await client.events.cursor(session)
                 sent = await client.inputs.send(session, text, guidance=guide)
                 if not isinstance(sent, RunHandle):
                     when = (
@@ -106,7 +106,7 @@ def guide(
 
     async def main() -> None:
         client = await DuragentClient.connect(ctx.obj)
-        client.sessions.get(session)
+        await client.sessions.get(session)
         if text is None:
             assert item is not None
             try:
@@ -128,12 +128,12 @@ def queue(
     client = store_client(ctx.obj)
     with client_errors():
         if args[0] == "rm" and len(args) == 3:
-            client.inputs.delete(args[1], args[2])
+            client.sync.inputs.delete(args[1], args[2])
             console.print(f"deleted {args[2]}")
             return
         if len(args) != 1:
             fail("expected `queue SESSION` or `queue rm SESSION ITEM`")
-        for item in client.inputs.queue(args[0]):
+        for item in client.sync.inputs.queue(args[0]):
             say(queue_line(item.id, item.kind, item.text))
 
 

@@ -111,14 +111,14 @@ def run(
     on = "ask" if budget_ask else "stop"
     budget = budget_of(None, *limits, on) if any(v is not None for v in limits) else None
 
-    def open_session(client: DuragentClient) -> str:
+    async def open_session(client: DuragentClient) -> str:
         if session is None:
-            record = client.sessions.create(
+            record = await client.sessions.create(
                 workspace=workspace, name=name, host=host, agent=agent, model=model
             )
             announce(f"Session {record.id} (workspace {record.workspace})")
             return record.id
-        return client.sessions.get(session).id
+        return (await client.sessions.get(session)).id
 
     async def start(client: DuragentClient, session_id: str) -> RunHandle:
         if model is not None and session is not None:
@@ -174,14 +174,18 @@ def abort(ctx: typer.Context, session: SessionArg) -> None:
     raise typer.Exit(command.run(main()))
 
 
-def _existing(session: str) -> Callable[[DuragentClient], str]:
+def _existing(session: str) -> Callable[[DuragentClient], Awaitable[str]]:
     """Open `session` (it must exist) for `_follow`."""
-    return lambda client: client.sessions.get(session).id
+
+    async def existing(client: DuragentClient) -> str:
+        return (await client.sessions.get(session)).id
+
+    return existing
 
 
 async def _follow(
     settings: Settings,
-    open_session: Callable[[DuragentClient], str],
+    open_session: Callable[[DuragentClient], Awaitable[str]],
     start: Callable[[DuragentClient, str], Awaitable[RunHandle]],
 ) -> int:
     """Start a run (services started as needed), print its events, return its exit code.
@@ -193,8 +197,9 @@ async def _follow(
         ensure_worker(ready, announce) as elsewhere,
     ):
         client = await DuragentClient.connect(ready)
-        session_id = open_session(client)
-        cursor = client.events.cursor(session_id)  # before the start: no event of the run is missed
+        session_id = await open_session(client)
+        # Read before the start: no event of the run is missed.
+        cursor = await client.events.cursor(session_id)
         handle = await start(client, session_id)
         async with stand_in_worker(ready, announce, handle.workflow.id, elsewhere):
             return await show_run(client, session_id, handle, cursor)
@@ -205,7 +210,7 @@ async def show_run(client: DuragentClient, session_id: str, handle: RunHandle, c
     cost, as `status` says it); its exit code."""
 
     def run_cost(run_id: str) -> str:
-        return cost_line(client.sessions.costs(session_id).of_run(run_id))
+        return cost_line(client.sync.sessions.costs(session_id).of_run(run_id))
 
     printer = EventPrinter(console, session_id, run_cost)
     # On a terminal, the run's `ask_user` questions are answered right here.

@@ -25,7 +25,7 @@ def export(ctx: typer.Context, session: SessionArg) -> None:
     """
     client = store_client(ctx.obj)
     with client_errors():
-        lines = client.session_files.export(session)
+        lines = client.sync.session_files.export(session)
     out = sys.stdout
     out.writelines(lines)
     out.flush()
@@ -65,7 +65,7 @@ def import_session(
     client = store_client(ctx.obj, create=True)
     data = _read(file)
     with client_errors():
-        imported = client.session_files.import_file(
+        imported = client.sync.session_files.import_file(
             data, keep_ids=keep_ids, name=name, workspace=workspace
         )
     source = "pi session" if imported.kind == "pi" else "session"

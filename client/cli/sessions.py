@@ -3,7 +3,6 @@ now, and what its runs did as their Temporal histories tell it."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Annotated
 
@@ -59,9 +58,9 @@ def sessions(ctx: typer.Context) -> None:
         Column("updated", drop=2),
         Column("workspace", wrap=True, drop=3),
     ]
-    listed = client.sessions.list()
+    listed = client.sync.sessions.list()
     # The model each session's next turn uses: its current branch's, not its first.
-    configs = client.sessions.configs(listed)
+    configs = client.sync.sessions.configs(listed)
     rows = [
         [
             record.id,
@@ -93,8 +92,8 @@ def show(
     settings: Settings = ctx.obj
     client = store_client(settings)
     with client_errors(settings):
-        record = client.sessions.get(session)
-    path = client.tree.path(session)
+        record = client.sync.sessions.get(session)
+    path = client.sync.tree.path(session)
     if as_json:
         console.out(
             json.dumps([e.model_dump(mode="json") for e in path], indent=2), highlight=False
@@ -102,7 +101,7 @@ def show(
         return
     say(Text.assemble(("session", "bold"), f" {record.id}  {record.name or ''}"))
     host = f"   host {record.host}" if record.host else ""
-    (config,) = client.sessions.configs([record])
+    (config,) = client.sync.sessions.configs([record])
     say(Text(f"workspace {record.workspace}{host}   model {config.model}"))
     if record.parent_tool_call_id and record.parent_session_id:
         say(
@@ -111,9 +110,9 @@ def show(
                 f"(its call {record.parent_tool_call_id}, run {record.parent_run_id})"
             )
         )
-    for child in client.sessions.children(session):
+    for child in client.sync.sessions.children(session):
         say(Text(f"sub-agent {child.id}  {child.name or ''}  for call {child.parent_tool_call_id}"))
-    costs = client.sessions.costs(session)
+    costs = client.sync.sessions.costs(session)
     columns = [
         Column("run"),
         Column("status"),
@@ -133,7 +132,7 @@ def show(
             when(run.started_at),
             run.error or "",
         ]
-        for run in client.runs.list(session)
+        for run in client.sync.runs.list(session)
     ]
     print_table(console, columns, rows)
     say(Text(f"session cost {cost_line(costs.session)}; {prices_line(client.prices)}"))
@@ -170,7 +169,7 @@ def history(
     store = store_client(settings)
     require_session(store, session)
     if run is not None:
-        record = store.runs.get(run)
+        record = store.sync.runs.get(run)
         if record is None or record.session_id != session:
             fail(f"run {run!r} is not a run of session {session} (`duragent show` lists them)")
 
@@ -233,7 +232,7 @@ def status(
     async def main() -> None:
         client = await DuragentClient.connect(ctx.obj)
         state = await client.sessions.status(session)
-        costs = await asyncio.to_thread(client.sessions.costs, session)
+        costs = await client.sessions.costs(session)
         latest = state.run.run_id if state.run else _latest_run(client, session)
         run_cost = costs.of_run(latest) if latest else None
         if as_json:
@@ -285,5 +284,5 @@ def status(
 
 def _latest_run(client: DuragentClient, session: str) -> str | None:
     """The session's latest run (None before its first)."""
-    found = client.runs.list(session)
+    found = client.sync.runs.list(session)
     return found[0].run_id if found else None

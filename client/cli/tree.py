@@ -27,9 +27,9 @@ def tree(ctx: typer.Context, session: SessionArg) -> None:
     """The session's tree of entries: branches, labels, compactions; the leaf marked."""
     client = store_client(ctx.obj)
     with client_errors():
-        record = client.sessions.get(session)
-        entries = client.tree.entries(session)
-    labels = client.tree.labels(session)
+        record = client.sync.sessions.get(session)
+        entries = client.sync.tree.entries(session)
+    labels = client.sync.tree.labels(session)
     # A label entry is stored in the tree like any other (below the leaf it was added
     # at, and what follows goes below it), but it is shown on its target, not as a line:
     # what hangs below a label hangs below the nearest entry above it that is a line,
@@ -68,7 +68,9 @@ def fork(
     """A new session continuing from ENTRY of SESSION (the workspace is shared)."""
     client = store_client(ctx.obj)
     with client_errors():
-        record = client.sessions.fork(session, command.entry_id(client, session, entry), name=name)
+        record = client.sync.sessions.fork(
+            session, command.entry_id(client, session, entry), name=name
+        )
     console.print(f"forked: {record.id}")
 
 

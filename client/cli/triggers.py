@@ -63,7 +63,7 @@ def add(
     if session is not None:
         require_session(client, session)
     with client_errors():
-        made = client.triggers.add(name, template, session_id=session)
+        made = client.sync.triggers.add(name, template, session_id=session)
     _print_secret(made, "added")
 
 
@@ -88,7 +88,7 @@ def list_triggers(ctx: typer.Context) -> None:
             when(t.secret_set_at),
             t.template.splitlines()[0][:80] if t.template.strip() else "",
         ]
-        for t in store_client(settings).triggers.list(every=True)
+        for t in store_client(settings).sync.triggers.list(every=True)
     ]
     print_table(console, columns, rows)
 
@@ -97,7 +97,7 @@ def list_triggers(ctx: typer.Context) -> None:
 def delete(ctx: typer.Context, trigger: TriggerArg) -> None:
     """Delete a trigger: deliveries to it are refused (404) from now on."""
     with client_errors():
-        store_client(ctx.obj).triggers.delete(trigger)
+        store_client(ctx.obj).sync.triggers.delete(trigger)
     say(Text(f"trigger {trigger} deleted"))
 
 
@@ -106,7 +106,7 @@ def rotate_secret(ctx: typer.Context, trigger: TriggerArg) -> None:
     """Give a trigger a new secret and print it (shown this once); the old secret stops
     working at once, so set the new one at the sender (GitHub: the webhook's Secret)."""
     with client_errors():
-        made = store_client(ctx.obj).triggers.rotate_secret(trigger)
+        made = store_client(ctx.obj).sync.triggers.rotate_secret(trigger)
     _print_secret(made, "has a new secret")
 
 

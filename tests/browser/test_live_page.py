@@ -49,7 +49,7 @@ async def test_a_tool_card_shows_output_while_it_runs(
 ) -> None:
     async with stack.worker(), api.client() as http:
         session = await new_session(http)
-        workspace = Path(stack.client.sessions.get(session).workspace)
+        workspace = Path((await stack.client.sessions.get(session)).workspace)
         page = await signed_in(browser_context, api)
         await open_session(page, session)
         await send(page, "run it")
@@ -112,7 +112,7 @@ async def test_a_reload_mid_run_shows_the_same_page(
 ) -> None:
     async with stack.worker(), api.client() as http:
         session = await new_session(http)
-        workspace = Path(stack.client.sessions.get(session).workspace)
+        workspace = Path((await stack.client.sessions.get(session)).workspace)
         page = await signed_in(browser_context, api)
         await open_session(page, session)
         await send(page, "build it")

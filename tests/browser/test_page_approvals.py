@@ -47,7 +47,7 @@ async def test_the_card_shows_the_arguments_and_approves(
         await card.locator("button.approval-approve").click()
         await expect(card).to_have_count(0)
         await eventually(lambda: run_finished(stack, session_id))
-        workspace = Path(stack.client.sessions.get(session_id).workspace)
+        workspace = Path((await stack.client.sessions.get(session_id)).workspace)
         assert (workspace / "out.txt").read_text() == "ran\n"
         await expect(page.locator('.tool[data-call-id="call_write"]')).to_have_attribute(
             "data-state", "done"

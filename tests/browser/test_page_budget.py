@@ -88,9 +88,9 @@ async def test_the_card_says_what_was_reached_and_a_raise_lets_the_run_finish(
         await expect(card).to_have_count(0)
         await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
         await eventually(lambda: run_finished(stack, session_id))
-        [run] = stack.client.runs.list(session_id)
+        [run] = await stack.client.runs.list(session_id)
         assert run.status == "completed" and run.error is None
-        assert stack.client.sessions.get(session_id).config.budget == Budget(
+        assert (await stack.client.sessions.get(session_id)).config.budget == Budget(
             max_turns=3, on_exceed="ask"
         )
         await expect(page.locator(".run-header .budget")).to_have_text("budget: 2 of 3 turns")
@@ -131,7 +131,7 @@ async def test_stop_ends_a_run_that_waits_for_a_raise(
         await page.locator(".run-header button.stop").click()
         await expect(page.locator(CARD)).to_have_count(0)
         await eventually(lambda: run_finished(stack, session_id))
-        [run] = stack.client.runs.list(session_id)
+        [run] = await stack.client.runs.list(session_id)
         assert run.status == "aborted"
         await expect(page.locator(".run-header .phase")).to_have_text("idle")
 
@@ -153,7 +153,7 @@ async def test_a_budget_stop_leaves_a_note_and_the_header_shows_the_use(
         await expect(note).to_contain_text(
             "The session's turn limit (1 turn) is reached: 1 turn spent. The run stopped here"
         )
-        [run] = stack.client.runs.list(session_id)
+        [run] = await stack.client.runs.list(session_id)
         price = bundled_prices().price_of(stack.settings.model)
         assert price is not None
         spent = cost_text(usage_cost(run.usage, price))
@@ -191,7 +191,7 @@ async def test_a_runs_own_budget_shows_while_it_works_and_is_raised_from_its_car
         await expect(card).to_have_count(0)
         await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
         await eventually(lambda: run_finished(stack, session_id))
-        [run] = stack.client.runs.list(session_id)
+        [run] = await stack.client.runs.list(session_id)
         assert run.status == "completed" and run.error is None
         raised = [
             e.payload
@@ -218,7 +218,7 @@ async def test_a_budget_set_on_the_page_stops_a_run_and_its_notes_button_raises_
         await page.locator(limit_box("max_tokens")).fill("1000000")
         await editor.locator("button.budget-save").click()
         await expect(editor).to_have_count(0)
-        assert stack.client.sessions.get(session_id).config.budget == Budget(
+        assert (await stack.client.sessions.get(session_id)).config.budget == Budget(
             max_turns=1, max_tokens=1_000_000
         )
         assert await stored_budget(http, session_id) == {
@@ -248,7 +248,7 @@ async def test_a_budget_set_on_the_page_stops_a_run_and_its_notes_button_raises_
         await page.locator(limit_box("max_turns")).fill("3")
         await page.locator(limit_box("max_turns")).press("Enter")
         await expect(editor).to_have_count(0)
-        assert stack.client.sessions.get(session_id).config.budget == Budget(
+        assert (await stack.client.sessions.get(session_id)).config.budget == Budget(
             max_turns=3, max_tokens=1_000_000
         )
         await expect(page.locator(".run-header .budget")).to_contain_text("budget: 1 of 3 turns")
@@ -257,7 +257,7 @@ async def test_a_budget_set_on_the_page_stops_a_run_and_its_notes_button_raises_
         await send(page, "go on")
         await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
         await eventually(lambda: run_finished(stack, session_id))
-        latest = stack.client.runs.list(session_id)[0]
+        latest = (await stack.client.runs.list(session_id))[0]
         assert latest.status == "completed" and latest.error is None
         await expect(page.locator(".run-header .budget")).to_contain_text("budget: 2 of 3 turns")
         assert await page.locator(".msg.budget-note").count() == 1
@@ -318,7 +318,7 @@ async def test_a_bad_limit_is_named_in_the_editor_and_nothing_is_stored(
         await expect(page.locator(limit_box("max_cost_usd"))).to_have_value("0.5")
         assert len(puts) == 2
         assert await stored_budget(http, session_id) == before
-        assert stack.client.sessions.get(session_id).config.budget == Budget(
+        assert (await stack.client.sessions.get(session_id)).config.budget == Budget(
             max_turns=2, on_exceed="ask"
         )
 
@@ -366,8 +366,8 @@ async def test_a_budget_saved_in_the_editor_while_a_run_waits_lets_it_go_on(
         await expect(page.locator(CARD)).to_have_count(0)
         await expect(page.locator(".msg.assistant").last).to_contain_text("All done.")
         await eventually(lambda: run_finished(stack, session_id))
-        [run] = stack.client.runs.list(session_id)
+        [run] = await stack.client.runs.list(session_id)
         assert run.status == "completed" and run.error is None
-        assert stack.client.sessions.get(session_id).config.budget == Budget(
+        assert (await stack.client.sessions.get(session_id)).config.budget == Budget(
             max_turns=3, on_exceed="ask"
         )

@@ -33,7 +33,7 @@ async def test_the_header_shows_what_the_run_cost(
         await open_session(page, session)
         await send(page, "talk")
         await eventually(lambda: run_finished(stack, session))
-        [run] = stack.client.runs.list(session)
+        [run] = await stack.client.runs.list(session)
         price = bundled_prices().price_of(stack.settings.model)
         assert price is not None
         spent = cost_text(usage_cost(run.usage, price))

@@ -89,7 +89,7 @@ async def test_the_activity_follows_the_newest_events_after_a_tab_switch(
 ) -> None:
     async with stack.worker(), api.client() as http:
         page, session = await session_page(browser_context, api, http)
-        workspace = Path(stack.client.sessions.get(session).workspace)
+        workspace = Path((await stack.client.sessions.get(session)).workspace)
         await send(page, "many small steps")
         await expect(page.locator(".tool").nth(TURNS)).to_have_attribute("data-state", "running")
         newest = page.locator("#activity .event").last

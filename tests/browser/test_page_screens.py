@@ -95,7 +95,7 @@ async def test_a_narrow_screen_shows_one_pane_at_a_time(
     try:
         async with stack.worker(), api.client() as http:
             page, session = await session_page(context, api, http, "a long task on a small screen")
-            workspace = Path(stack.client.sessions.get(session).workspace)
+            workspace = Path((await stack.client.sessions.get(session)).workspace)
             # The conversation is the pane shown; the list and the activity wait behind
             # the switcher.
             conversation = page.locator("#conversation")
@@ -143,7 +143,7 @@ async def test_a_desktop_shows_the_three_panes_side_by_side(
 ) -> None:
     async with stack.worker(), api.client() as http:
         page, session = await session_page(browser_context, api, http, "desk")
-        workspace = Path(stack.client.sessions.get(session).workspace)
+        workspace = Path((await stack.client.sessions.get(session)).workspace)
         await expect(page.locator("#panes")).to_be_hidden()
         for pane in ("#session-list", "#conversation", "#activity"):
             await expect(page.locator(pane)).to_be_visible()

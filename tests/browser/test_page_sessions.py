@@ -33,7 +33,7 @@ async def test_the_session_list_creates_renames_and_switches(
         await page.fill("#run-header .rename-input", "my new session")
         await page.press("#run-header .rename-input", "Enter")
         await expect(names.first).to_have_text("my new session")
-        assert stack.client.sessions.get(str(created)).name == "my new session"
+        assert (await stack.client.sessions.get(str(created))).name == "my new session"
         await page.click(f'#session-list li[data-id="{older}"] a')
         await loaded(page, older)
         await send(page, "work")
@@ -91,7 +91,7 @@ async def test_the_tree_goes_to_forks_from_and_labels_entries(
         await loaded(page, str(forked))
         await expect(page.locator("#conversation")).to_contain_text("first answer")
         assert "second question" not in await page.locator("#conversation").inner_text()
-    assert stack.client.tree.labels(session) == {first_id: "the start"}
+    assert await stack.client.tree.labels(session) == {first_id: "the start"}
 
 
 @pytest.mark.script(bash_then_text(UNTIL_GO, "steered", "followed up"))
@@ -100,7 +100,7 @@ async def test_steer_and_follow_up_from_the_send_menu(
 ) -> None:
     async with stack.worker(), api.client() as http:
         session = await new_session(http)
-        workspace = Path(stack.client.sessions.get(session).workspace)
+        workspace = Path((await stack.client.sessions.get(session)).workspace)
         page = await signed_in(browser_context, api)
         await open_session(page, session)
         await send(page, "start")
@@ -124,7 +124,7 @@ async def test_the_operator_sees_the_command_line_sessions(
 ) -> None:
     async with stack.worker(), api.client() as http:
         # As `duragent run` makes them: no owner.
-        local = stack.client.sessions.create(name="from the terminal").id
+        local = (await stack.client.sessions.create(name="from the terminal")).id
         await stack.client.runs.prompt(local, "hello from the shell")
         await eventually(lambda: run_finished(stack, local))
         mine = await new_session(http, "alice's")

@@ -37,7 +37,7 @@ async def test_chips_say_what_waits_and_where_an_edit_went(
 ) -> None:
     async with stack.worker(), api.client() as http:
         page, session = await session_page(browser_context, api, http)
-        workspace = Path(stack.client.sessions.get(session).workspace)
+        workspace = Path((await stack.client.sessions.get(session)).workspace)
         await send(page, "build it")
         await expect(page.locator('.tool[data-state="running"]')).to_be_visible()
         await send(page, "also update the changelog")

@@ -44,7 +44,7 @@ async def test_a_delegate_card_opens_the_sub_agent_and_it_links_back(
         await send(page, "hand it over")
         link = page.locator(".tool .subagent-link")
         await expect(link).to_contain_text("helper")  # while the sub-agent runs
-        (child,) = stack.client.sessions.children(parent)
+        (child,) = await stack.client.sessions.children(parent)
         await expect(
             page.locator(f'#session-list li.subagent[data-id="{child.id}"]')
         ).to_be_visible()
@@ -59,7 +59,7 @@ async def test_a_delegate_card_opens_the_sub_agent_and_it_links_back(
         await back.click()
         await loaded(page, parent)
         await expect(page.locator(".msg.assistant").last).to_contain_text("parent answer")
-        await eventually(lambda: stack.client.runs.list(parent)[0].status == "completed")
+        await eventually(lambda: stack.client.sync.runs.list(parent)[0].status == "completed")
         # After a reload the stored result still links to the sub-agent.
         await page.reload()
         await loaded(page, parent)

@@ -41,7 +41,7 @@ async def queue_texts(http: Any, session: str) -> list[str]:
 
 
 def two_runs_ended(stack: Stack, session: str) -> bool:
-    runs = stack.client.runs.list(session)
+    runs = stack.client.sync.runs.list(session)
     return len(runs) == 2 and all(run.status != "running" for run in runs)
 
 
@@ -166,7 +166,7 @@ async def test_4_guide_is_taken_at_the_nearest_safe_point(
 ) -> None:
     async with stack.worker(), api.client() as http:
         a = await new_session(http, "A")
-        workspace = Path(stack.client.sessions.get(a).workspace)
+        workspace = Path((await stack.client.sessions.get(a)).workspace)
         page = await signed_in(browser_context, api)
         await open_session(page, a)
         await send(page, "build it")
@@ -213,7 +213,7 @@ async def test_5_guidance_before_tools_replans_them(
 ) -> None:
     async with stack.worker(), api.client() as http:
         a = await new_session(http, "A")
-        workspace = Path(stack.client.sessions.get(a).workspace)
+        workspace = Path((await stack.client.sessions.get(a)).workspace)
         page = await signed_in(browser_context, api)
         await open_session(page, a)
         await send(page, "do it")
@@ -237,7 +237,7 @@ async def test_6_stop_kills_the_process_and_cancels_the_queue(
 ) -> None:
     async with stack.worker(), api.client() as http:
         a = await new_session(http, "A")
-        pid_file = Path(stack.client.sessions.get(a).workspace) / "pid.txt"
+        pid_file = Path((await stack.client.sessions.get(a)).workspace) / "pid.txt"
         page = await signed_in(browser_context, api)
         await open_session(page, a)
         await send(page, "sleep a while")
@@ -284,7 +284,7 @@ async def test_7_compaction_keeps_the_displayed_history(
 ) -> None:
     async with stack.worker(), api.client() as http:
         a = await new_session(http, "A")
-        workspace = Path(stack.client.sessions.get(a).workspace)
+        workspace = Path((await stack.client.sessions.get(a)).workspace)
         for i in range(6):
             (workspace / f"part{i}.txt").write_text(PART)
         page = await signed_in(browser_context, api)

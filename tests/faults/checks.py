@@ -226,7 +226,7 @@ def assert_session_sound(
     path. `status` is what the latest run must have ended with; `queued` the texts of the
     steering and follow-up messages sent during the run."""
     # Every run ended, each with exactly one agent_start and one agent_end.
-    records = stack.client.runs.list(session_id)
+    records = stack.client.sync.runs.list(session_id)
     assert records, "no run was recorded"
     latest = max(records, key=lambda r: r.started_at)
     assert latest.status == status, f"run {latest.run_id} is {latest.status}: {latest.error}"
@@ -249,10 +249,10 @@ def assert_session_sound(
         )
 
     # Every entry stored once, all of them on one chain from the root to the leaf.
-    stored = stack.client.tree.entries(session_id)
+    stored = stack.client.sync.tree.entries(session_id)
     ids = [e.id for e in stored]
     assert len(ids) == len(set(ids)), f"entries stored twice: {ids}"
-    path = stack.client.tree.path(session_id)
+    path = stack.client.sync.tree.path(session_id)
     assert path, "the session has no entries"
     assert path[0].parent_id is None
     for parent, child in itertools.pairwise(path):
@@ -262,7 +262,7 @@ def assert_session_sound(
 
     # The display history is the transcript, message for message (and each compaction's
     # summary, the model call that wrote it).
-    shown = stack.client.display.messages(session_id)
+    shown = stack.client.sync.display.messages(session_id)
     expected = [
         (e.id, e.message.role if isinstance(e, MessageEntry) else "custom")
         for e in path

@@ -15,7 +15,7 @@ from duragent.domain.runs import session_workflow_id
     {"conversations": {"*": [{"wait_for": "go", "reply": [{"text": "still fine"}]}]}}
 )
 async def test_malformed_signal_payloads_are_dropped_and_the_run_goes_on(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         run = await stack.client.runs.prompt(session.id, "work")
         await eventually(lambda: len(stack.model.requests_for(session.id)) == 1)
@@ -42,7 +42,7 @@ async def test_malformed_signal_payloads_are_dropped_and_the_run_goes_on(stack: 
     }
 )
 async def test_an_unknown_model_and_a_path_outside_the_workspace(stack: Stack) -> None:
-    session = stack.client.sessions.create(model="claude-no-such-model")
+    session = await stack.client.sessions.create(model="claude-no-such-model")
     async with stack.worker():
         result = await (await stack.client.runs.prompt(session.id, "read it")).result()
     assert result.status == "error"
@@ -51,7 +51,7 @@ async def test_an_unknown_model_and_a_path_outside_the_workspace(stack: Stack) -
         and "404" in result.error
         and "claude-no-such-model" in result.error
     )
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     escaped = path[2]
     assert isinstance(escaped, MessageEntry) and isinstance(escaped.message, ToolResultMessage)
     assert escaped.message.is_error and "outside the workspace" in text_of(escaped.message.content)

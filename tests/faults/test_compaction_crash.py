@@ -49,7 +49,7 @@ def staged_summary(stack: Stack) -> bool:
 
 
 async def read_everything(stack: Stack) -> str:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     for i in range(4):
         (Path(session.workspace) / f"p{i}.txt").write_text(BIG)
     worker = stack.spawn_worker()
@@ -64,17 +64,17 @@ async def read_everything(stack: Stack) -> str:
 async def one_compaction(stack: Stack, session_id: str) -> CompactionEntry:
     """Exactly one compaction, at the leaf, announced once; the transcript still sound."""
     compactions = [
-        e for e in stack.client.tree.entries(session_id) if isinstance(e, CompactionEntry)
+        e for e in await stack.client.tree.entries(session_id) if isinstance(e, CompactionEntry)
     ]
     assert len(compactions) == 1, compactions
-    path = stack.client.tree.path(session_id)
+    path = await stack.client.tree.path(session_id)
     assert path[-1].id == compactions[0].id
     assert_valid_pairing(path)
     kinds = [e.type async for e in stack.client.events.stream(session_id, follow=False)]
     assert kinds.count("compaction_end") == 1
     messages = [e for e in path if isinstance(e, MessageEntry)]
     # The messages, and the summary's model call once (hidden, for its cost).
-    shown = stack.client.display.messages(session_id)
+    shown = await stack.client.display.messages(session_id)
     assert [d.id for d in shown if d.role == "custom"] == [compactions[0].id]
     assert len(shown) == len(messages) + 1
     return compactions[0]
@@ -134,11 +134,11 @@ async def test_worker_killed_just_after_the_summary_was_written(stack: Stack) ->
     }
 )
 async def test_worker_killed_during_a_branch_summary(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     worker = stack.spawn_worker()
     for text in ("one way", "another way"):
         await asyncio.wait_for((await stack.client.runs.prompt(session.id, text)).result(), 60)
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     target = path[1]
     navigating = asyncio.create_task(
         stack.client.tree.navigate(session.id, target.id, summarize=True)
@@ -152,13 +152,13 @@ async def test_worker_killed_during_a_branch_summary(stack: Stack) -> None:
     stack.model.release("branch")
     moved = await asyncio.wait_for(navigating, timeout=60)
     stack.kill(worker)
-    entries = stack.client.tree.entries(session.id)
+    entries = await stack.client.tree.entries(session.id)
     summaries = [e for e in entries if isinstance(e, BranchSummaryEntry)]
     markers = [e for e in entries if isinstance(e, LeafEntry)]
     assert len(summaries) == 1 and len(markers) == 1
     assert summaries[0].parent_id == target.id and moved.leaf_id == summaries[0].id
     assert markers[0].parent_id == path[-1].id
-    assert [e.id for e in stack.client.tree.path(session.id)] == [
+    assert [e.id for e in await stack.client.tree.path(session.id)] == [
         path[0].id,
         target.id,
         summaries[0].id,

@@ -74,7 +74,7 @@ async def test_a_short_lock_is_waited_out(stack_factory: Any) -> None:
     """3 s, during a bash call: its result's staging and the next save point wait."""
     script = tool_then_final("bash", {"command": "sleep 1.5; echo slept"})
     async with stack_factory(script) as stack:
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         worker = stack.spawn_worker()
         run = await stack.client.runs.prompt(session.id, "store something")
         await wait_for_event(stack, session.id, "tool_execution_start", tool_name="bash")
@@ -98,7 +98,7 @@ async def test_a_long_lock_during_a_retry_safe_tool_is_retried_through(
     again; the result is stored once the lock is gone."""
     script = tool_then_final("grep", {"pattern": SLOW_PATTERN, "path": "src"})
     async with stack_factory(script) as stack:
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         src = Path(session.workspace) / "src"
         src.mkdir()
         (src / "data.txt").write_text(("a" * 200 + "\n") * 300 + "a needle\n")
@@ -132,7 +132,7 @@ async def test_a_long_lock_during_finish_run_is_retried_through(stack_factory: A
     async with stack_factory(script) as stack:
         database = database_file(stack)
         refuse_run_end(database)
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         worker = stack.spawn_worker()
         run = await stack.client.runs.prompt(session.id, "look")
         await finish_refused(stack, session.id)
@@ -151,7 +151,7 @@ async def test_a_long_lock_during_finish_run_is_retried_through(stack_factory: A
 async def test_a_long_lock_keeps_a_finished_bash_result(stack_factory: Any) -> None:
     script = tool_then_final("bash", {"command": "sleep 1; echo slept"})
     async with stack_factory(script) as stack:
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         worker = stack.spawn_worker()
         run = await stack.client.runs.prompt(session.id, "store something")
         await wait_for_event(stack, session.id, "tool_execution_start", tool_name="bash")
@@ -172,7 +172,7 @@ async def test_a_long_lock_after_a_model_reply_does_not_ask_the_model_again(
 ) -> None:
     script = tool_then_final("ls", {}, chunk_delay_ms=100)
     async with stack_factory(script) as stack:
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         worker = stack.spawn_worker()
         run = await stack.client.runs.prompt(session.id, "look")
         # The final reply is streaming (turn 1's reply was a tool call, no text).

@@ -64,7 +64,7 @@ async def test_postgres_down_mid_run_gives_503_and_the_run_goes_on(
                     server.resume()
 
                     await eventually(
-                        lambda: stack.client.runs.list(session)[0].status != "running",
+                        lambda: stack.client.sync.runs.list(session)[0].status != "running",
                         timeout=90,
                     )
                     assert (await http.get("/api/sessions")).status_code == 200
@@ -89,7 +89,7 @@ async def test_a_worker_started_while_postgres_is_down_waits_for_it(
     try:
         url = new_database(server.url)
         async with open_stack(tmp_path, temporal, dev_server.address, SCRIPT, url) as stack:
-            session = stack.client.sessions.create()
+            session = await stack.client.sessions.create()
             server.halt()
             worker = stack.spawn_worker()
             where = f"the database at 127.0.0.1:{server.port}"

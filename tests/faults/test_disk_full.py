@@ -34,7 +34,7 @@ ROOM_BYTES = 64 * 1024
     }
 )
 async def test_a_full_disk_while_storing_a_reply_loses_nothing(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     worker = stack.spawn_worker()
     run = await stack.client.runs.prompt(session.id, "list, then tell me about it")
     await eventually(lambda: len(stack.model.requests_for(session.id)) == 2, timeout=60)
@@ -42,7 +42,7 @@ async def test_a_full_disk_while_storing_a_reply_loses_nothing(stack: Stack) -> 
     stack.model.release("reply")
     await eventually(lambda: "store's disk is full while" in worker_log(stack), timeout=60)
     # Nothing of the reply is stored while the disk refuses it: no partial message.
-    assert transcript_roles(stack.client.tree.path(session.id)) == [
+    assert transcript_roles(await stack.client.tree.path(session.id)) == [
         "user",
         "assistant",
         "toolResult",

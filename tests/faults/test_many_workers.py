@@ -57,7 +57,7 @@ async def test_three_hosts_one_killed_and_restarted(stack: Stack) -> None:
         start_host(stack, host)
     placed = {
         host.name: [
-            stack.client.sessions.create(host=host.name, workspace=host.workspaces / f"s{i}")
+            await stack.client.sessions.create(host=host.name, workspace=host.workspaces / f"s{i}")
             for i in range(SESSIONS_PER_HOST)
         ]
         for host in (a, b, c)
@@ -70,7 +70,9 @@ async def test_three_hosts_one_killed_and_restarted(stack: Stack) -> None:
         return all(events_of(stack, s.id, "tool_execution_start") for s in placed[c.name])
 
     await eventually(c_started, timeout=120, interval=0.2)
-    running = [s for s in placed[c.name] if stack.client.runs.list(s.id)[0].status == "running"]
+    running = [
+        s for s in placed[c.name] if (await stack.client.runs.list(s.id))[0].status == "running"
+    ]
     stop_host(stack, c)
     expect(bool(running), "every session of host c had finished before it was killed")
     start_host(stack, c)
@@ -96,7 +98,7 @@ async def test_three_hosts_one_killed_and_restarted(stack: Stack) -> None:
 def bash_calls(stack: Stack, session: SessionRecord) -> list[tuple[str, bool]]:
     """Each bash call of the session: the number it appends to log.txt, and whether its
     result says it was interrupted (cut by the kill, not run again)."""
-    path = stack.client.tree.path(session.id)
+    path = stack.client.sync.tree.path(session.id)
     numbers = {
         call.id: str(call.arguments["command"]).split()[1]
         for e in path

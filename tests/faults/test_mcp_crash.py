@@ -38,7 +38,7 @@ async def test_worker_killed_during_an_mcp_call(
     }
     async with stack_factory(script) as stack:
         assert isinstance(stack, Stack)
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         first = stack.spawn_worker()
         run = await stack.client.runs.prompt(session.id, "wait for it")
         await eventually(Path(f"{flag}.waiting").exists, timeout=60)

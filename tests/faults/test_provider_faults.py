@@ -75,7 +75,7 @@ def assert_recovered(stack: Stack, session_id: str, failures: int) -> list[dict[
 async def test_a_provider_failure_is_retried(stack_factory: Any, failure: str) -> None:
     step, error, delay_ms = FAILURES[failure]
     async with stack_factory(Script.of([step, RECOVERED])) as stack:
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         async with stack.worker():
             await prompt_and_finish(stack, session.id)
         (retry,) = assert_recovered(stack, session.id, failures=1)
@@ -89,7 +89,7 @@ async def test_a_provider_failure_is_retried(stack_factory: Any, failure: str) -
 async def test_failures_in_a_row_each_back_off_and_count(stack_factory: Any) -> None:
     steps = [step for step, _, _ in FAILURES.values()]
     async with stack_factory(Script.of([*steps, RECOVERED])) as stack:
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         async with stack.worker():
             await prompt_and_finish(stack, session.id)
         retries = assert_recovered(stack, session.id, failures=len(steps))
@@ -102,7 +102,7 @@ async def test_a_hung_model_response_times_out_and_is_retried(
 ) -> None:
     step, error = HUNG[hung]
     async with stack_factory(Script.of([step, RECOVERED])) as stack:
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         if hung == "hang-before-headers":
             # A worker process configured from its environment...
             monkeypatch.setenv("DURAGENT_MODEL_READ_TIMEOUT", str(SHORT_READ_TIMEOUT))
@@ -128,7 +128,7 @@ async def test_a_hung_model_response_times_out_and_is_retried(
 async def test_a_stalled_stream_names_the_read_timeout(stack_factory: Any) -> None:
     step, _ = HUNG["stall-mid-stream"]
     async with stack_factory(Script.of([step, RECOVERED])) as stack:
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         settings = stack.settings.model_copy(update={"model_read_timeout_s": SHORT_READ_TIMEOUT})
         async with build_worker(stack.temporal, stack.db, settings):
             await prompt_and_finish(stack, session.id)
@@ -144,7 +144,7 @@ async def test_should_retry_true_retries_a_status_that_is_not_retried(
         "error": {"status": 403, "message": "try again", "should_retry": True}
     }
     async with stack_factory(Script.of([told_to_retry, RECOVERED])) as stack:
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         async with stack.worker():
             await prompt_and_finish(stack, session.id)
         (retry,) = assert_recovered(stack, session.id, failures=1)
@@ -154,7 +154,7 @@ async def test_should_retry_true_retries_a_status_that_is_not_retried(
 async def test_should_retry_false_stops_a_status_that_is_retried(stack_factory: Any) -> None:
     told_not_to: dict[str, Any] = {"error": {"status": 529, "should_retry": False}}
     async with stack_factory(Script.of([told_not_to, RECOVERED])) as stack:
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         async with stack.worker():
             run = await stack.client.runs.prompt(session.id, "answer", options=options(stack))
             result = await asyncio.wait_for(run.result(), timeout=25)

@@ -33,8 +33,8 @@ async def test_missed_firings_run_after_an_outage_within_the_catch_up_window(
             stack.settings.model_copy(update={"schedule_catchup_window_s": SHORT_WINDOW_S}),
         )
         worker = stack.spawn_worker()
-        long_session = stack.client.sessions.create(name="long window").id
-        short_session = stack.client.sessions.create(name="short window").id
+        long_session = (await stack.client.sessions.create(name="long window")).id
+        short_session = (await stack.client.sessions.create(name="short window")).id
         made = [
             await stack.client.schedules.add(long_session, "tick", every="2s"),
             await short.schedules.add(short_session, "tick", every="2s"),

@@ -98,7 +98,7 @@ async def run_through_outage(
 ) -> tuple[str, list[SessionEntry], ToolResultMessage]:
     """Start a run, take the server down once bash runs, bring it back `down_until` s after
     the call started; the run must complete on the same worker and client."""
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     worker = stack.spawn_worker()
     run = await stack.client.runs.prompt(session.id, "run it")
     await wait_for_event(stack, session.id, "tool_execution_start", tool_name="bash")
@@ -161,7 +161,7 @@ async def test_finish_run_replayed_after_it_committed(tmp_path: Path) -> None:
     script = bash_then_final("echo hi >> out.txt")
     async with private_stack(tmp_path, script) as (stack, outage):
         refuse_run_end(database_file(stack))
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         first = stack.spawn_worker()
         run = await stack.client.runs.prompt(session.id, "say hi")
         await finish_refused(stack, session.id)
@@ -179,8 +179,8 @@ async def test_finish_run_replayed_after_it_committed(tmp_path: Path) -> None:
         stack.kill(second)
         assert result.status == "completed", result.error
         assert result.final_text == FINAL
-        last = stack.client.tree.entries(session.id)[-1].id
-        leaf = stack.client.sessions.get(session.id).leaf_id
+        last = (await stack.client.tree.entries(session.id))[-1].id
+        leaf = (await stack.client.sessions.get(session.id)).leaf_id
         expect(
             leaf == last and result.leaf_id == last,
             f"session leaf {leaf}, run result leaf {result.leaf_id}; the last entry is {last}",

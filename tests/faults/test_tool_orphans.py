@@ -92,7 +92,7 @@ async def test_worker_killed_just_after_bash_spawned(
 ) -> None:
     # A sandboxed command also dies with its worker (bwrap --die-with-parent).
     monkeypatch.setenv("DURAGENT_TOOL_SANDBOX", sandbox)
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     log = Path(session.workspace) / "log.txt"
     first = stack.spawn_worker()
     run = await stack.client.runs.prompt(session.id, "run the slow thing")
@@ -161,7 +161,7 @@ async def test_a_run_aborted_while_no_worker_lives_has_its_orphan_stopped(stack:
     """The worker running a tool dies; the run is aborted before any worker is back, so
     no next attempt of the call ever runs to stop what the dead worker left. The next
     worker on the machine stops it anyway: it sweeps the dead workers' records."""
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     first = stack.spawn_worker()
     await stack.client.runs.prompt(session.id, "run it")
     log = Path(session.workspace) / "log.txt"

@@ -26,7 +26,7 @@ async def test_a_delivery_refused_in_an_outage_runs_in_its_session_when_resent(
     async with private_stack(tmp_path, SCRIPT) as (stack, outage):
         api = ApiServer(stack)
         await api.start()
-        made = stack.client.triggers.add("pr-review", "Review {pull_request.title}")
+        made = await stack.client.triggers.add("pr-review", "Review {pull_request.title}")
         trigger = made.trigger.id
         body = json.dumps({"pull_request": {"title": "Fix the parser"}}).encode()
         headers = {
@@ -56,7 +56,7 @@ async def test_a_delivery_refused_in_an_outage_runs_in_its_session_when_resent(
                 )
                 assert resent.status_code == 202, resent.text
                 delivered = resent.json()
-                [kept] = stack.client.sessions.list()
+                [kept] = await stack.client.sessions.list()
                 assert kept.name == "pr-review: d-1"
                 assert (delivered["action"], delivered["session_id"]) == ("started", kept.id)
                 replayed = await sender.post(
@@ -85,8 +85,8 @@ async def test_a_delivery_refused_in_an_outage_runs_in_its_session_when_resent(
                 await stack.client.triggers.receive(trigger, lowered, body)
         finally:
             stack.kill(worker)
-        assert [s.id for s in stack.client.sessions.list()] == [kept.id]
-        assert [r.run_id for r in stack.client.runs.list(kept.id)] == [delivered["run_id"]]
+        assert [s.id for s in await stack.client.sessions.list()] == [kept.id]
+        assert [r.run_id for r in await stack.client.runs.list(kept.id)] == [delivered["run_id"]]
         [request] = stack.model.requests_for(kept.id)
         assert "Fix the parser" in user_texts(request.body)[-1]
 

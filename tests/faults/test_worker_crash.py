@@ -35,7 +35,7 @@ WORKFLOW_TASK_TIMED_OUT = EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT
 
 
 def workspace_of(stack: Stack, session_id: str) -> Path:
-    return Path(stack.client.sessions.get(session_id).workspace)
+    return Path(stack.client.sync.sessions.get(session_id).workspace)
 
 
 SLOW_TEXT = "A long answer, streamed slowly so the worker dies half-way through it. " * 8
@@ -55,7 +55,7 @@ SLOW_TEXT = "A long answer, streamed slowly so the worker dies half-way through 
     }
 )
 async def test_worker_killed_during_a_model_stream(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     first = stack.spawn_worker()
     run = await stack.client.runs.prompt(session.id, "talk")
     await wait_for_event(stack, session.id, "message_update", attempt=1)
@@ -93,7 +93,7 @@ async def test_worker_killed_during_a_model_stream(stack: Stack) -> None:
     }
 )
 async def test_worker_killed_during_a_later_turns_model_stream(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     first = stack.spawn_worker()
     run = await stack.client.runs.prompt(session.id, "talk")
     await wait_for_event(stack, session.id, "message_update", kind="text", attempt=1)
@@ -132,7 +132,7 @@ async def test_worker_killed_inside_finish_run(stack: Stack) -> None:
     The lock goes with the worker; a new worker finishes the run exactly once."""
     database = database_file(stack)
     refuse_run_end(database)
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     first = stack.spawn_worker()
     run = await stack.client.runs.prompt(session.id, "say hi")
     await finish_refused(stack, session.id)
@@ -149,7 +149,7 @@ async def test_worker_killed_inside_finish_run(stack: Stack) -> None:
     assert result.final_text == FINAL
     path = assert_session_sound(stack, session.id)
     assert transcript_roles(path) == ["user", "assistant", "toolResult", "assistant"]
-    record = stack.client.runs.get(run.run_id)
+    record = await stack.client.runs.get(run.run_id)
     assert record is not None and record.status == "completed" and record.turns == 2
     assert len(events_of(stack, session.id, "agent_end", run_id=run.run_id)) == 1
     # The crash cost the workflow task, not the model call: it was not made again.
@@ -165,7 +165,7 @@ async def test_worker_killed_inside_a_save_point(stack: Stack) -> None:
     lock inside that commit. A new worker commits the turn once and asks the model once."""
     database = database_file(stack)
     refuse(database, SAVE_POINT_REFUSED)
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     first = stack.spawn_worker()
     run = await stack.client.runs.prompt(session.id, "say hi")
     await refused(stack, SAVE_POINT_REFUSED)
@@ -201,7 +201,7 @@ FOLLOW_UP = "Then add a changelog entry."
 
 @pytest.mark.script(bash_then("Docs noted.", "Changelog noted."))
 async def test_steer_and_follow_up_sent_while_no_worker_runs(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     runs = workspace_of(stack, session.id) / "runs.txt"
     first = stack.spawn_worker()
     run = await stack.client.runs.prompt(session.id, "work")
@@ -247,7 +247,7 @@ GUIDANCE = "Stop there and summarise what you have."
 
 @pytest.mark.script(bash_then("Summary: it was interrupted."))
 async def test_guidance_sent_while_no_worker_runs(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     runs = workspace_of(stack, session.id) / "runs.txt"
     first = stack.spawn_worker()
     run = await stack.client.runs.prompt(session.id, "work")
@@ -256,7 +256,7 @@ async def test_guidance_sent_while_no_worker_runs(stack: Stack) -> None:
 
     # The run is open but nothing answers it: guidance still goes in (twice, as a client
     # retrying would), and waits for the next worker.
-    item = stack.client.inputs.next_turn(session.id, GUIDANCE)
+    item = await stack.client.inputs.next_turn(session.id, GUIDANCE)
     await stack.client.inputs.guide(session.id, item.id)
     await stack.client.inputs.guide(session.id, item.id)
 
@@ -267,7 +267,7 @@ async def test_guidance_sent_while_no_worker_runs(stack: Stack) -> None:
     assert result.status == "completed", result.error
     path = assert_session_sound(stack, session.id)
     assert [e.id for e in path].count(item.id) == 1
-    assert stack.client.inputs.item(session.id, item.id).status == "consumed"
+    assert (await stack.client.inputs.item(session.id, item.id)).status == "consumed"
     injected = events_of(stack, session.id, "runtime_guidance_injected")
     assert [e["item_ids"] for e in injected] == [[item.id]]
     _, guided = (user_texts(r.body) for r in model_requests(stack, session.id))
@@ -302,7 +302,7 @@ SLOW_PATTERN = r"\w*\w*needle"
     }
 )
 async def test_a_retry_safe_tool_is_retried_after_a_crash_and_bash_is_not(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     workspace = workspace_of(stack, session.id)
     tree = workspace / "tree"
     for i in range(30):
@@ -352,7 +352,7 @@ async def test_a_retry_safe_tool_is_retried_after_a_crash_and_bash_is_not(stack:
 
 @pytest.mark.script({"conversations": {"*": [{"reply": [{"text": "never played"}]}]}})
 async def test_status_while_no_worker_runs_says_busy(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     run = await stack.client.runs.prompt(session.id, "nobody is polling")
     try:
         try:

@@ -48,7 +48,7 @@ async def tool_running_on_a_worker_process(
     """A run whose bash call runs (its shell wrote its pid to the returned file) on a
     worker process of its own; heartbeat timeout 60 s."""
     long_heartbeat_timeout(stack)
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     first = stack.spawn_worker()
     run = await stack.client.runs.prompt(session.id, "work")
     pid_file = Path(session.workspace) / "pid.txt"
@@ -120,7 +120,7 @@ async def test_a_worker_stopped_past_its_lease_does_not_complete_its_call(
     # The retry keeps a reply an earlier attempt staged whole (`activities.model_turn`),
     # so either reply may be the run's; there is one, once.
     assert result.final_text in ("From the first attempt.", "From the retry.")
-    assert transcript_roles(stack.client.tree.path(session.id)) == ["user", "assistant"]
+    assert transcript_roles(await stack.client.tree.path(session.id)) == ["user", "assistant"]
     handle = stack.temporal.get_workflow_handle(session_workflow_id(session.id))
     history = [event async for event in handle.fetch_history_events()]
     started = [
@@ -141,7 +141,7 @@ async def first_attempt_failed_as_lost(
     again, its attempt still waiting for the model's reply (held at gate `first`), and
     a worker in this process up (the retry may land on either). With the worker's log."""
     long_heartbeat_timeout(stack)
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     log = stack.settings.home / f"worker-{len(stack.processes)}.log"
     first = stack.spawn_worker()
     handle = stack.temporal.get_workflow_handle(session_workflow_id(session.id))
@@ -183,7 +183,7 @@ async def test_an_abort_while_the_calls_worker_is_dead_ends_the_run_aborted(
     """The cancel cannot reach a dead worker's call: the call fails as lost once the
     lease lapses. The user asked for an abort, so the run is aborted, not failed."""
     long_heartbeat_timeout(stack)
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     first = stack.spawn_worker()
     run = await stack.client.runs.prompt(session.id, "talk")
     await eventually(lambda: len(stack.model.requests_for(session.id)) == 1, timeout=60)
@@ -194,7 +194,7 @@ async def test_an_abort_while_the_calls_worker_is_dead_ends_the_run_aborted(
         result = await asyncio.wait_for(stack.client.runs.abort(session.id), timeout=BOUND_S)
     assert result.run_id == run.run_id
     assert (result.status, result.error) == ("aborted", None)
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     assert transcript_roles(path)[:2] == ["user", "assistant"]
     marker = path[-1]
     assert isinstance(marker, CustomMessageEntry) and marker.custom_type == "abort"
@@ -229,4 +229,4 @@ async def test_a_reply_that_comes_after_its_turn_was_saved_runs_no_call(stack: S
     assert result.status == "completed", result.error
     assert result.final_text == "Done, from the retry."
     assert not ran.exists(), "the stale attempt ran its reply's call"
-    assert transcript_roles(stack.client.tree.path(session.id)) == ["user", "assistant"]
+    assert transcript_roles(await stack.client.tree.path(session.id)) == ["user", "assistant"]

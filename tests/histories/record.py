@@ -78,13 +78,13 @@ async def guide_mid_tool(stack: Stack, session_id: str) -> None:
     while len(stack.model.requests_for(session_id)) < 1:
         await asyncio.sleep(0.02)
     await asyncio.sleep(0.3)
-    item = stack.client.inputs.next_turn(session_id, "Stop, use the cached build instead.")
+    item = await stack.client.inputs.next_turn(session_id, "Stop, use the cached build instead.")
     await stack.client.inputs.guide(session_id, item.id)
     await run.result()
 
 
 async def auto_compaction_and_continue_as_new(stack: Stack, session_id: str) -> None:
-    part = Path(stack.client.sessions.get(session_id).workspace) / "part.txt"
+    part = Path((await stack.client.sessions.get(session_id)).workspace) / "part.txt"
     part.write_text("0123456789 " * 400)
     options = stack.client.runs.default_options().model_copy(
         update={
@@ -99,7 +99,7 @@ async def auto_compaction_and_continue_as_new(stack: Stack, session_id: str) -> 
 
 
 async def manual_compaction(stack: Stack, session_id: str) -> None:
-    part = Path(stack.client.sessions.get(session_id).workspace) / "part.txt"
+    part = Path((await stack.client.sessions.get(session_id)).workspace) / "part.txt"
     part.write_text("0123456789 " * 400)
     await (await stack.client.runs.prompt(session_id, "Read it twice.")).result()
     await stack.client.tree.compact(session_id, settings=CompactionSettings(keep_recent_tokens=500))
@@ -149,7 +149,7 @@ async def compaction_reaches_the_budget(stack: Stack, session_id: str) -> None:
     """A run compacts itself, and its summary's tokens reach the run's token budget."""
     from duragent.domain.budgets import Budget
 
-    part = Path(stack.client.sessions.get(session_id).workspace) / "part.txt"
+    part = Path((await stack.client.sessions.get(session_id)).workspace) / "part.txt"
     part.write_text("0123456789 " * 400)
     options = stack.client.runs.default_options().model_copy(
         update={
@@ -262,7 +262,7 @@ async def queue_while_busy(stack: Stack, session_id: str) -> None:
     await stack.client.inputs.steer(session_id, "Steered too late.")
     stack.model.release("go")
     await first.result()
-    while len(stack.client.runs.list(session_id)) < 2:
+    while len(await stack.client.runs.list(session_id)) < 2:
         await asyncio.sleep(0.02)
     await stack.client.runs.wait(session_id)
 
@@ -570,7 +570,7 @@ async def record(names: list[str]) -> None:
                 home = Path(tmp) / scenario.name
                 home.mkdir()
                 async with open_stack(home, temporal, server.address, scenario.script) as stack:
-                    session = stack.client.sessions.create(host=scenario.host, agent=scenario.agent)
+                    session = await stack.client.sessions.create(host=scenario.host, agent=scenario.agent)
                     plugins = [scenario.agent] if scenario.agent else []
                     async with stack.worker(plugins=plugins):
                         await scenario.drive(stack, session.id)
@@ -579,7 +579,7 @@ async def record(names: list[str]) -> None:
                     sessions.update(
                         (f"-child{'' if n == 1 else n}", child.id)
                         for n, child in enumerate(
-                            stack.client.sessions.children(session.id), start=1
+                            await stack.client.sessions.children(session.id), start=1
                         )
                     )
                     for tag, session_id in sessions.items():

@@ -35,7 +35,7 @@ async def prompt_again_works(stack: Stack, session_id: str) -> None:
     sent = stack.model.requests_for(session_id)[-1]
     assert sent.status == 200
     assert any("aborted the run" in t for t in wire.user_texts(sent.body))
-    assert_valid_pairing(stack.client.tree.path(session_id))
+    assert_valid_pairing(await stack.client.tree.path(session_id))
 
 
 LONG_TEXT = "This is a long streamed answer that the user will interrupt. " * 20
@@ -57,7 +57,7 @@ LONG_TEXT = "This is a long streamed answer that the user will interrupt. " * 20
 )
 @BOTH_PROTOCOLS
 async def test_abort_during_a_model_stream(stack: Stack, protocol: str) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         run = await stack.client.runs.prompt(session.id, "talk")
         await stack.client.inputs.follow_up(session.id, "and then more")
@@ -65,7 +65,7 @@ async def test_abort_during_a_model_stream(stack: Stack, protocol: str) -> None:
         result = await stack.client.runs.abort(session.id)
         assert result.status == "aborted" and result.run_id == run.run_id
         assert result.cleared_follow_ups == ["and then more"]
-        path = stack.client.tree.path(session.id)
+        path = await stack.client.tree.path(session.id)
         assert transcript_roles(path) == ["user", "assistant"]
         partial = path[1]
         assert isinstance(partial, MessageEntry) and isinstance(partial.message, AssistantMessage)
@@ -78,16 +78,16 @@ async def test_abort_during_a_model_stream(stack: Stack, protocol: str) -> None:
         usage = partial.message.usage
         assert (usage.input_tokens, usage.cache_read_tokens) == expected
         assert result.usage == partial.message.usage
-        record = stack.client.runs.get(run.run_id)
+        record = await stack.client.runs.get(run.run_id)
         assert record is not None and record.status == "aborted"
         assert record.usage == partial.message.usage
-        assert stack.client.inputs.next_turn_items(session.id) == []  # cleared, not kept
+        assert await stack.client.inputs.next_turn_items(session.id) == []  # cleared, not kept
         await prompt_again_works(stack, session.id)
 
 
 @pytest.mark.script(bash_then_text("echo $$ > pid.txt; echo started; sleep 60", "Carrying on."))
 async def test_abort_kills_a_running_bash_command(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     pid_file = Path(session.workspace) / "pid.txt"
     async with stack.worker():
         await stack.client.runs.prompt(session.id, "run it")
@@ -98,7 +98,7 @@ async def test_abort_kills_a_running_bash_command(stack: Stack) -> None:
         result = await stack.client.runs.abort(session.id)
         assert result.status == "aborted"
         await eventually(lambda: not group_alive(pgid), timeout=5)
-        path = stack.client.tree.path(session.id)
+        path = await stack.client.tree.path(session.id)
         assert transcript_roles(path) == ["user", "assistant", "toolResult"]
         cancelled = path[2]
         assert isinstance(cancelled, MessageEntry) and isinstance(
@@ -133,7 +133,7 @@ async def test_abort_kills_a_running_bash_command(stack: Stack) -> None:
     }
 )
 async def test_abort_during_a_parallel_batch_keeps_finished_results(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     # The read runs beside the write, so it reads a file of its own, there before the run.
     workspace = Path(session.workspace)
     workspace.mkdir(parents=True, exist_ok=True)
@@ -149,7 +149,7 @@ async def test_abort_during_a_parallel_batch_keeps_finished_results(stack: Stack
         await stack.client.inputs.steer(session.id, "never mind that")
         result = await stack.client.runs.abort(session.id)
         assert result.cleared_steering == ["never mind that"]
-        path = stack.client.tree.path(session.id)
+        path = await stack.client.tree.path(session.id)
         assert transcript_roles(path) == [
             "user",
             "assistant",
@@ -176,17 +176,17 @@ async def test_a_run_stopped_before_any_worker_took_it_is_recorded_as_aborted(
 ) -> None:
     """Stopped before its start was recorded (no worker was up): the run still has a
     record, aborted, and a start to match its end; the session takes the next prompt."""
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     handle = await stack.client.runs.prompt(session.id, "never started")
     await handle.workflow.cancel()  # what `abort` asks; its answer needs a worker
     async with stack.worker():
         result = await handle.result()
         assert result.status == "aborted"
-        record = stack.client.runs.get(handle.run_id)
+        record = await stack.client.runs.get(handle.run_id)
         assert record is not None and record.status == "aborted" and record.ended_at
         kinds = [e.type async for e in stack.client.events.stream(session.id, follow=False)]
         assert kinds == ["agent_start", "agent_end"]
         again = await (await stack.client.runs.prompt(session.id, "carry on")).result()
         assert again.status == "completed", again.error
-    first = stack.client.tree.path(session.id)[0]
+    first = (await stack.client.tree.path(session.id))[0]
     assert isinstance(first, MessageEntry) and text_of(first.message.content) == "carry on"

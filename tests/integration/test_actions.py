@@ -64,7 +64,7 @@ async def test_a_turn_costs_a_few_actions(metered: tuple[Stack, str]) -> None:
         *({"delay_ms": CALL_MS, "reply": [bash]} for _ in range(TURNS)),
         {"delay_ms": CALL_MS, "reply": [{"text": "Done."}]},
     ]
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     stack.model.add_steps(session.id, steps, replace=True)
     async with stack.worker():
         before = await actions(url)

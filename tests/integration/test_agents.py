@@ -86,7 +86,7 @@ async def test_a_run_ends_with_the_typed_output_and_tools_get_the_deps(stack: St
     assert "4.5 degrees C at station Blindern" in tool_results(requests[1])[-1].text
     refused = tool_results(requests[2])[-1]
     assert refused.is_error and "celsius" in refused.text
-    session = stack.client.sessions.get(result.session_id)
+    session = await stack.client.sessions.get(result.session_id)
     assert session.config.agent == "weather"
 
 
@@ -128,8 +128,8 @@ async def test_bad_deps_and_names_are_refused_before_anything_runs(stack: Stack)
     with pytest.raises(ValueError, match="agent name"):
         Agent("Weather Bot")
     with pytest.raises(duragent.DuragentError, match="no agent named 'nope'; the agents are"):
-        stack.client.sessions.create(agent="nope")
-    assert stack.client.sessions.list() == []
+        await stack.client.sessions.create(agent="nope")
+    assert await stack.client.sessions.list() == []
 
 
 @pytest.mark.script({"conversations": {"*": [call(OUTPUT, city="Oslo", celsius=4.5)]}})
@@ -155,7 +155,7 @@ async def test_the_command_line_runs_an_agent_a_plugin_brings(stack: Stack, tmp_
     assert json.loads(out.strip().splitlines()[-1]) == {"city": "Oslo", "celsius": 4.5}
     shown = 'output {"city": "Oslo", "celsius": 4.5}'  # the output call, as it ended
     assert any("final_result_weather" in line and line.endswith(shown) for line in out.splitlines())
-    session = stack.client.sessions.list()[0].id
+    session = (await stack.client.sessions.list())[0].id
     code, out, err = await stack.cli("show", session, env=env)
     assert code == 0, err
     assert '✓ final_result_weather output {"city": "Oslo", "celsius": 4.5}' in out
@@ -196,14 +196,14 @@ async def test_the_http_api_lists_the_agents_and_makes_their_sessions(stack: Sta
             ]
             made = await http.post("/api/sessions", json={"agent": "weather"})
             assert made.status_code == 201, made.text
-            session = stack.client.sessions.get(made.json()["session"]["id"])
+            session = await stack.client.sessions.get(made.json()["session"]["id"])
             assert session.config.agent == "weather" and session.config.output is not None
             refused = await http.post("/api/sessions", json={"agent": "nope"})
             assert refused.status_code == 400
             assert "no agent named 'nope'; the agents are: weather" in refused.json()["detail"]
     finally:
         await server.stop()
-    assert len(stack.client.sessions.list()) == 1
+    assert len(await stack.client.sessions.list()) == 1
 
 
 @pytest.mark.script(
@@ -219,12 +219,15 @@ async def test_an_agents_mcp_server_is_served_and_offered_to_its_sessions_alone(
     agent = Agent("echoer", mcp_servers={"one": stdio_server("one", tmp_path / "one.log")})
     async with stack.worker(plugins=[agent]):
         result = await agent.run("Echo hello.", client=stack.client)
-        plain = stack.client.sessions.create()
+        plain = await stack.client.sessions.create()
         await (await stack.client.runs.prompt(plain.id, "Echo hello.")).result()
     assert result.output == "It said hello."
     first = stack.model.requests_for(result.session_id)[0].body
     assert sorted(offered_tools(first)) == ["one__add", "one__broken", "one__echo", "one__wait"]
-    assert tool_results(stack.model.requests_for(result.session_id)[1].body)[-1].text == "one says: hello"
+    assert (
+        tool_results(stack.model.requests_for(result.session_id)[1].body)[-1].text
+        == "one says: hello"
+    )
     # A session of no agent is offered the workers' tools, not the agent's server's.
     assert not any(
         name.startswith("one__")

@@ -165,7 +165,7 @@ def transcript_user_texts(stack: Stack, session_id: str) -> list[str]:
     """The user messages of the session's transcript (`duragent show`), in order."""
     return [
         text_of(entry.message.content)
-        for entry in stack.client.tree.path(session_id)
+        for entry in stack.client.sync.tree.path(session_id)
         if isinstance(entry, MessageEntry) and entry.message.role == "user"
     ]
 
@@ -279,7 +279,7 @@ async def test_the_agui_stream_of_a_run_with_a_tool_call_and_an_approval(
         assert isinstance(last, RunFinishedEvent) and last.run_id == "agui-2"
         assert isinstance(last.outcome, RunFinishedSuccessOutcome)
         assert state_after(second)["phase"] == "idle"
-        assert (Path(stack.client.sessions.get(session).workspace) / "out.txt").exists()
+        assert (Path((await stack.client.sessions.get(session)).workspace) / "out.txt").exists()
 
         # A dropped stream resumes after the last id it saw (here: the tool's result): the
         # same events follow, in a whole AG-UI run of their own (opened again; its state
@@ -359,7 +359,7 @@ async def test_a_resume_that_denies_and_resumes_that_answer_nothing(
         last = second[-1][1]
         assert isinstance(last, RunFinishedEvent)
         assert isinstance(last.outcome, RunFinishedSuccessOutcome)
-        assert not (Path(stack.client.sessions.get(session).workspace) / "out.txt").exists()
+        assert not (Path((await stack.client.sessions.get(session)).workspace) / "out.txt").exists()
 
 
 @pytest.mark.script(SCRIPT)
@@ -393,7 +393,7 @@ async def test_a_resume_for_an_approval_decided_elsewhere_goes_on_with_a_warning
         last = second[-1][1]
         assert isinstance(last, RunFinishedEvent)
         assert isinstance(last.outcome, RunFinishedSuccessOutcome)
-        assert (Path(stack.client.sessions.get(session).workspace) / "out.txt").exists()
+        assert (Path((await stack.client.sessions.get(session)).workspace) / "out.txt").exists()
 
         # Once the run is over, a stale answer (no position: no run to follow) still opens
         # and finishes an AG-UI run of its own.
@@ -610,7 +610,7 @@ async def send_while_busy(
     body = run_input(session, run_id, messages=[message])
     stream = asyncio.create_task(read_run(http, "POST", "/api/agui", json=body, answered=answered))
     await answered.wait()  # the response began: the input is queued
-    [item] = [i for i in stack.client.inputs.queue(session) if i.text == message.content]
+    [item] = [i for i in await stack.client.inputs.queue(session) if i.text == message.content]
     return stream, item.id
 
 
@@ -626,7 +626,7 @@ async def test_a_message_sent_while_a_run_is_busy_gets_its_answer_in_its_agui_ru
         session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
         busy = await stack.client.runs.prompt(session, "start")  # another client's run
         await eventually(lambda: bool(stack.model.requests_for(session)))
-        cursor = stack.client.events.cursor(session)
+        cursor = await stack.client.events.cursor(session)
         mine = ClientMessages()
         question = UserMessage(id="mine-1", content="my question")
         mine.send(question)
@@ -641,16 +641,16 @@ async def test_a_message_sent_while_a_run_is_busy_gets_its_answer_in_its_agui_ru
         assert texts(frames) == ["Busy work done.", "Here is your answer."]
         passed = [e.value for e in of(frames, CustomEvent) if e.name == "duragent.agent_end"]
         assert [(p["run_id"], p["status"]) for p in passed] == [(busy.run_id, "completed")]
-        answering = stack.client.inputs.item(session, item_id).run_id
+        answering = (await stack.client.inputs.item(session, item_id)).run_id
         assert answering and answering != busy.run_id
-        assert stack.client.runs.get(answering).kind == "queued"  # type: ignore[union-attr]
+        assert (await stack.client.runs.get(answering)).kind == "queued"  # type: ignore[union-attr]
         assert state_after(frames)["run_id"] == answering
         assert state_after(frames)["phase"] == "idle"
         taken = [e.value for e in of(frames, CustomEvent) if e.name == "duragent.queue_consumed"]
         assert [t["entry_id"] for t in taken] == [item_id]
         # The client's list is the transcript, its message where the run took it.
         mine.apply(frames)
-        path = [e for e in stack.client.tree.path(session) if isinstance(e, MessageEntry)]
+        path = [e for e in await stack.client.tree.path(session) if isinstance(e, MessageEntry)]
         assert [m["id"] for m in mine.messages] == [e.id for e in path]
         assert [m["content"] for m in mine.messages[-2:]] == ["my question", "Here is your answer."]
 
@@ -699,7 +699,7 @@ async def test_a_queued_message_whose_item_is_cancelled_ends_its_agui_run_cancel
         assert state_after(frames)["phase"] == "idle"
         [snapshot, *_] = reversed(of(frames, MessagesSnapshotEvent))
         assert "second thought" not in [m.content for m in snapshot.messages]
-        assert stack.client.inputs.item(session, item_id).status == "cancelled"
+        assert (await stack.client.inputs.item(session, item_id)).status == "cancelled"
 
 
 @pytest.mark.script(FOLLOW_SCRIPT)
@@ -714,7 +714,7 @@ async def test_a_client_that_leaves_ends_its_agui_run_and_its_message_still_runs
         session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
         await stack.client.runs.prompt(session, "start")
         await eventually(lambda: bool(stack.model.requests_for(session)))
-        cursor = stack.client.events.cursor(session)
+        cursor = await stack.client.events.cursor(session)
         body = run_input(session, "agui-1", messages=[UserMessage(id="m", content="my question")])
         async with http.stream("POST", "/api/agui", json=body) as stream:
             async for line in stream.aiter_lines():
@@ -777,7 +777,7 @@ async def test_a_resume_follows_on_into_the_run_its_queued_message_starts(
         assert isinstance(end.outcome, RunFinishedSuccessOutcome)
         assert texts(second) == ["Ran it.", "Read your note."]
         mine.apply(second)
-        path = [e for e in stack.client.tree.path(session) if isinstance(e, MessageEntry)]
+        path = [e for e in await stack.client.tree.path(session) if isinstance(e, MessageEntry)]
         assert [m["id"] for m in mine.messages] == [e.id for e in path]
         assert [m["content"] for m in mine.messages if m["role"] == "user"] == [
             "run echo",
@@ -904,7 +904,7 @@ async def test_the_official_client_is_not_wedged_by_an_interrupt_decided_elsewhe
             assert [d["by"] for d in custom(resumed, "duragent.approval_decided")] == ["alice"]
             assert finished(resumed)["type"] == "success"
             assert resumed["pendingInterrupts"] == []
-            assert (Path(stack.client.sessions.get(session).workspace) / "out.txt").exists()
+            assert (Path((await stack.client.sessions.get(session)).workspace) / "out.txt").exists()
 
             thanks = await agent.ask(op="send", text="thanks")
             assert thanks["ok"], thanks  # not "Thread has 1 pending interrupt(s) ..."
@@ -927,7 +927,7 @@ async def test_the_official_client_is_not_wedged_by_an_interrupt_decided_elsewhe
         assert "error" not in fine
         [reasoning] = [m for m in messages if m["role"] == "reasoning"]
         assert reasoning["content"] == "A file, then."
-        path = [e for e in stack.client.tree.path(session) if isinstance(e, MessageEntry)]
+        path = [e for e in await stack.client.tree.path(session) if isinstance(e, MessageEntry)]
         conversation = [m for m in messages if m["role"] != "reasoning"]
         assert [m["id"] for m in conversation] == [e.id for e in path]
         assert [m["content"] for m in conversation if m["role"] == "user"] == [
@@ -955,7 +955,7 @@ async def test_the_official_client_gets_the_answer_to_a_message_sent_while_a_run
             async def queued(text: str) -> asyncio.Task[dict[str, Any]]:
                 asking = asyncio.create_task(agent.ask(op="send", text=text))
                 await eventually(
-                    lambda: any(i.text == text for i in stack.client.inputs.queue(session))
+                    lambda: any(i.text == text for i in stack.client.sync.inputs.queue(session))
                 )
                 return asking
 
@@ -968,7 +968,7 @@ async def test_the_official_client_gets_the_answer_to_a_message_sent_while_a_run
             assert kinds.count("RUN_STARTED") == 1 and kinds.count("RUN_FINISHED") == 1
             added = [(m["role"], m["content"]) for m in answer["newMessages"]]
             assert added[-2:] == [("user", "my question"), ("assistant", "Here is your answer.")]
-            path = [e for e in stack.client.tree.path(session) if isinstance(e, MessageEntry)]
+            path = [e for e in await stack.client.tree.path(session) if isinstance(e, MessageEntry)]
             assert [m["id"] for m in answer["messages"]] == [e.id for e in path]
 
             await eventually(lambda: run_finished(stack, session))

@@ -95,7 +95,7 @@ async def test_paths_outside_the_users_area_are_refused_and_nothing_is_created(
             "to-bob/new",
             "~/new",
         ]
-        before, sessions = tree(tmp_path), len(stack.client.sessions.list())
+        before, sessions = tree(tmp_path), len(await stack.client.sessions.list())
         for workspace in refused:
             response = await create(alice, workspace)
             assert response.status_code == 403, (workspace, response.status_code, response.text)
@@ -106,10 +106,10 @@ async def test_paths_outside_the_users_area_are_refused_and_nothing_is_created(
             response = await create(alice, workspace)
             assert response.status_code == 422 and reason in response.json()["detail"]
         assert tree(tmp_path) == before, "a refused request created something"
-        assert len(stack.client.sessions.list()) == sessions
+        assert len(await stack.client.sessions.list()) == sessions
         assert not (root / "bob" / "new").exists() and not (outside / "new").exists()
     # The local client (a user on their own machine) may still use any folder.
-    local = stack.client.sessions.create(workspace=outside / "mine")
+    local = await stack.client.sessions.create(workspace=outside / "mine")
     assert local.workspace == str(outside / "mine") and (outside / "mine").is_dir()
 
 

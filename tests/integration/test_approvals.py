@@ -41,7 +41,7 @@ def events_of(stack: Stack, session_id: str, kind: str) -> list[dict[str, object
 @pytest.mark.script(WRITE)
 @BOTH_PROTOCOLS
 async def test_ask_then_approve(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await stack.client.approvals.set_policy(session.id, ASK_BASH)
         run = await stack.client.runs.prompt(session.id, "write it")
@@ -67,12 +67,12 @@ async def test_ask_then_approve(stack: Stack) -> None:
     assert decided["decision"] == "approve"
     phases = [e["phase"] for e in events_of(stack, session.id, "phase_changed")]
     assert phases[:2] == ["awaiting_approval", "turn"]
-    assert_valid_pairing(stack.client.tree.path(session.id))
+    assert_valid_pairing(await stack.client.tree.path(session.id))
 
 
 @pytest.mark.script(WRITE)
 async def test_deny_with_a_reason_the_model_reads(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await stack.client.approvals.set_policy(session.id, ASK_BASH)
         run = await stack.client.runs.prompt(session.id, "write it")
@@ -90,7 +90,7 @@ async def test_deny_with_a_reason_the_model_reads(stack: Stack) -> None:
 
 @pytest.mark.script(WRITE)
 async def test_two_approvers_race_and_one_wins(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await stack.client.approvals.set_policy(session.id, ASK_BASH)
         run = await stack.client.runs.prompt(session.id, "write it")
@@ -116,7 +116,7 @@ async def test_two_approvers_race_and_one_wins(stack: Stack) -> None:
 
 @pytest.mark.script(WRITE)
 async def test_abort_while_waiting(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await stack.client.approvals.set_policy(session.id, ASK_BASH)
         await stack.client.runs.prompt(session.id, "write it")
@@ -131,7 +131,7 @@ async def test_abort_while_waiting(stack: Stack) -> None:
     assert events_of(stack, session.id, "tool_execution_start") == []
     aborted = stored_result(stack, session.id, "call_write")
     assert aborted.is_error and text_of(aborted.content) == ABORTED_TOOL_TEXT
-    assert_valid_pairing(stack.client.tree.path(session.id))
+    assert_valid_pairing(await stack.client.tree.path(session.id))
 
 
 BATCH = calls_then_text(
@@ -145,7 +145,7 @@ BATCH = calls_then_text(
 
 @pytest.mark.script(BATCH)
 async def test_calls_that_need_no_approval_run_meanwhile(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await stack.client.approvals.set_policy(session.id, ASK_BASH)
         run = await stack.client.runs.prompt(session.id, "both")
@@ -166,7 +166,7 @@ async def test_calls_that_need_no_approval_run_meanwhile(stack: Stack) -> None:
 
 @pytest.mark.script(WRITE)
 async def test_a_timeout_denies_the_call(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     policy = ASK_BASH.model_copy(update={"timeout_s": 1.0})
     async with stack.worker():
         await stack.client.approvals.set_policy(session.id, policy)
@@ -200,7 +200,7 @@ SAME_TWICE = {
 
 @pytest.mark.script(SAME_TWICE)
 async def test_approve_always_allows_the_exact_command_from_then_on(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await stack.client.approvals.set_policy(session.id, ASK_BASH)
         run = await stack.client.runs.prompt(session.id, "log")
@@ -227,7 +227,7 @@ async def test_approve_always_allows_the_exact_command_from_then_on(stack: Stack
 
 @pytest.mark.script(WRITE)
 async def test_a_denying_policy_refuses_without_asking(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     deny_echo = ApprovalPolicy(rules=(ApprovalRule(tool="bash", command="echo *", action="deny"),))
     async with stack.worker():
         await stack.client.approvals.set_policy(session.id, deny_echo)
@@ -243,7 +243,7 @@ async def test_a_denying_policy_refuses_without_asking(stack: Stack) -> None:
 async def test_approve_while_the_worker_is_down_is_refused(stack: Stack) -> None:
     """Decided: with no worker answering, a decision is refused with an error saying it
     was not recorded and how to go on; once a worker is back, approving works."""
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     worker = stack.spawn_worker()
     await stack.client.approvals.set_policy(session.id, ASK_BASH)
     run = await stack.client.runs.prompt(session.id, "write it")
@@ -318,7 +318,7 @@ async def test_api_approvals_and_their_owner(stack: Stack, api: ApiServer) -> No
 
 @pytest.mark.script(WRITE)
 async def test_the_command_line(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     code, _, err = await stack.cli("policy", session.id, "--rule", "maybe:bash")
     assert code == 2 and "must be one of allow, ask, deny (got 'maybe')" in err
     async with stack.worker():
@@ -346,7 +346,7 @@ async def test_the_command_line(stack: Stack) -> None:
 async def test_interrupting_guidance_withdraws_a_waiting_call(stack: Stack) -> None:
     """Decided: guidance that interrupts the batch cancels the wait as it stops a running
     call; the call never runs, and the model reads the guidance after its result."""
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await stack.client.approvals.set_policy(session.id, ASK_BASH)
         run = await stack.client.runs.prompt(session.id, "write it")

@@ -30,7 +30,7 @@ async def test_dev_server_restarted_while_a_call_waits(tmp_path: Path, how: str)
         home = tmp_path / "home"
         home.mkdir()
         async with open_stack(home, temporal, server.address, SCRIPT) as stack:
-            session = stack.client.sessions.create()
+            session = await stack.client.sessions.create()
             stack.spawn_worker()
             await stack.client.approvals.set_policy(session.id, ASK_BASH)
             run = await stack.client.runs.prompt(session.id, "write it")

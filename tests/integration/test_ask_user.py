@@ -63,7 +63,7 @@ def answer_sent(stack: Stack, session_id: str) -> dict[str, Any]:
 @pytest.mark.script(SCRIPT)
 @BOTH_PROTOCOLS
 async def test_answered_from_the_command_line(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         run = await asked(stack, session.id)
         assert (await stack.client.sessions.status(session.id)).phase == "awaiting_input"
@@ -100,7 +100,7 @@ async def test_answered_from_the_command_line(stack: Stack) -> None:
     assert [e["tool_call_id"] for e in events_of(stack, session.id, "tool_execution_end")] == [
         "call_ask"
     ]
-    assert_valid_pairing(stack.client.tree.path(session.id))
+    assert_valid_pairing(await stack.client.tree.path(session.id))
 
 
 @pytest.mark.script(asking(question="Deploy now?", choices=["yes", "no"], allow_other=False))
@@ -140,7 +140,7 @@ async def test_answered_over_the_api_by_its_owner_only(stack: Stack, api: ApiSer
 
 @pytest.mark.script(SCRIPT)
 async def test_the_question_waits_across_a_worker_restart(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     first = stack.spawn_worker()
     run = await asked(stack, session.id)
     stack.kill(first)
@@ -163,7 +163,7 @@ async def test_the_question_waits_across_a_worker_restart(stack: Stack) -> None:
 
 @pytest.mark.script(SCRIPT)
 async def test_not_offered_unless_active(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         run = await stack.client.runs.prompt(session.id, "start")
         result = await asyncio.wait_for(run.result(), timeout=60)
@@ -177,7 +177,7 @@ async def test_not_offered_unless_active(stack: Stack) -> None:
 
 @pytest.mark.script(asking(question="  "))
 async def test_a_bad_question_is_an_error_the_model_reads(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         run = await asked_no_wait(stack, session.id)
         result = await asyncio.wait_for(run.result(), timeout=60)
@@ -195,7 +195,7 @@ async def asked_no_wait(stack: Stack, session_id: str) -> Any:
 
 @pytest.mark.script(SCRIPT)
 async def test_abort_withdraws_the_question(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await asked(stack, session.id)
         result = await stack.client.runs.abort(session.id)
@@ -207,12 +207,12 @@ async def test_abort_withdraws_the_question(stack: Stack) -> None:
     assert aborted.is_error and text_of(aborted.content) == ABORTED_TOOL_TEXT
     [ended] = events_of(stack, session.id, "question_answered")
     assert ended["status"] == "withdrawn"
-    assert_valid_pairing(stack.client.tree.path(session.id))
+    assert_valid_pairing(await stack.client.tree.path(session.id))
 
 
 @pytest.mark.script(SCRIPT)
 async def test_interrupting_guidance_withdraws_it_and_steering_waits(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         run = await asked(stack, session.id)
         await stack.client.inputs.steer(session.id, "Use the cheaper one.")
@@ -237,12 +237,12 @@ async def test_interrupting_guidance_withdraws_it_and_steering_waits(stack: Stac
     assert any("Never mind, pick yourself." in text for text in last)
     [ended] = events_of(stack, session.id, "question_answered")
     assert ended["status"] == "withdrawn"
-    assert_valid_pairing(stack.client.tree.path(session.id))
+    assert_valid_pairing(await stack.client.tree.path(session.id))
 
 
 @pytest.mark.script(SCRIPT)
 async def test_a_timeout_answers_that_no_answer_came(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     settings = stack.settings.model_copy(update={"ask_user_timeout_s": 1.0})
     timed = DuragentClient(stack.temporal, stack.db, settings)
     async with stack.worker():
@@ -262,7 +262,7 @@ async def test_a_timeout_answers_that_no_answer_came(stack: Stack) -> None:
 async def test_an_approval_policy_that_asks_does_not_hold_a_question(stack: Stack) -> None:
     """Decided: a question is itself a wait for the person, so a policy's `ask` does not
     make it wait for approval first (a `deny` rule still refuses it)."""
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await stack.client.approvals.set_policy(session.id, ApprovalPolicy(default="ask"))
         run = await asked(stack, session.id)

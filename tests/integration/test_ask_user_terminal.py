@@ -62,7 +62,7 @@ def test_a_question_is_answered_on_the_terminal(tmp_path: Path, temporal: DevSer
         TERM="xterm",
     )
     store = store_client(Settings.from_env(home=home), create=True)
-    session = store.sessions.create()
+    session = store.sync.sessions.create()
     store.db.dispose()
     configured = subprocess.run(
         [
@@ -112,7 +112,7 @@ def test_a_question_is_answered_on_the_terminal(tmp_path: Path, temporal: DevSer
     store = store_client(Settings.from_env(home=home), create=True)
     results = [
         entry.message
-        for entry in store.tree.path(session.id)
+        for entry in store.sync.tree.path(session.id)
         if isinstance(entry, MessageEntry) and isinstance(entry.message, ToolResultMessage)
     ]
     store.db.dispose()

@@ -13,7 +13,7 @@ from duragent.domain.messages import AssistantMessage, ToolResultMessage, text_o
 def tool_results(stack: Stack, session_id: str) -> list[ToolResultMessage]:
     return [
         e.message
-        for e in stack.client.tree.path(session_id)
+        for e in stack.client.sync.tree.path(session_id)
         if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
     ]
 
@@ -30,7 +30,7 @@ def tool_results(stack: Stack, session_id: str) -> list[ToolResultMessage]:
     }
 )
 async def test_unknown_tool_and_invalid_arguments_become_error_results(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         result = await (await stack.client.runs.prompt(session.id, "go")).result()
     assert result.status == "completed"
@@ -56,7 +56,7 @@ async def test_unknown_tool_and_invalid_arguments_become_error_results(stack: St
     }
 )
 async def test_overloaded_then_success_retries_inside_the_run(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         handle = await stack.client.runs.prompt(
             session.id,
@@ -75,7 +75,7 @@ async def test_overloaded_then_success_retries_inside_the_run(stack: Stack) -> N
     assert "529" in retries[0]["error"]
     phases = [e.payload["phase"] for e in events if e.type == "phase_changed"]
     assert phases == ["retry", "turn", "retry", "turn"]
-    assert transcript_roles(stack.client.tree.path(session.id)) == ["user", "assistant"]
+    assert transcript_roles(await stack.client.tree.path(session.id)) == ["user", "assistant"]
 
 
 @pytest.mark.script(
@@ -90,26 +90,26 @@ async def test_overloaded_then_success_retries_inside_the_run(stack: Stack) -> N
     }
 )
 async def test_bad_request_ends_the_run_with_the_error_and_keeps_the_session(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         failed = await (await stack.client.runs.prompt(session.id, "first")).result()
         assert failed.status == "error"
         assert failed.error is not None and "400" in failed.error and "on purpose" in failed.error
         # Not retried: a 400 will not get better.
         assert len(stack.model.requests_for(session.id)) == 2
-        path = stack.client.tree.path(session.id)
+        path = await stack.client.tree.path(session.id)
         assert transcript_roles(path) == ["user", "assistant", "toolResult", "assistant"]
         last = path[-1]
         assert isinstance(last, MessageEntry) and isinstance(last.message, AssistantMessage)
         assert last.message.stop_reason == "error" and "on purpose" in (
             last.message.error_message or ""
         )
-        run = stack.client.runs.get(failed.run_id)
+        run = await stack.client.runs.get(failed.run_id)
         assert run is not None and run.status == "error"
 
         ok = await (await stack.client.runs.prompt(session.id, "again")).result()
     assert ok.status == "completed" and ok.final_text == "Fine now."
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     assert transcript_roles(path) == [
         "user",
         "assistant",
@@ -126,7 +126,7 @@ async def test_bad_request_ends_the_run_with_the_error_and_keeps_the_session(sta
 
 @pytest.mark.script({"conversations": {"*": [{"wait_for": "go", "reply": [{"text": "done"}]}]}})
 async def test_prompt_to_a_busy_session_names_the_running_run(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         first = await stack.client.runs.prompt(session.id, "long task")
         await eventually(lambda: len(stack.model.requests_for(session.id)) == 1)
@@ -137,17 +137,17 @@ async def test_prompt_to_a_busy_session_names_the_running_run(stack: Stack) -> N
         stack.model.release("go")
         result = await first.result()
     assert result.status == "completed"
-    assert transcript_roles(stack.client.tree.path(session.id)) == ["user", "assistant"]
+    assert transcript_roles(await stack.client.tree.path(session.id)) == ["user", "assistant"]
     assert await stack.client.sessions.phase(session.id) == "idle"
 
 
 async def test_unknown_session_and_empty_prompt_are_refused(stack: Stack) -> None:
     with pytest.raises(SessionNotFound, match="nope"):
         await stack.client.runs.prompt("nope", "hello")
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     with pytest.raises(InvalidPrompt, match="empty"):
         await stack.client.runs.prompt(session.id, "   ")
     with pytest.raises(InvalidPrompt, match="limit is 262144 bytes"):
         await stack.client.runs.prompt(session.id, "x" * 300_000)
-    assert stack.client.tree.entries(session.id) == []
-    assert stack.client.runs.list(session.id) == []
+    assert await stack.client.tree.entries(session.id) == []
+    assert await stack.client.runs.list(session.id) == []

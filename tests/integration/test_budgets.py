@@ -44,12 +44,12 @@ def assert_stopped_by_budget(stack: Stack, session_id: str, result: RunResult, w
     assert result.status == "completed"
     assert result.error is not None and result.error.startswith("Budget reached: ")
     assert what in result.error
-    path = stack.client.tree.path(session_id)
+    path = stack.client.sync.tree.path(session_id)
     assert_valid_pairing(path)
     note = path[-1]
     assert isinstance(note, CustomMessageEntry) and note.custom_type == BUDGET_NOTE
     assert text_of(note.content) == result.error
-    state = stack.client.runs.get(result.run_id)
+    state = stack.client.sync.runs.get(result.run_id)
     assert state is not None and state.status == "completed" and state.error == result.error
     [reached] = events_of(stack, session_id, "budget_reached")
     assert reached["stopped"] is True and reached["message"] == result.error
@@ -63,7 +63,7 @@ def model_calls(stack: Stack, session_id: str) -> int:
 
 @pytest.mark.script(calls(5))
 async def test_turn_limit_stops_at_a_save_point(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         run = await stack.client.runs.prompt(session.id, "go", budget=Budget(max_turns=2))
         result = await asyncio.wait_for(run.result(), timeout=60)
@@ -74,7 +74,7 @@ async def test_turn_limit_stops_at_a_save_point(stack: Stack) -> None:
 
 @pytest.mark.script(calls(5, usage={"input_tokens": 600, "output_tokens": 10}))
 async def test_token_limit_stops_at_a_save_point(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         run = await stack.client.runs.prompt(session.id, "go", budget={"max_tokens": 1000})
         result = await asyncio.wait_for(run.result(), timeout=60)
@@ -88,7 +88,7 @@ async def test_token_limit_stops_at_a_save_point(stack: Stack) -> None:
 @pytest.mark.script(calls(5, usage={"input_tokens": 100_000, "output_tokens": 0}))
 async def test_cost_limit_stops_at_a_save_point(stack: Stack) -> None:
     # claude-sonnet-5-5: $2.00 per million input tokens, so $0.20 a turn.
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         run = await stack.client.runs.prompt(session.id, "go", budget=Budget(max_cost_usd=0.3))
         result = await asyncio.wait_for(run.result(), timeout=60)
@@ -96,19 +96,19 @@ async def test_cost_limit_stops_at_a_save_point(stack: Stack) -> None:
         stack, session.id, result, "the run's cost limit ($0.3000) is reached: $0.4000 spent"
     )
     assert result.turns == 2 and result.cost_usd == pytest.approx(0.4)
-    assert stack.client.sessions.costs(session.id).session.cost_usd == pytest.approx(0.4)
+    assert (await stack.client.sessions.costs(session.id)).session.cost_usd == pytest.approx(0.4)
 
 
 @pytest.mark.script(calls(3))
 async def test_cost_limit_without_a_price_is_refused(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await stack.client.config.set_model(session.id, "claude-unpriced-1")
         with pytest.raises(BudgetRefused, match="needs a price for model 'claude-unpriced-1'"):
             await stack.client.runs.prompt(session.id, "go", budget=Budget(max_cost_usd=1))
         with pytest.raises(BudgetRefused, match="needs a price for model 'claude-unpriced-1'"):
             await stack.client.budgets.set(session.id, Budget(max_cost_usd=1))
-    assert stack.client.runs.list(session.id) == []
+    assert await stack.client.runs.list(session.id) == []
 
 
 @pytest.mark.script(
@@ -123,7 +123,7 @@ async def test_cost_limit_without_a_price_is_refused(stack: Stack) -> None:
     }
 )
 async def test_wall_time_limit_stops_at_a_save_point(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         run = await stack.client.runs.prompt(session.id, "go", budget=Budget(max_wall_s=1))
         result = await asyncio.wait_for(run.result(), timeout=60)
@@ -133,7 +133,7 @@ async def test_wall_time_limit_stops_at_a_save_point(stack: Stack) -> None:
 
 @pytest.mark.script(calls(2))
 async def test_ask_waits_and_a_raise_lets_it_go_on(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         budget = Budget(max_turns=1, on_exceed="ask")
         run = await stack.client.runs.prompt(session.id, "go", budget=budget)
@@ -143,7 +143,7 @@ async def test_ask_waits_and_a_raise_lets_it_go_on(stack: Stack) -> None:
         [waiting] = view.waiting
         assert (waiting.scope, waiting.limit, waiting.spent) == ("run", "turns", 1)
         # The turn before the wait is saved: its call answered, nothing else.
-        assert_valid_pairing(stack.client.tree.path(session.id))
+        assert_valid_pairing(await stack.client.tree.path(session.id))
         with pytest.raises(BudgetRefused, match="still reached"):
             await stack.client.budgets.raise_limits(session.id, Budget(max_turns=1))
         with pytest.raises(BudgetRefused, match="must not lower"):
@@ -164,7 +164,7 @@ async def test_ask_waits_and_a_raise_lets_it_go_on(stack: Stack) -> None:
     assert raises[0]["by"] == "alice"
     phases = [e["phase"] for e in events_of(stack, session.id, "phase_changed")]
     assert phases[:2] == ["awaiting_budget", "turn"]
-    assert_valid_pairing(stack.client.tree.path(session.id))
+    assert_valid_pairing(await stack.client.tree.path(session.id))
 
 
 async def _phase_is(stack: Stack, session_id: str, phase: str) -> bool:
@@ -174,21 +174,21 @@ async def _phase_is(stack: Stack, session_id: str, phase: str) -> bool:
 
 @pytest.mark.script(calls(3))
 async def test_abort_while_waiting_for_a_raise(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         budget = Budget(max_turns=1, on_exceed="ask")
         await stack.client.runs.prompt(session.id, "go", budget=budget)
         await eventually(lambda: _phase_is(stack, session.id, "awaiting_budget"), timeout=30)
         result = await stack.client.runs.abort(session.id)
     assert result.status == "aborted" and result.turns == 1
-    assert_valid_pairing(stack.client.tree.path(session.id))
+    assert_valid_pairing(await stack.client.tree.path(session.id))
     with pytest.raises(SessionIdle):
         await stack.client.budgets.raise_limits(session.id, Budget(max_turns=9))
 
 
 @pytest.mark.script(calls(8))
 async def test_session_budget_counts_every_run(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await stack.client.budgets.set(session.id, Budget(max_turns=3))
         first = await stack.client.runs.prompt(session.id, "one", max_turns=2)
@@ -209,7 +209,7 @@ async def test_session_budget_counts_every_run(stack: Stack) -> None:
     assert third.status == "completed" and third.turns == 0
     assert third.error is not None and "3 turns spent" in third.error
     assert model_calls(stack, session.id) == calls_before
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     assert isinstance(path[-1], CustomMessageEntry) and path[-1].custom_type == BUDGET_NOTE
     assert isinstance(path[-2], MessageEntry) and text_of(path[-2].message.content) == "three"
 
@@ -231,7 +231,7 @@ async def test_session_budget_counts_every_run(stack: Stack) -> None:
     }
 )
 async def test_a_sub_agents_spending_counts_toward_the_parent(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     delegate = {"name": DELEGATE_TOOL, "input": {"prompt": "Child: work", "name": "worker"}}
     parent_steps: list[dict[str, Any]] = [
         {"usage": {"input_tokens": 100, "output_tokens": 0}, "reply": [{"tool_use": delegate}]},
@@ -247,12 +247,12 @@ async def test_a_sub_agents_spending_counts_toward_the_parent(stack: Stack) -> N
     assert result.turns == 1 and result.usage.total_tokens == 10_100
     # Priced at $2/M input: the child's $0.02 adds to the parent's $0.0002.
     assert result.cost_usd == pytest.approx(0.0202)
-    [child] = stack.client.sessions.children(session.id)
-    child_runs = stack.client.runs.list(child.id)
+    [child] = await stack.client.sessions.children(session.id)
+    child_runs = await stack.client.runs.list(child.id)
     assert child_runs[0].error is not None and "7,900 tokens" in child_runs[0].error
     answers = [
         e.message
-        for e in stack.client.tree.path(session.id)
+        for e in await stack.client.tree.path(session.id)
         if isinstance(e, MessageEntry)
         and not isinstance(e.message, AssistantMessage)
         and getattr(e.message, "tool_name", None) == DELEGATE_TOOL
@@ -282,13 +282,13 @@ async def test_budget_api_keeps_to_the_owner(stack: Stack, api: ApiServer) -> No
             assert other.status_code == 404, (method, path, other.text)
         idle = await alice.post(budget_url + "/raise", json={"budget": {"max_tokens": 900}})
         assert idle.status_code == 409 and "no run in progress" in idle.text
-    session = stack.client.sessions.get(session_id)
+    session = await stack.client.sessions.get(session_id)
     assert session.config.budget == Budget(max_tokens=500, on_exceed="ask")
 
 
 @pytest.mark.script(calls(2))
 async def test_the_command_line_shows_and_raises_a_waiting_budget(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     code, _, err = await stack.cli("budget", session.id, "--turns", "0")
     assert code == 2 and "--turns" in err
     async with stack.worker():
@@ -317,13 +317,13 @@ async def test_the_command_line_shows_and_raises_a_waiting_budget(stack: Stack) 
     assert f"raise: duragent raise-budget {session.id} --turns NEW_LIMIT" in shown
     assert "the session's budget was raised" in shown
     # The raise is saved as the session's budget, like any setter's.
-    stored = stack.client.sessions.get(session.id).config.budget
+    stored = (await stack.client.sessions.get(session.id)).config.budget
     assert stored == Budget(max_turns=5, on_exceed="ask")
 
 
 @pytest.mark.script(calls(6, usage={"input_tokens": 100_000, "output_tokens": 0}))
 async def test_a_budget_is_carried_across_continue_as_new(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     options = stack.client.runs.default_options().model_copy(
         update={"continue_as_new_after_turns": 1}
     )
@@ -340,7 +340,7 @@ async def test_a_budget_is_carried_across_continue_as_new(stack: Stack) -> None:
 async def test_the_command_line_refuses_a_limit_of_zero(stack: Stack) -> None:
     """0 is no way to say "no limit": refused on one line naming the option, as the API
     refuses it, saying how to have no such limit; nothing is stored or started."""
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     refused = [
         (["budget", session.id, "--cost", "0"], "--cost must be above 0 (got 0)"),
         (["budget", session.id, "--wall", "0"], "--wall must be above 0 (got 0)"),
@@ -358,8 +358,8 @@ async def test_the_command_line_refuses_a_limit_of_zero(stack: Stack) -> None:
             assert "for no" in lines[0] or "a raise gives a higher limit" in lines[0]
         code, _, err = await stack.cli("budget", session.id, "--cost", "0")
         assert "leave --cost out" in err
-        assert stack.client.sessions.get(session.id).config.budget is None
-        assert stack.client.runs.list(session.id) == []
+        assert (await stack.client.sessions.get(session.id)).config.budget is None
+        assert await stack.client.runs.list(session.id) == []
         # Leaving the option out is how: the budget is the limits given.
         code, out, err = await stack.cli("budget", session.id, "--turns", "3")
     assert code == 0 and "session budget: 3 turns; when reached: stop" in out, err

@@ -41,7 +41,7 @@ async def tool_host(stack: Stack) -> AsyncIterator[Host]:
 
 async def running_command(stack: Stack, host: Host, prompt: str) -> tuple[str, int]:
     """A session on the tool host whose bash call is running: its id and process group."""
-    session = stack.client.sessions.create(host=host.name, workspace=host.workspaces / "s")
+    session = await stack.client.sessions.create(host=host.name, workspace=host.workspaces / "s")
     await stack.client.runs.prompt(session.id, prompt)
     pid_file = Path(session.workspace) / "pid.txt"
     await eventually(lambda: pid_file.exists() and bool(pid_file.read_text()), timeout=60)

@@ -78,7 +78,7 @@ pytestmark = IN_PROCESS_MODEL
 async def test_a_run_with_a_tool_shows_its_output_while_it_runs_then_its_end(
     stack: Stack,
 ) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     app = ChatApp(Link(stack.client), session.id)
     async with stack.worker(), app.run_test(size=(80, 24)) as pilot:
         await type_text(pilot, "run the script")
@@ -104,7 +104,7 @@ LONG_TOOL: dict[str, Any] = calls_then_text(
 
 @pytest.mark.script(LONG_TOOL)
 async def test_a_message_typed_while_it_works_is_a_chip_then_guidance(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     app = ChatApp(Link(stack.client), session.id)
     async with stack.worker(), app.run_test(size=(80, 24)) as pilot:
         await type_text(pilot, "start")
@@ -115,7 +115,7 @@ async def test_a_message_typed_while_it_works_is_a_chip_then_guidance(stack: Sta
         await until(pilot, lambda: len(app.query(Chip)) == 1)
         assert "queued stop and use python instead" in shown(app, Chip)
         assert app.box.text == ""
-        [item] = stack.client.inputs.queue(session.id)
+        [item] = await stack.client.inputs.queue(session.id)
         assert (item.kind, item.text) == ("next_turn", "stop and use python instead")
         await pilot.press("up")  # from the empty box to the chips
         assert isinstance(app.focused, Chip)
@@ -126,13 +126,13 @@ async def test_a_message_typed_while_it_works_is_a_chip_then_guidance(stack: Sta
         await until(pilot, lambda: "run completed" in shown(app))
         assert "Adjusted as you said." in shown(app)
         assert not app.query(Chip)
-    [taken] = stack.client.inputs.queue(session.id, status=None)
+    [taken] = await stack.client.inputs.queue(session.id, status=None)
     assert (taken.kind, taken.status) == ("guidance", "consumed")
 
 
 @pytest.mark.script(calls_then_text([bash_call("echo ran > out.txt", "call_write")], "All done."))
 async def test_an_approval_is_answered_in_the_conversation(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     app = ChatApp(Link(stack.client), session.id)
     async with stack.worker(), app.run_test(size=(80, 24)) as pilot:
         await stack.client.approvals.set_policy(session.id, ASK_BASH)
@@ -152,7 +152,7 @@ async def test_an_approval_is_answered_in_the_conversation(stack: Stack) -> None
 
 @pytest.mark.script(LONG_TOOL)
 async def test_esc_stops_the_run_its_tool_and_what_was_queued(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     app = ChatApp(Link(stack.client), session.id)
     async with stack.worker(), app.run_test(size=(80, 24)) as pilot:
         await type_text(pilot, "start")
@@ -166,9 +166,9 @@ async def test_esc_stops_the_run_its_tool_and_what_was_queued(stack: Stack) -> N
         await until(pilot, lambda: "cancelled by Stop" in shown(app, ChipNote))
         assert "■ bash" in shown(app, ToolView)
         assert " idle " in shown(app, HeaderBar) + " "
-    [run] = stack.client.runs.list(session.id)
+    [run] = await stack.client.runs.list(session.id)
     assert run.status == "aborted"
-    [item] = stack.client.inputs.queue(session.id, status=None)
+    [item] = await stack.client.inputs.queue(session.id, status=None)
     assert item.status == "cancelled"
 
 
@@ -176,7 +176,7 @@ async def test_esc_stops_the_run_its_tool_and_what_was_queued(stack: Stack) -> N
 async def test_leaving_mid_tool_call_leaves_the_run_going_and_coming_back_shows_its_end(
     stack: Stack,
 ) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     link = Link(stack.client)
     async with stack.worker():
         app = ChatApp(link, session.id)
@@ -187,7 +187,7 @@ async def test_leaving_mid_tool_call_leaves_the_run_going_and_coming_back_shows_
             await pilot.press("ctrl+c", "ctrl+c")  # twice: leave
             await pilot.pause()
         assert app.return_value == Left(session.id, run_open=True)
-        [run] = stack.client.runs.list(session.id)
+        [run] = await stack.client.runs.list(session.id)
         assert run.status == "running"  # leaving stopped nothing
         let_go(stack, session.id)
         await eventually(lambda: run_finished(stack, session.id), timeout=60)
@@ -222,7 +222,7 @@ def screen_text(app: ChatApp) -> str:
 async def test_the_screen_at_80x24(stack: Stack) -> None:
     """A run at work, its tool's output, a queued message: saved as SVG and text
     (tests/fixtures/chat/) and checked to fit 80 columns with every part on screen."""
-    session = stack.client.sessions.create(name="snapshot")
+    session = await stack.client.sessions.create(name="snapshot")
     app = ChatApp(Link(stack.client), session.id)
     async with stack.worker(), app.run_test(size=(80, 24)) as pilot:
         await type_text(pilot, "start")
@@ -271,7 +271,7 @@ ASKS: dict[str, Any] = {
 
 @pytest.mark.script(ASKS)
 async def test_a_question_is_answered_in_the_conversation(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     app = ChatApp(Link(stack.client), session.id)
     async with stack.worker(), app.run_test(size=(80, 24)) as pilot:
         await stack.client.config.update(session.id, active_tools=["ls", "ask_user"])
@@ -281,7 +281,7 @@ async def test_a_question_is_answered_in_the_conversation(stack: Stack) -> None:
         await pilot.press("ctrl+r", "2")  # to the question; the second choice
         await until(pilot, lambda: "run completed" in shown(app))
         assert "answered: PG" in shown(app)
-    result = [e for e in stack.client.tree.path(session.id) if "toolResult" in str(e)]
+    result = [e for e in await stack.client.tree.path(session.id) if "toolResult" in str(e)]
     assert result, "the answer was stored as the call's result"
 
 
@@ -289,7 +289,7 @@ async def test_a_question_is_answered_in_the_conversation(stack: Stack) -> None:
     {"conversations": {"*": [{"match": "^Child", "reply": [{"text": "child answer"}]}]}}
 )
 async def test_a_sub_agent_shows_nested_and_collapsible(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     call = {"tool_use": {"name": "delegate", "input": {"prompt": "Child: answer", "name": "kid"}}}
     steps: list[dict[str, Any]] = [{"reply": [call]}, {"reply": [{"text": "Parent done."}]}]
     stack.model.add_steps(session.id, steps, replace=True)
@@ -386,7 +386,7 @@ async def test_in_a_terminal_leave_in_the_middle_of_a_tool_call_and_come_back(
     """The real command at 80x24 with no worker running: it starts one in the
     background; Ctrl+C twice in the middle of the tool call leaves, the run goes on with
     that worker, and `duragent chat SESSION` in another terminal shows its end."""
-    session = stack.client.sessions.create(name="terminal")
+    session = await stack.client.sessions.create(name="terminal")
     env = {**stack.env(), "TERM": "xterm-256color"}
     for name in ("COLUMNS", "LINES"):
         env.pop(name, None)
@@ -403,11 +403,11 @@ async def test_in_a_terminal_leave_in_the_middle_of_a_tool_call_and_come_back(
     finally:
         first.close()
     try:
-        [run] = stack.client.runs.list(session.id)
+        [run] = await stack.client.runs.list(session.id)
         assert run.status == "running"
         let_go(stack, session.id)
         await eventually(lambda: run_finished(stack, session.id), timeout=60)
-        assert stack.client.runs.list(session.id)[0].status == "completed"
+        assert (await stack.client.runs.list(session.id))[0].status == "completed"
         second = Terminal(["chat", session.id], env)
         try:
             await second.until("run completed after 2 turn(s)")

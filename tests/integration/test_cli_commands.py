@@ -227,7 +227,7 @@ BAD_INPUT = [
 
 
 async def test_every_command_refuses_bad_input_with_one_line_and_exit_2(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     skills = Path(session.workspace) / ".duragent" / "skills"
     skills.mkdir(parents=True)
     (skills / "review.md").write_text("Review the file.\n")
@@ -252,12 +252,12 @@ async def test_every_command_refuses_bad_input_with_one_line_and_exit_2(stack: S
             wrong.append(f"{args}: not one line\n{ran.err}")
     assert not wrong, "\n\n".join(wrong)
     # Nothing was stored for any of it: no run (not even a failed one), no queued input.
-    assert stack.client.runs.list(session.id) == []
-    assert stack.client.inputs.queue(session.id, status=None) == []
+    assert await stack.client.runs.list(session.id) == []
+    assert await stack.client.inputs.queue(session.id, status=None) == []
 
 
 async def test_config_errors_from_the_python_client_are_one_line(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     with pytest.raises(InvalidChange) as thinking:
         await stack.client.config.update(session.id, thinking_level="extreme")  # type: ignore[arg-type]
     assert str(thinking.value) == (
@@ -272,7 +272,7 @@ async def test_config_errors_from_the_python_client_are_one_line(stack: Stack) -
     )
     with pytest.raises(InvalidPrompt, match="max_turns must be at least 1"):
         await stack.client.runs.prompt(session.id, "hi", max_turns=0)
-    assert stack.client.runs.list(session.id) == []
+    assert await stack.client.runs.list(session.id) == []
 
 
 # --------------------------------------------------------------------------------- guide
@@ -292,7 +292,7 @@ WAIT_FOR_GO = "while [ ! -f go ]; do sleep 0.05; done; echo built"
     }
 )
 async def test_guide_takes_a_queued_item_or_text_and_refuses_an_unknown_id(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     env = stack.env()
     async with stack.worker():
         await stack.client.runs.prompt(session.id, "build")
@@ -301,7 +301,7 @@ async def test_guide_takes_a_queued_item_or_text_and_refuses_an_unknown_id(stack
         sent = await duragent(
             env, "guide", session.id, "--text", "use pathlib", "--intent", "supplement"
         )
-        queued = stack.client.inputs.next_turn(session.id, "and log it")
+        queued = await stack.client.inputs.next_turn(session.id, "and log it")
         taken = await duragent(env, "guide", session.id, queued.id)
         (Path(session.workspace) / "go").touch()
         await eventually(lambda: run_finished(stack, session.id))
@@ -315,18 +315,18 @@ async def test_guide_takes_a_queued_item_or_text_and_refuses_an_unknown_id(stack
     requests = json.dumps([r.body for r in stack.model.requests_for(session.id)])
     assert "use pathlib" in requests and "and log it" in requests
     assert "deadbeef" not in requests
-    items = stack.client.inputs.queue(session.id, status=None)
+    items = await stack.client.inputs.queue(session.id, status=None)
     assert sorted(i.text for i in items) == ["and log it", "use pathlib"]
     assert {i.status for i in items} == {"consumed"}
 
 
 async def test_guide_with_text_on_an_idle_session_keeps_nothing(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     idle = await duragent(stack.env(), "guide", session.id, "--text", "use pathlib")
     assert idle.code == 2 and idle.error_lines == [
         f"error: session {session.id} has no run in progress: cannot take guidance"
     ]
-    assert stack.client.inputs.queue(session.id) == []  # not left for the next run either
+    assert await stack.client.inputs.queue(session.id) == []  # not left for the next run either
 
 
 def events_of(stack: Stack, session_id: str, event_type: str) -> list[StoredEvent]:
@@ -342,7 +342,7 @@ LONG = 250_000
 @pytest.mark.timeout(120)  # rendering used to take minutes; it now takes well under a second
 @pytest.mark.script({"conversations": {"*": [{"reply": [{"text": "y" * LONG}]}]}})
 async def test_show_cuts_a_250_kb_unbroken_message_and_full_prints_it(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await (await stack.client.runs.prompt(session.id, "x" * LONG)).result()
     env = stack.env()
@@ -375,7 +375,7 @@ async def test_show_cuts_a_250_kb_unbroken_message_and_full_prints_it(stack: Sta
 async def test_history_and_tables_keep_outcome_attempts_and_usage_at_any_width(
     stack: Stack,
 ) -> None:
-    session = stack.client.sessions.create(name="a session with a long descriptive name")
+    session = await stack.client.sessions.create(name="a session with a long descriptive name")
     worker = stack.spawn_worker()
     try:
         handle = await stack.client.runs.prompt(session.id, "build")
@@ -425,7 +425,7 @@ async def test_history_and_tables_keep_outcome_attempts_and_usage_at_any_width(
 
 
 async def test_history_links_the_web_ui_only_where_one_answers(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await (await stack.client.runs.prompt(session.id, "hi")).result()
     # Something answering HTTP on the configured UI port (here: the offline model).

@@ -61,7 +61,7 @@ SLOW_COMMAND = "echo started >> log.txt; echo working; sleep 12; echo finished >
 @BOTH_PROTOCOLS
 async def test_worker_killed_during_model_call_and_during_tool_call(stack: Stack) -> None:
     stack.heartbeat_every(3.0)  # the command's heartbeats carry its process and output
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     workspace = Path(session.workspace)
     first = stack.spawn_worker()
     handle = await stack.client.runs.prompt(session.id, "do the slow thing")
@@ -83,7 +83,7 @@ async def test_worker_killed_during_model_call_and_during_tool_call(stack: Stack
 
     assert result.status == "completed", result.error
     assert result.final_text == "It was interrupted; I will not repeat it."
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     assert transcript_roles(path) == ["user", "assistant", "toolResult", "assistant"]
     assert_valid_pairing(path)
     interrupted = path[2]
@@ -101,16 +101,18 @@ async def test_worker_killed_during_model_call_and_during_tool_call(stack: Stack
     # before it could finish; every entry stored once.
     await asyncio.sleep(max(0.0, command_started + 13 - time.monotonic()))
     assert log.read_text() == "started\n"
-    entries = stack.client.tree.entries(session.id)
+    entries = await stack.client.tree.entries(session.id)
     assert len(entries) == len({e.id for e in entries}) == 4
-    assert [d.role for d in stack.client.display.messages(session.id)] == transcript_roles(path)
+    assert [d.role for d in await stack.client.display.messages(session.id)] == transcript_roles(
+        path
+    )
     # The model was asked three times: the hung call, its retry, the final turn.
     assert len(stack.model.requests_for(session.id)) == 3
 
 
 @pytest.mark.script(bash_then_text("echo go >> runs.txt; sleep 5", "Noted the steer."))
 async def test_steer_signalled_before_a_crash_is_delivered_once(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     first = stack.spawn_worker()
     handle = await stack.client.runs.prompt(session.id, "work")
     runs = Path(session.workspace) / "runs.txt"
@@ -131,7 +133,7 @@ async def test_steer_signalled_before_a_crash_is_delivered_once(stack: Stack) ->
         if m["role"] == "user" and b["type"] == "text"
     ]
     assert steered.count("also update the docs") == 1
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     assert [e.id for e in path].count(steer_id) == 1
     assert transcript_roles(path) == ["user", "assistant", "toolResult", "user", "assistant"]
     assert runs.read_text() == "go\n"  # the bash call was not run twice
@@ -182,7 +184,7 @@ async def test_worker_killed_between_two_tools_of_one_turn(stack: Stack) -> None
     not asked again for the turn) and reports the interrupted call, which it does not
     run again."""
     stack.heartbeat_every(3.0)  # the command's heartbeat carries its process, to stop
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     workspace = Path(session.workspace)
     (workspace / "notes.txt").write_text("the notes\n")
     first = stack.spawn_worker()
@@ -198,7 +200,7 @@ async def test_worker_killed_between_two_tools_of_one_turn(stack: Stack) -> None
     stack.kill(second)
 
     assert result.status == "completed", result.error
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     assert transcript_roles(path) == [
         "user",
         "assistant",
@@ -222,5 +224,5 @@ async def test_worker_killed_between_two_tools_of_one_turn(stack: Stack) -> None
     assert log.read_text().splitlines().count("one") == 1
     assert log.read_text().splitlines().count("started") == 1
     assert len(stack.model.requests_for(session.id)) == 2
-    entries = stack.client.tree.entries(session.id)
+    entries = await stack.client.tree.entries(session.id)
     assert len(entries) == len({e.id for e in entries}) == 6

@@ -73,12 +73,12 @@ async def test_two_sessions_at_once_no_cross_talk(stack: Stack, api: ApiServer) 
         stack.model.release("go")
         await eventually(lambda: len(stack.model.requests_for(a)) == 2)
         # B's queued input starts B's next run when B's run ends; A has no second run.
-        await eventually(lambda: len(stack.client.runs.list(b)) == 2)
+        await eventually(lambda: len(stack.client.sync.runs.list(b)) == 2)
         await eventually(
             lambda: all(
-                (stack.client.runs.get(r.run_id) or r).status != "running"
+                (stack.client.sync.runs.get(r.run_id) or r).status != "running"
                 for s in (a, b)
-                for r in stack.client.runs.list(s)
+                for r in stack.client.sync.runs.list(s)
             )
         )
     a_sent = " ".join(t for r in stack.model.requests_for(a) for t in texts(r.body))
@@ -87,8 +87,8 @@ async def test_two_sessions_at_once_no_cross_talk(stack: Stack, api: ApiServer) 
     assert "for B" not in a_sent
     assert "task for B" in b_sent and "for A" not in b_sent and "A: mention" not in b_sent
     assert texts(stack.model.requests_for(b)[-1].body)[-1] == "more for B"
-    assert stack.client.inputs.next_turn_items(b) == []
-    assert len(stack.client.runs.list(a)) == 1
+    assert await stack.client.inputs.next_turn_items(b) == []
+    assert len(await stack.client.runs.list(a)) == 1
 
 
 @BOTH_STORES
@@ -113,8 +113,8 @@ async def test_pending_items_survive_a_restart_of_the_api_and_the_worker(
             await eventually(lambda: len(stack.model.requests_for(session)) == 3, timeout=30)
             await eventually(lambda: run_finished(stack, session))
     assert texts(stack.model.requests_for(session)[2].body)[-1:] == ["later"]
-    assert [r.kind for r in stack.client.runs.list(session)] == ["queued", "prompt"]
-    assert stack.client.inputs.queue(session) == []
+    assert [r.kind for r in await stack.client.runs.list(session)] == ["queued", "prompt"]
+    assert await stack.client.inputs.queue(session) == []
 
 
 @pytest.mark.script(bash_then_text("sleep 1; echo built", "done, with the changelog"))
@@ -148,9 +148,9 @@ async def test_guidance_taken_at_the_nearest_safe_point(stack: Stack, api: ApiSe
     assert second["messages"][-1]["content"][0]["type"] == "tool_result"
     assert all("update the changelog" not in str(m["message"]) for m in state["messages"])
     assert state["input_queue"] == []
-    item_now = stack.client.inputs.item(session, item["id"])
+    item_now = await stack.client.inputs.item(session, item["id"])
     assert item_now.status == "consumed"
-    assert_valid_pairing(stack.client.tree.path(session))
+    assert_valid_pairing(await stack.client.tree.path(session))
 
 
 @pytest.mark.script(
@@ -173,7 +173,7 @@ async def test_guidance_before_tools_skips_them_with_the_replan_event(
 ) -> None:
     async with stack.worker(), api.client() as http:
         session = await new_session(http)
-        workspace = Path(stack.client.sessions.get(session).workspace)
+        workspace = Path((await stack.client.sessions.get(session)).workspace)
         await http.post(f"/api/sessions/{session}/input", json={"text": "do it"})
         await eventually(lambda: len(stack.model.requests_for(session)) == 1)
         await http.post(
@@ -190,7 +190,7 @@ async def test_guidance_before_tools_skips_them_with_the_replan_event(
     result = second["messages"][-1]["content"][0]
     assert result["type"] == "tool_result" and "Not run" in result["content"][0]["text"]
     assert "use the staging db" in texts(second)[-1]
-    assert_valid_pairing(stack.client.tree.path(session))
+    assert_valid_pairing(await stack.client.tree.path(session))
 
 
 @pytest.mark.script(bash_then_text("echo $$ > pid.txt; echo step-1; sleep 60", "switched approach"))
@@ -199,7 +199,7 @@ async def test_interrupting_guidance_stops_only_the_running_tool(
 ) -> None:
     async with stack.worker(), api.client() as http:
         session = await new_session(http)
-        pid_file = Path(stack.client.sessions.get(session).workspace) / "pid.txt"
+        pid_file = Path((await stack.client.sessions.get(session)).workspace) / "pid.txt"
         await http.post(f"/api/sessions/{session}/input", json={"text": "go"})
         await eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
         await eventually(lambda: event_seen(stack, session, "tool_execution_update"))  # step-1
@@ -218,7 +218,9 @@ async def test_interrupting_guidance_stops_only_the_running_tool(
     result = second["messages"][-1]["content"][0]
     assert result["type"] == "tool_result" and "step-1" in result["content"][0]["text"]
     assert "cached build" in texts(second)[-1]
-    assert stack.client.runs.list(session)[0].status == "completed"  # the run was not cancelled
+    assert (await stack.client.runs.list(session))[
+        0
+    ].status == "completed"  # the run was not cancelled
 
 
 @pytest.mark.script(
@@ -243,7 +245,7 @@ async def test_interrupting_guidance_stops_only_the_running_tool(
 async def test_stop_kills_the_tool_and_cancels_pending_items(stack: Stack, api: ApiServer) -> None:
     async with stack.worker(), api.client() as http:
         session = await new_session(http)
-        pid_file = Path(stack.client.sessions.get(session).workspace) / "pid.txt"
+        pid_file = Path((await stack.client.sessions.get(session)).workspace) / "pid.txt"
         await http.post(f"/api/sessions/{session}/input", json={"text": "go"})
         await eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
         pgid = int(pid_file.read_text())
@@ -255,7 +257,7 @@ async def test_stop_kills_the_tool_and_cancels_pending_items(stack: Stack, api: 
         assert sorted(stopped.json()["cancelled_inputs"]) == ["one", "two"]
         await eventually(lambda: not process_group_alive(pgid), timeout=5)
         assert (await http.get(f"/api/sessions/{session}/input-queue")).json() == []
-        statuses = [i.status for i in stack.client.inputs.queue(session, status=None)]
+        statuses = [i.status for i in await stack.client.inputs.queue(session, status=None)]
         assert statuses == ["cancelled", "cancelled"]
         again = await http.post(f"/api/sessions/{session}/stop")
         assert again.status_code == 409 and "no run in progress" in again.json()["detail"]
@@ -340,8 +342,8 @@ async def test_guidance_before_finish_takes_one_more_turn_and_an_edited_item_is_
     assert len(stack.model.requests_for(session)) == 2
     sent = " ".join(texts(stack.model.requests_for(session)[1].body))
     assert "in French" in sent and "in German" not in sent
-    assert stack.client.inputs.item(session, edited["id"]).status == "cancelled"
-    assert stack.client.runs.list(session)[0].turns == 2
+    assert (await stack.client.inputs.item(session, edited["id"])).status == "cancelled"
+    assert (await stack.client.runs.list(session))[0].turns == 2
 
 
 @BOTH_STORES
@@ -353,7 +355,7 @@ async def test_guidance_survives_a_worker_crash_and_is_delivered_once(
         session = await new_session(http)
         worker = stack.spawn_worker()
         await http.post(f"/api/sessions/{session}/input", json={"text": "build"})
-        started = Path(stack.client.sessions.get(session).workspace)
+        started = Path((await stack.client.sessions.get(session)).workspace)
         await eventually(lambda: started.exists() and len(stack.model.requests_for(session)) == 1)
         await eventually(lambda: event_seen(stack, session, "tool_execution_start"), timeout=30)
         item = (
@@ -369,6 +371,6 @@ async def test_guidance_survives_a_worker_crash_and_is_delivered_once(
     requests = stack.model.requests_for(session)
     delivered = [t for r in requests for t in texts(r.body) if "note the build time" in t]
     assert len(delivered) == 1
-    assert [e.id for e in stack.client.tree.path(session)].count(item["id"]) == 1
-    assert stack.client.inputs.item(session, item["id"]).status == "consumed"
-    assert_valid_pairing(stack.client.tree.path(session))
+    assert [e.id for e in await stack.client.tree.path(session)].count(item["id"]) == 1
+    assert (await stack.client.inputs.item(session, item["id"])).status == "consumed"
+    assert_valid_pairing(await stack.client.tree.path(session))

@@ -29,7 +29,7 @@ async def start_tool_run(stack: Stack, http: Any) -> tuple[str, Path]:
     """A new session whose run is inside its bash call once this returns."""
     created = await http.post("/api/sessions", json={"name": "intent"})
     session = str(created.json()["session"]["id"])
-    pid_file = Path(stack.client.sessions.get(session).workspace) / "pid.txt"
+    pid_file = Path((await stack.client.sessions.get(session)).workspace) / "pid.txt"
     await http.post(f"/api/sessions/{session}/input", json={"text": "go"})
     await eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
     return session, pid_file
@@ -38,7 +38,7 @@ async def start_tool_run(stack: Stack, http: Any) -> tuple[str, Path]:
 def guidance_intents(stack: Stack, session: str) -> list[str]:
     return [
         str((e.details or {}).get("intent"))
-        for e in stack.client.tree.path(session)
+        for e in stack.client.sync.tree.path(session)
         if isinstance(e, CustomMessageEntry) and e.custom_type == GUIDANCE_TYPE
     ]
 
@@ -69,7 +69,7 @@ async def test_intent_interrupt_stops_the_running_tool_whatever_the_wording(
         await eventually(lambda: run_finished(stack, session))
         assert await injected_points(http, session) == ["during_tool_interrupted"]
     assert guidance_intents(stack, session) == ["interrupt"]
-    assert stack.client.runs.list(session)[0].status == "completed"
+    assert (await stack.client.runs.list(session))[0].status == "completed"
 
 
 @pytest.mark.script(tool_script("echo $$ > pid.txt; sleep 2; echo finished"))
@@ -109,8 +109,8 @@ async def test_an_intent_without_guidance_is_refused(stack: Stack, api: ApiServe
             refused = await getattr(http, method)(url, json=body)
             assert refused.status_code == 422, (url, refused.text)
             assert "intent is for guidance" in refused.text
-    assert stack.client.inputs.queue(session, status=None) == []
-    assert stack.client.runs.list(session) == []
+    assert await stack.client.inputs.queue(session, status=None) == []
+    assert await stack.client.runs.list(session) == []
 
 
 async def test_guidance_to_an_idle_session_is_refused_and_keeps_nothing(
@@ -132,5 +132,5 @@ async def test_guidance_to_an_idle_session_is_refused_and_keeps_nothing(
                 json={"text": "use pathlib", "kind": "guidance"},
             )
             assert refused.status_code == 409, refused.text
-    assert stack.client.inputs.queue(session, status=None) == []
-    assert stack.client.runs.list(session) == []
+    assert await stack.client.inputs.queue(session, status=None) == []
+    assert await stack.client.runs.list(session) == []

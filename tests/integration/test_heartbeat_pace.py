@@ -23,13 +23,13 @@ async def test_an_abort_reaches_a_call_at_once_when_heartbeats_are_far_apart(
     task that cancels it runs in the same process, which tells the call to heartbeat now,
     so the abort does not wait for the next heartbeat."""
     stack.heartbeat_every(60.0)
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await stack.client.runs.prompt(session.id, "run it")
         await eventually(lambda: event_seen(stack, session.id, "tool_execution_update"))
         result = await asyncio.wait_for(stack.client.runs.abort(session.id), timeout=10)
     assert result.status == "aborted"
-    cancelled = stack.client.tree.path(session.id)[2]
+    cancelled = (await stack.client.tree.path(session.id))[2]
     assert isinstance(cancelled, MessageEntry)
     assert isinstance(cancelled.message, ToolResultMessage)
     assert "cancelled before it finished" in text_of(cancelled.message.content)
@@ -43,7 +43,7 @@ async def test_a_call_far_slower_than_its_heartbeat_timeout_is_not_taken_for_los
     timeout: it completes on its first attempt."""
     stack.settings = stack.settings.model_copy(update={"heartbeat_timeout_s": 1.0})
     stack.client.settings = stack.settings
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         result = await (await stack.client.runs.prompt(session.id, "run it")).result()
     assert result.status == "completed", result.error

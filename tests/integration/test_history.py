@@ -72,7 +72,7 @@ def assert_well_formed(timeline: RunTimeline) -> None:
     }
 )
 async def test_parallel_tool_calls_two_runs_and_an_idle_change(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         first = await stack.client.runs.prompt(session.id, "Make a file\nand echo.")
         await first.result()
@@ -142,7 +142,7 @@ async def test_parallel_tool_calls_two_runs_and_an_idle_change(stack: Stack) -> 
     }
 )
 async def test_a_provider_retry(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await (await stack.client.runs.prompt(session.id, "hello")).result()
     (timeline,) = await timelines_when(stack.temporal, session.id, 1)
@@ -170,7 +170,7 @@ async def test_a_provider_retry(stack: Stack) -> None:
     }
 )
 async def test_a_steered_run(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         run = await stack.client.runs.prompt(session.id, "look around")
         await eventually(lambda: len(stack.model.requests_for(session.id)) == 1)
@@ -198,7 +198,7 @@ async def test_a_steered_run(stack: Stack) -> None:
     }
 )
 async def test_an_aborted_run(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
 
     async def tool_started() -> bool:
         async for event in stack.client.events.stream(session.id, follow=False):
@@ -256,7 +256,7 @@ class ToyChain:
 
 
 async def test_continue_as_new_chains_and_unknown_workflows(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     queue = stack.settings.task_queue
     async with Worker(
         stack.temporal,

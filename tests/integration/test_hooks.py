@@ -30,7 +30,7 @@ from duragent.domain.messages import ToolResultMessage, text_of
     }
 )
 async def test_activity_and_workflow_hooks(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     (Path(session.workspace) / "notes.txt").write_text("the secret is 42\n")
     guard = Guard()
     async with stack.worker(extensions=[guard]):
@@ -39,7 +39,7 @@ async def test_activity_and_workflow_hooks(stack: Stack) -> None:
     assert result.status == "completed" and result.turns == 2
     results = [
         e.message
-        for e in stack.client.tree.path(session.id)
+        for e in await stack.client.tree.path(session.id)
         if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
     ]
     blocked, read = results[0], results[1]
@@ -53,7 +53,7 @@ async def test_activity_and_workflow_hooks(stack: Stack) -> None:
     assert second["system"][0]["text"].endswith("House rule #2.")
     # The hook's write through the session facade was pending during the turn and
     # landed at the save point, after the turn's own messages.
-    types = [e.type for e in stack.client.tree.path(session.id)]
+    types = [e.type for e in await stack.client.tree.path(session.id)]
     assert types[:5] == ["message", "message", "message", "message", "custom"]
     # prepare_next_turn switched the model for turn 2 only.
     assert first["model"] != "claude-after-hook" and second["model"] == "claude-after-hook"
@@ -63,7 +63,7 @@ async def test_activity_and_workflow_hooks(stack: Stack) -> None:
 async def test_a_workflow_hook_that_reads_the_clock_ends_the_run_with_a_clear_error(
     stack: Stack,
 ) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker(extensions=[ClockExtension()]):
         result = await (await stack.client.runs.prompt(session.id, "go")).result()
     assert result.status == "error"
@@ -71,4 +71,4 @@ async def test_a_workflow_hook_that_reads_the_clock_ends_the_run_with_a_clear_er
     assert "sample_hooks:ReadsTheClock" in result.error and "not deterministic" in result.error
     assert "time.time" in result.error
     # The turn itself was kept.
-    assert [e.type for e in stack.client.tree.path(session.id)] == ["message", "message"]
+    assert [e.type for e in await stack.client.tree.path(session.id)] == ["message", "message"]

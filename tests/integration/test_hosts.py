@@ -45,7 +45,7 @@ def tool_hosts(stack: Stack, session_id: str) -> list[str | None]:
 def results(stack: Stack, session_id: str) -> list[str]:
     return [
         text_of(e.message.content)
-        for e in stack.client.tree.path(session_id)
+        for e in stack.client.sync.tree.path(session_id)
         if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
     ]
 
@@ -61,9 +61,9 @@ async def test_each_tool_call_runs_on_its_sessions_host(stack: Stack) -> None:
     a, b = hosts(stack, "host-a", "host-b")
     start_host(stack, a)
     start_host(stack, b)
-    on_a = stack.client.sessions.create(host=a.name, workspace=workspace_on(a, "one"))
-    on_b = stack.client.sessions.create(host=b.name, workspace=workspace_on(b, "two"))
-    unplaced = stack.client.sessions.create()  # its first run's worker's host
+    on_a = await stack.client.sessions.create(host=a.name, workspace=workspace_on(a, "one"))
+    on_b = await stack.client.sessions.create(host=b.name, workspace=workspace_on(b, "two"))
+    unplaced = await stack.client.sessions.create()  # its first run's worker's host
     runs = [await stack.client.runs.prompt(s.id, "work") for s in (on_a, on_b, unplaced)]
     done = await asyncio.wait_for(asyncio.gather(*(r.result() for r in runs)), timeout=60)
     assert [r.status for r in done] == ["completed"] * 3, [r.error for r in done]
@@ -72,7 +72,7 @@ async def test_each_tool_call_runs_on_its_sessions_host(stack: Stack) -> None:
     assert tool_hosts(stack, on_b.id) == [b.name, b.name]
     assert (workspace_on(a, "one") / "where.txt").read_text().strip() == str(workspace_on(a, "one"))
     assert (workspace_on(b, "two") / "where.txt").is_file()
-    placed = stack.client.sessions.get(unplaced.id).host
+    placed = (await stack.client.sessions.get(unplaced.id)).host
     assert placed in (a.name, b.name)
     assert tool_hosts(stack, unplaced.id) == [placed, placed]
     for session in (on_a, on_b, unplaced):
@@ -83,7 +83,7 @@ async def test_each_tool_call_runs_on_its_sessions_host(stack: Stack) -> None:
 async def test_a_run_waits_for_its_gone_host_and_goes_on_when_it_is_back(stack: Stack) -> None:
     a, b = hosts(stack, "host-a", "host-b")
     start_host(stack, a)  # b is down: the run's workflow runs on a, its tool waits for b
-    session = stack.client.sessions.create(host=b.name, workspace=workspace_on(b, "s"))
+    session = await stack.client.sessions.create(host=b.name, workspace=workspace_on(b, "s"))
     run = await stack.client.runs.prompt(session.id, "work", options=options(stack))
 
     await wait_for_event(stack, session.id, "host_waiting", host=b.name, waiting=True)
@@ -131,7 +131,7 @@ async def test_calls_of_a_turn_lost_with_its_host_never_run_twice(stack: Stack) 
     result and the one that was cut short says so. Neither runs again."""
     (b,) = hosts(stack, "host-b")
     start_host(stack, b)
-    session = stack.client.sessions.create(host=b.name, workspace=workspace_on(b, "s"))
+    session = await stack.client.sessions.create(host=b.name, workspace=workspace_on(b, "s"))
     ran = workspace_on(b, "s") / "ran.txt"
     async with stack.worker():  # another host's worker: it sees b's lease lapse
         run = await stack.client.runs.prompt(session.id, "work", options=options(stack))
@@ -156,7 +156,7 @@ async def test_a_host_gone_past_the_wait_ends_the_run_with_its_work_saved(stack:
     a, b = hosts(stack, "host-a", "host-b")
     start_host(stack, a)
     start_host(stack, b)
-    session = stack.client.sessions.create(host=b.name, workspace=workspace_on(b, "s"))
+    session = await stack.client.sessions.create(host=b.name, workspace=workspace_on(b, "s"))
     run = await stack.client.runs.prompt(session.id, "work", options=options(stack, wait_s=2.0))
     await wait_for_event(stack, session.id, "tool_execution_start", host=b.name, timeout=60)
     await eventually(lambda: len(tool_hosts(stack, session.id)) == 2, timeout=60)
@@ -172,7 +172,7 @@ async def test_a_host_gone_past_the_wait_ends_the_run_with_its_work_saved(stack:
     assert "gone" not in first  # the first call ran on b and its result is kept
     assert (workspace_on(b, "s") / "one.txt").read_text() == "one\n"
     expect(f"host '{b.name}' was gone" in second, second)
-    assert stack.client.runs.list(session.id)[0].error == result.error
+    assert (await stack.client.runs.list(session.id))[0].error == result.error
     # The gone host's command outlived its worker, as on a machine cut off: let it end.
     (workspace_on(b, "s") / "go").touch()
 
@@ -181,7 +181,7 @@ async def test_a_host_gone_past_the_wait_ends_the_run_with_its_work_saved(stack:
 async def test_abort_while_waiting_for_a_host(stack: Stack) -> None:
     (a,) = hosts(stack, "host-a")
     start_host(stack, a)
-    session = stack.client.sessions.create(host="host-gone", workspace=workspace_on(a, "s"))
+    session = await stack.client.sessions.create(host="host-gone", workspace=workspace_on(a, "s"))
     await stack.client.runs.prompt(session.id, "work", options=options(stack))
     await wait_for_event(stack, session.id, "host_waiting", host="host-gone", waiting=True)
 
@@ -208,14 +208,14 @@ async def test_move_copies_the_workspace_to_the_new_host(stack: Stack) -> None:
     start_host(stack, a)
     start_host(stack, b)
     old, new = workspace_on(a, "s"), workspace_on(b, "moved")
-    session = stack.client.sessions.create(host=a.name, workspace=old)
+    session = await stack.client.sessions.create(host=a.name, workspace=old)
     first = await stack.client.runs.prompt(session.id, "write")
     assert (await asyncio.wait_for(first.result(), timeout=60)).status == "completed"
 
     code, out, err = await stack.cli("move", session.id, b.name, "--workspace", str(new))
     expect(code == 0, out + err)
     assert f"is on host {b.name}" in out
-    moved = stack.client.sessions.get(session.id)
+    moved = await stack.client.sessions.get(session.id)
     assert (moved.host, moved.workspace) == (b.name, str(new))
     assert (new / "notes" / "a.txt").read_text() == "kept\n"
     assert (new / "link").is_symlink()
@@ -233,7 +233,7 @@ async def test_move_is_refused_while_a_run_is_in_progress_or_a_host_is_down(
 ) -> None:
     (a,) = hosts(stack, "host-a")
     start_host(stack, a)
-    session = stack.client.sessions.create(host=a.name, workspace=workspace_on(a, "s"))
+    session = await stack.client.sessions.create(host=a.name, workspace=workspace_on(a, "s"))
     run = await stack.client.runs.prompt(session.id, "wait")
     await wait_for_event(stack, session.id, "tool_execution_start", timeout=60)
     with pytest.raises(SessionBusy):
@@ -243,7 +243,7 @@ async def test_move_is_refused_while_a_run_is_in_progress_or_a_host_is_down(
 
     with pytest.raises(MoveFailed, match="'host-c': host 'host-c' is not up"):
         await stack.client.hosts.move(session.id, "host-c", start_within_s=1.0)
-    assert stack.client.sessions.get(session.id).host == a.name  # nothing changed
+    assert (await stack.client.sessions.get(session.id)).host == a.name  # nothing changed
 
     code, _, err = await stack.cli("move", session.id, "no such host")
     assert code == 2
@@ -251,4 +251,4 @@ async def test_move_is_refused_while_a_run_is_in_progress_or_a_host_is_down(
 
     moved = await stack.client.hosts.move(session.id, "host-c", copy=False)
     assert (moved.host, moved.copied_files) == ("host-c", 0)
-    assert stack.client.sessions.get(session.id).host == "host-c"
+    assert (await stack.client.sessions.get(session.id)).host == "host-c"

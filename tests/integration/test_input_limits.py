@@ -56,7 +56,7 @@ async def test_creating_a_session_with_an_oversize_field_is_refused(
         response = await http.post("/api/sessions", json={field: OVER})
     what = {"name": "session name", "system_prompt": "system prompt"}.get(field, field)
     assert_refused(response, what)
-    assert stack.client.sessions.list() == []
+    assert await stack.client.sessions.list() == []
     assert tree(stack.settings.home) == before
 
 
@@ -70,9 +70,9 @@ async def test_oversize_input_to_an_idle_session_is_refused(stack: Stack, api: A
             await http.post(f"/api/sessions/{session}/input-queue", json={"text": OVER}),
             "queued input",
         )
-    assert stack.client.runs.list(session) == []
-    assert stack.client.tree.entries(session) == []
-    assert stack.client.inputs.queue(session, status=None) == []
+    assert await stack.client.runs.list(session) == []
+    assert await stack.client.tree.entries(session) == []
+    assert await stack.client.inputs.queue(session, status=None) == []
 
 
 @pytest.mark.script(GATED)
@@ -125,18 +125,18 @@ async def test_every_path_into_a_busy_session_refuses_oversize_text(
         )
         stack.model.release("go")
         await eventually(lambda: run_finished(stack, session))
-    assert [i.id for i in stack.client.inputs.queue(session, status=None)] == [old.id]
-    assert stack.client.inputs.item(session, "old").status == "pending"
+    assert [i.id for i in await stack.client.inputs.queue(session, status=None)] == [old.id]
+    assert (await stack.client.inputs.item(session, "old")).status == "pending"
     assert OVER not in sent_texts(stack, session)
     assert OVER not in json.dumps(
-        [e.model_dump(mode="json") for e in stack.client.tree.entries(session)]
+        [e.model_dump(mode="json") for e in await stack.client.tree.entries(session)]
     )
-    assert stack.client.sessions.get(session).config.system_prompt != OVER
+    assert (await stack.client.sessions.get(session)).config.system_prompt != OVER
 
 
 async def test_runs_and_tree_operations_refuse_oversize_arguments(stack: Stack) -> None:
     client = stack.client
-    session = client.sessions.create()
+    session = await client.sessions.create()
     calls = {
         "skill invocation": client.runs.skill(session.id, "review", [OVER]),
         "template invocation": client.runs.prompt_from_template(session.id, OVER),
@@ -147,10 +147,10 @@ async def test_runs_and_tree_operations_refuse_oversize_arguments(stack: Stack) 
         with pytest.raises(InputTooLarge, match=f"^{what} is "):
             await call
     with pytest.raises(InputTooLarge, match=r"^session name is "):
-        client.sessions.fork(session.id, "entry", name=OVER)
+        await client.sessions.fork(session.id, "entry", name=OVER)
     with pytest.raises(InputTooLarge, match=r"^session name is "):
-        client.sessions.create(name=OVER)
-    assert client.runs.list(session.id) == [] and len(client.sessions.list()) == 1
+        await client.sessions.create(name=OVER)
+    assert await client.runs.list(session.id) == [] and len(await client.sessions.list()) == 1
 
 
 async def test_the_request_body_is_bounded_before_it_is_read(stack: Stack, api: ApiServer) -> None:
@@ -181,7 +181,7 @@ async def test_the_request_body_is_bounded_before_it_is_read(stack: Stack, api: 
         assert len(escaped) > 2 * MAX_INPUT_BYTES - 100
         fits = await http.post(url, content=escaped, headers={"Content-Type": "application/json"})
         assert fits.status_code == 201, fits.text[:200]
-    assert [i.text for i in stack.client.inputs.queue(session)] == [chinese]
+    assert [i.text for i in await stack.client.inputs.queue(session)] == [chinese]
 
 
 @pytest.mark.script(GATED)
@@ -194,7 +194,7 @@ async def test_the_command_line_refuses_oversize_text(stack: Stack) -> None:
         f"--temporal-address={settings.temporal_address}",
         f"--task-queue={settings.task_queue}",
     ]
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     runner = CliRunner()
     async with stack.worker():
         run = await stack.client.runs.prompt(session.id, "go")
@@ -218,7 +218,7 @@ async def test_the_command_line_refuses_oversize_text(stack: Stack) -> None:
         assert status.run is not None and status.run.steering == [] and status.run.follow_ups == []
         stack.model.release("go")
         await run.result()
-    assert stack.client.inputs.queue(session.id, status=None) == []
+    assert await stack.client.inputs.queue(session.id, status=None) == []
     assert OVER not in sent_texts(stack, session.id)
 
 
@@ -228,20 +228,20 @@ async def test_a_full_input_queue_refuses_more_and_keeps_what_it_holds(
     async with api.client() as http:
         session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
         for n in range(MAX_PENDING_INPUT):
-            stack.client.inputs.next_turn(session, f"item {n}")
+            await stack.client.inputs.next_turn(session, f"item {n}")
         url = f"/api/sessions/{session}"
         refused = await http.post(f"{url}/input-queue", json={"text": "one more"})
         assert refused.status_code == 409, refused.text
         assert f"holds {MAX_PENDING_INPUT} pending items" in refused.json()["detail"]
         with pytest.raises(InputQueueFull, match="send, guide or delete some first"):
-            stack.client.inputs.next_turn(session, "one more")
+            await stack.client.inputs.next_turn(session, "one more")
         state = (await http.get(f"{url}/state")).json()
         assert [i["text"] for i in state["input_queue"]] == [
             f"item {n}" for n in range(MAX_PENDING_INPUT)
         ]
         # Room again once one is deleted.
-        stack.client.inputs.delete(session, state["input_queue"][0]["id"])
+        await stack.client.inputs.delete(session, state["input_queue"][0]["id"])
         added = await http.post(f"{url}/input-queue", json={"text": "one more"})
         assert added.status_code in (200, 201), added.text
-    pending = stack.client.inputs.queue(session)
+    pending = await stack.client.inputs.queue(session)
     assert len(pending) == MAX_PENDING_INPUT and pending[-1].text == "one more"

@@ -39,7 +39,7 @@ def is_turn(body: dict[str, object]) -> bool:
 @pytest.mark.timeout(300)
 @pytest.mark.script(script())
 async def test_five_hundred_turns(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     options = stack.client.runs.default_options().model_copy(
         update={
             "continue_as_new_after_turns": 100,
@@ -80,17 +80,17 @@ async def test_five_hundred_turns(stack: Stack) -> None:
     await eventually(all_found_by_session)
 
     # The whole session is intact in the store.
-    entries = stack.client.tree.entries(session.id)
+    entries = await stack.client.tree.entries(session.id)
     messages = [e for e in entries if isinstance(e, MessageEntry)]
     assert len({e.id for e in entries}) == len(entries)
     assert len(messages) == 1 + 2 * (TURNS - 1) + 1 + 1  # prompt, calls+results, answer, steer
     assert sum(1 for e in entries if isinstance(e, CompactionEntry)) >= 5
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     assert_valid_pairing(path)
     assert [m.id for m in messages] == [e.id for e in path if isinstance(e, MessageEntry)]
     # Each compaction's summary is shown too (hidden, for its cost).
     compactions = [e for e in entries if isinstance(e, CompactionEntry)]
-    assert len(stack.client.display.messages(session.id)) == len(messages) + len(compactions)
+    assert len(await stack.client.display.messages(session.id)) == len(messages) + len(compactions)
     # And each compaction's end is told, not only the run's first one's.
     ended = [
         e.payload["entry_id"]
@@ -101,7 +101,7 @@ async def test_five_hundred_turns(stack: Stack) -> None:
     turns = [r.body for r in stack.model.requests_for(session.id) if is_turn(r.body)]
     steered = [b for b in turns if "halfway there" in str(b["messages"][-1])]
     assert len(steered) == 1
-    run_state = stack.client.runs.get(result.run_id)
+    run_state = await stack.client.runs.get(result.run_id)
     assert run_state is not None and run_state.turns == TURNS
 
 
@@ -163,7 +163,7 @@ async def test_a_turn_goes_through_as_much_of_the_store_late_in_a_session_as_ear
     if stack.db.engine.dialect.name != "sqlite":
         pytest.skip("counts SQLite's virtual-machine instructions")
     work = StoreWork(stack.db.engine)
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     options = stack.client.runs.default_options().model_copy(
         update={
             "continue_as_new_after_turns": 10,
@@ -181,7 +181,7 @@ async def test_a_turn_goes_through_as_much_of_the_store_late_in_a_session_as_ear
             assert result.status == "completed" and result.turns == turns, result.error
             per_turn.append((work.steps - before) / turns)
     compactions = sum(
-        1 for e in stack.client.tree.entries(session.id) if isinstance(e, CompactionEntry)
+        1 for e in await stack.client.tree.entries(session.id) if isinstance(e, CompactionEntry)
     )
     assert compactions >= len(RUNS) * 2  # the measured runs compacted too
     early, late = per_turn[1], per_turn[3]

@@ -65,7 +65,7 @@ def results_in_order(request_body: dict[str, Any]) -> list[tuple[str, bool]]:
 def stored_results(stack: Stack, session_id: str) -> list[ToolResultMessage]:
     return [
         e.message
-        for e in stack.client.tree.path(session_id)
+        for e in stack.client.sync.tree.path(session_id)
         if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
     ]
 
@@ -80,7 +80,7 @@ async def test_stdio_and_http_tools_are_offered_and_called_with_results_at_the_w
             [{"text": "done"}],
         )
         async with stack_factory(replies) as stack:
-            session = stack.client.sessions.create()
+            session = await stack.client.sessions.create()
             async with stack.worker(tools=registry(servers)):
                 result = await (await stack.client.runs.prompt(session.id, "use both")).result()
             assert result.status == "completed", result.error
@@ -113,7 +113,7 @@ async def test_one_connection_per_server_across_calls_and_turns(
             [{"text": "second done"}],
         )
         async with stack_factory(replies) as stack:
-            session = stack.client.sessions.create()
+            session = await stack.client.sessions.create()
             async with stack.worker(tools=registry(servers)):
                 for prompt in ("first", "second"):
                     result = await (await stack.client.runs.prompt(session.id, prompt)).result()
@@ -141,7 +141,7 @@ async def test_stdio_server_killed_mid_call_gives_an_error_result_and_the_next_c
         [{"text": "carried on"}],
     )
     async with stack_factory(replies) as stack:
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         async with stack.worker(tools=registry({"one": stdio_server("one", log)})):
             run = await stack.client.runs.prompt(session.id, "wait, then echo")
             waiting = Path(f"{flag}.waiting")
@@ -174,7 +174,7 @@ async def test_http_server_killed_mid_call_and_restarted(
         # The model's second reply waits until the server is back.
         replies["conversations"]["*"][1]["wait_for"] = "back"
         async with stack_factory(replies) as stack:
-            session = stack.client.sessions.create()
+            session = await stack.client.sessions.create()
             async with stack.worker(tools=registry({"web": http_server(web.port)})):
                 run = await stack.client.runs.prompt(session.id, "wait, then echo")
                 await eventually(Path(f"{flag}.waiting").exists)
@@ -197,7 +197,7 @@ async def test_a_server_that_is_down_gives_an_error_result_naming_it(
     missing = {"command": str(tmp_path / "no-such-server")}
     replies = script([call("gone__anything")], [{"text": "carried on"}])
     async with stack_factory(replies) as stack:
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         async with stack.worker(tools=registry({"gone": missing})):
             result = await (await stack.client.runs.prompt(session.id, "try")).result()
         assert result.status == "completed", result.error
@@ -213,7 +213,7 @@ async def test_abort_during_an_mcp_call_cancels_it_promptly(
     log, flag = tmp_path / "one.log", tmp_path / "flag"
     replies = script([call("one__wait", until=str(flag))], [{"text": "after"}])
     async with stack_factory(replies) as stack:
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         async with stack.worker(tools=registry({"one": stdio_server("one", log)})):
             await stack.client.runs.prompt(session.id, "wait")
             await eventually(Path(f"{flag}.waiting").exists)
@@ -237,7 +237,7 @@ async def test_a_session_uses_only_the_servers_it_chooses(
     async with stack_factory(replies) as stack:
         settings = stack.settings.model_copy(update={"mcp_config": config})
         client = DuragentClient(stack.temporal, stack.db, settings)
-        session = client.sessions.create()
+        session = await client.sessions.create()
         with pytest.raises(
             InvalidChange, match="unknown MCP server 'three'; the servers are one, two"
         ):

@@ -92,7 +92,7 @@ async def test_worker_and_api_metrics_move_as_a_run_does(stack: Stack) -> None:
     await api.start()
     try:
         api_url = f"http://127.0.0.1:{api.port}/metrics"
-        session = stack.client.sessions.create(owner="alice")  # the API's test user
+        session = await stack.client.sessions.create(owner="alice")  # the API's test user
         await stack.client.approvals.set_policy(session.id, ASK_BASH)
         run = await stack.client.runs.prompt(session.id, "echo it")
         await waiting_calls(stack, session.id)
@@ -165,7 +165,7 @@ async def test_a_delegate_call_counts_as_a_tool_call_of_its_whole_duration(stack
     # The worker in this process, as `duragent run` starts one: its client on the runtime.
     settings = stack.settings.model_copy(update={"worker_metrics": f"127.0.0.1:{free_port()}"})
     client = await connect_temporal(settings, runtime=worker_runtime(settings))
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     stack.model.add_steps(
         session.id, [{"reply": [DELEGATES]}, {"reply": [{"text": "Done."}]}], replace=True
     )
@@ -185,7 +185,7 @@ async def test_a_delegate_call_counts_as_a_tool_call_of_its_whole_duration(stack
 @pytest.mark.script({"conversations": {"*": [{"reply": [{"text": "Hi."}]}]}})
 async def test_metrics_are_off_by_default(stack: Stack, api: ApiServer) -> None:
     spawn_worker(stack)
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     result = await asyncio.wait_for((await stack.client.runs.prompt(session.id, "hi")).result(), 60)
     assert result.status == "completed", result.error
     [worker] = stack.processes
@@ -228,7 +228,7 @@ READS_THEN_SUMMARY = {
 async def test_a_compaction_summary_counts_in_tokens_and_cost_not_turns(stack: Stack) -> None:
     settings = stack.settings.model_copy(update={"worker_metrics": f"127.0.0.1:{free_port()}"})
     client = await connect_temporal(settings, runtime=worker_runtime(settings))
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     (Path(session.workspace) / "part.txt").write_text("0123456789 " * 400)
     url = f"http://{settings.worker_metrics}/metrics"
     model = stack.settings.model
@@ -241,7 +241,7 @@ async def test_a_compaction_summary_counts_in_tokens_and_cost_not_turns(stack: S
         after = await scrape(url)
     assert value(after, "duragent_turns_total") == value(before, "duragent_turns_total") == 2
     [compaction] = [
-        e for e in stack.client.tree.entries(session.id) if isinstance(e, CompactionEntry)
+        e for e in await stack.client.tree.entries(session.id) if isinstance(e, CompactionEntry)
     ]
     assert compaction.usage is not None and compaction.usage.input_tokens >= 30_000
     summary = compaction.usage

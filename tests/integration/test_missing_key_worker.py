@@ -27,7 +27,7 @@ async def test_an_embedded_worker_without_a_key_says_so_and_its_calls_fail_at_on
     plugin = duragent.TemporalPlugin(settings, db=stack.db)
     client = await Client.connect(settings.temporal_address, plugins=[plugin])
     users = duragent.DuragentClient(client, stack.db, settings)
-    session = users.sessions.create()
+    session = await users.sessions.create()
     queue = f"user-{uuid.uuid4().hex[:8]}"
     worker = Worker(
         client, task_queue=queue, workflows=[CountSessions], activities=[count_sessions]

@@ -28,7 +28,7 @@ REPLIES = [
 
 @pytest.mark.script({"conversations": {"*": REPLIES}})
 async def test_a_session_moves_between_providers_and_keeps_its_transcript(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():  # a config change is stored by the workers
         await stack.client.config.update(session.id, thinking_level="low")
         first = await (await stack.client.runs.prompt(session.id, "list the notes")).result()
@@ -65,7 +65,7 @@ async def test_a_session_moves_between_providers_and_keeps_its_transcript(stack:
 
     replies = [
         e.message
-        for e in stack.client.tree.path(session.id)
+        for e in await stack.client.tree.path(session.id)
         if isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage)
     ]
     assert [(m.provider, m.api) for m in replies] == [

@@ -77,7 +77,7 @@ async def test_rename_and_the_rules_it_names(stack: Stack, api: ApiServer) -> No
         assert long.status_code == 422 and "200" in long.text
         theirs = await bob.patch(f"/api/sessions/{session}", json={"name": "mine"})
         assert theirs.status_code == 404
-    assert stack.client.sessions.get(session).name == "new name"
+    assert (await stack.client.sessions.get(session)).name == "new name"
 
 
 @pytest.mark.script(
@@ -97,7 +97,9 @@ async def test_tree_goto_fork_and_labels(stack: Stack, api: ApiServer) -> None:
             await http.post(f"/api/sessions/{session}/input", json={"text": text})
 
             def ran(n: int = runs) -> bool:
-                return len(stack.client.runs.list(session)) == n and run_finished(stack, session)
+                return len(stack.client.sync.runs.list(session)) == n and run_finished(
+                    stack, session
+                )
 
             await eventually(ran)
         tree = (await http.get(f"/api/sessions/{session}/tree")).json()
@@ -158,6 +160,6 @@ async def test_a_new_session_is_named_after_its_first_prompt(stack: Stack, api: 
         state = await http.get(f"/api/sessions/{session}/state")
         assert state.status_code == 200, state.text
         assert state.json()["run"]["latest"]["status"] == "completed"
-        assert stack.client.sessions.get(session).name == "Fix the parser"
+        assert (await stack.client.sessions.get(session)).name == "Fix the parser"
         later = await http.get(f"/api/sessions/{session}/state?messages_after=0&events_after=3")
         assert later.status_code == 200, later.text

@@ -85,7 +85,7 @@ async def test_a_codec_keyed_by_workflow_gets_each_payloads_workflow(
         temporal.service_client, namespace=temporal.namespace, data_converter=KEYED_CONVERTER
     )
     async with open_stack(tmp_path, keyed, dev_server.address, SCRIPT) as stack:
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         async with stack.worker():
             run = await stack.client.runs.prompt(session.id, "look around")
             # A payload read in the wrong context fails its workflow task again and again.

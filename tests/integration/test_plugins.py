@@ -56,7 +56,7 @@ async def test_the_stock_worker_serves_a_plugin_named_by_flag(stack: Stack) -> N
     # A client that loads the same plugin: new sessions get its system prompt.
     settings = stack.settings.model_copy(update={"plugins": ["orders_plugin:plugin"]})
     client = DuragentClient(stack.temporal, stack.db, settings)
-    session = client.sessions.create()
+    session = await client.sessions.create()
     result = await (await client.runs.prompt(session.id, "Where is my order A-7?")).result()
     assert result.status == "completed", result.error
     assert result.final_text == "Order A-7 has shipped."
@@ -108,7 +108,7 @@ async def test_an_installed_package_registers_a_plugin_by_entry_point(
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: orders-desk\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[duragent.plugins]\norders = orders_plugin:plugin\n")
     spawn_stock_worker(stack, f"{site}:{PLUGINS}")
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     result = await (await stack.client.runs.prompt(session.id, "A-7?")).result()
     assert result.status == "completed", result.error
     second = stack.model.requests_for(session.id)[1].body
@@ -145,7 +145,7 @@ def test_a_bad_plugin_is_one_line_and_exit_2(tmp_path: Path) -> None:
     }
 )
 async def test_a_function_tools_output_streams_and_abort_cancels_it(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     marker = Path(session.workspace) / "stock.log"
     async with stack.worker(plugins=[orders_plugin.plugin]):
         await stack.client.runs.prompt(session.id, "wait for widgets")
@@ -159,7 +159,7 @@ async def test_a_function_tools_output_streams_and_abort_cancels_it(stack: Stack
     assert marker.read_text() == "cancelled\n"
     results = [
         e.message
-        for e in stack.client.tree.path(session.id)
+        for e in await stack.client.tree.path(session.id)
         if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
     ]
     assert len(results) == 1 and results[0].is_error

@@ -45,7 +45,7 @@ async def busy(stack: Stack, http: Any, session: str) -> str:
 
 
 def all_ended(stack: Stack, session: str, count: int) -> bool:
-    found = stack.client.runs.list(session)
+    found = stack.client.sync.runs.list(session)
     return len(found) == count and all(r.status != "running" for r in found)
 
 
@@ -67,13 +67,13 @@ async def test_input_sent_while_busy_starts_the_next_run_with_all_of_it_in_order
         assert [i["text"] for i in pending] == ["also this", "and that"]
         stack.model.release("go")
         await eventually(lambda: all_ended(stack, session, 2), timeout=30)
-    second, earlier = stack.client.runs.list(session)
+    second, earlier = await stack.client.runs.list(session)
     assert earlier.run_id == first and earlier.status == "completed"
     assert (second.kind, second.status) == ("queued", "completed")
     requests = stack.model.requests_for(session)
     assert len(requests) == 2  # one more model call: both inputs in one run
     assert user_texts(requests[1].body)[-2:] == ["also this", "and that"]
-    assert stack.client.inputs.queue(session) == []
+    assert await stack.client.inputs.queue(session) == []
     # The run's own caller still gets the run's own result, not the next run's.
     result = await stack.client.runs.handle(session, first).result()
     assert (result.run_id, result.final_text) == (first, "first answer")
@@ -142,19 +142,19 @@ async def test_an_agui_message_sent_while_a_call_waits_for_approval_runs_after_i
         }
         async with http.stream("POST", "/api/agui", json=body) as response:
             assert response.status_code == 200
-        assert [i.text for i in stack.client.inputs.queue(session)] == ["a note for later"]
+        assert [i.text for i in await stack.client.inputs.queue(session)] == ["a note for later"]
         decided = await http.post(f"/api/sessions/{session}/approvals/call_1/approve", json={})
         assert decided.status_code == 200, decided.text
         await eventually(lambda: all_ended(stack, session, 2), timeout=30)
     last = stack.model.requests_for(session)[-1]
     assert user_texts(last.body)[-1] == "a note for later"
-    assert stack.client.runs.list(session)[0].kind == "queued"
+    assert (await stack.client.runs.list(session))[0].kind == "queued"
 
 
 @pytest.mark.script(GATED)
 async def test_the_command_lines_send_queues_and_the_next_run_takes_it(stack: Stack) -> None:
     async with stack.worker():
-        session = stack.client.sessions.create(name="cli").id
+        session = (await stack.client.sessions.create(name="cli")).id
         await stack.client.runs.prompt(session, "the task")
         await eventually(lambda: len(stack.model.requests_for(session)) == 1)
         out = await stack.cli_ok("send", session, "from the terminal")
@@ -167,7 +167,7 @@ async def test_the_command_lines_send_queues_and_the_next_run_takes_it(stack: St
 @pytest.mark.script(GATED)
 async def test_a_follow_up_the_run_never_reached_starts_the_next_run(stack: Stack) -> None:
     async with stack.worker():
-        session = stack.client.sessions.create(name="limit").id
+        session = (await stack.client.sessions.create(name="limit")).id
         await stack.client.runs.prompt(session, "the task", max_turns=1)
         await eventually(lambda: len(stack.model.requests_for(session)) == 1)
         await stack.client.inputs.steer(session, "steered too late")
@@ -190,14 +190,16 @@ async def test_stop_cancels_what_was_queued_and_starts_nothing(
         result = await stack.client.runs.abort(session)
         assert result.status == "aborted" and result.cancelled_inputs == ["never mind"]
         assert run_finished(stack, session)
-    assert len(stack.client.runs.list(session)) == 1
-    assert [i.status for i in stack.client.inputs.queue(session, status=None)] == ["cancelled"]
+    assert len(await stack.client.runs.list(session)) == 1
+    assert [i.status for i in await stack.client.inputs.queue(session, status=None)] == [
+        "cancelled"
+    ]
 
 
 async def test_input_is_refused_once_the_runs_end_is_stored(stack: Stack) -> None:
     """The store's side of the hand-over: input queued for a run is taken by its end or
     refused once that end is stored (the sender then starts the next run itself)."""
-    session = stack.client.sessions.create(name="gate").id
+    session = (await stack.client.sessions.create(name="gate")).id
     message = user_text("late", now_ms())
     with stack.client.db.transaction() as db:
         # A run not recorded yet (its start is on its way) takes pending input at its start.
@@ -215,4 +217,4 @@ async def test_input_is_refused_once_the_runs_end_is_stored(stack: Stack) -> Non
         input_queue.queue_while_running(
             db, item_id="i3", session_id=session, run_id="r1", message=message
         )
-    assert [i.id for i in stack.client.inputs.queue(session)] == ["i1", "i2"]
+    assert [i.id for i in await stack.client.inputs.queue(session)] == ["i1", "i2"]

@@ -44,7 +44,7 @@ async def test_run_moves_on_at_once_after_its_worker_dies_during_a_tool_call(
 ) -> None:
     """The retried call's result goes to the live worker, not to the dead worker's sticky
     queue, where it would wait out the sticky timeout (a workflow task timed out)."""
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     first = stack.spawn_worker()
     handle = await stack.client.runs.prompt(session.id, "work")
     started = Path(session.workspace) / "started"
@@ -74,7 +74,7 @@ async def test_slow_first_byte_is_not_a_dead_worker(stack: Stack) -> None:
     provider is never taken for a lost worker and called twice."""
     settings = stack.settings.model_copy(update={"heartbeat_timeout_s": 1.0})
     stack.client.settings = settings
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         result = await (await stack.client.runs.prompt(session.id, "hello")).result()
 

@@ -26,7 +26,7 @@ Explain $1 to $2. Keep it under $3 words. All arguments: $@
     {"conversations": {"*": [{"reply": [{"text": "ok"}]}, {"reply": [{"text": "ok"}]}]}}
 )
 async def test_skill_and_template_runs(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     resources = Path(session.workspace) / ".duragent"
     (resources / "skills").mkdir(parents=True)
     (resources / "prompts").mkdir()
@@ -41,13 +41,13 @@ async def test_skill_and_template_runs(stack: Stack) -> None:
             )
         ).result()
         assert ran.status == "completed"
-        runs_before = len(stack.client.runs.list(session.id))
+        runs_before = len(await stack.client.runs.list(session.id))
         # A mistyped name is refused before a run starts, listing what exists.
         with pytest.raises(ResourceNotFound) as skill_missing:
             await stack.client.runs.skill(session.id, "nope")
         with pytest.raises(ResourceNotFound) as template_missing:
             await stack.client.runs.prompt_from_template(session.id, "explian", ["tides"])
-        assert len(stack.client.runs.list(session.id)) == runs_before  # no failed 0-turn run
+        assert len(await stack.client.runs.list(session.id)) == runs_before  # no failed 0-turn run
     skill_request, template_request = (r.body for r in stack.model.requests_for(session.id))
     skill_text = skill_request["messages"][-1]["content"][0]["text"]
     assert skill_text.startswith('<skill name="review"')

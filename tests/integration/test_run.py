@@ -42,7 +42,7 @@ SCRIPT = {
 @pytest.mark.script(SCRIPT)
 @BOTH_PROTOCOLS
 async def test_scripted_run_with_parallel_tools(stack: Stack, protocol: str) -> None:
-    session = stack.client.sessions.create(name="demo")
+    session = await stack.client.sessions.create(name="demo")
     async with stack.worker():
         handle = await stack.client.runs.prompt(session.id, "Make two files.")
         result = await handle.result()
@@ -51,7 +51,7 @@ async def test_scripted_run_with_parallel_tools(stack: Stack, protocol: str) -> 
     assert result.turns == 4
     assert result.final_text == "All done: a.txt and b.txt exist."
 
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     assert transcript_roles(path) == [
         "user",
         "assistant",
@@ -73,15 +73,15 @@ async def test_scripted_run_with_parallel_tools(stack: Stack, protocol: str) -> 
     assert [c.name for c in parallel.tool_calls] == ["write", "bash"]
     read_result = messages[7]
     assert isinstance(read_result, ToolResultMessage) and "beta" in text_of(read_result.content)
-    workspace = stack.client.sessions.get(session.id).workspace
+    workspace = (await stack.client.sessions.get(session.id)).workspace
     assert (Path(workspace) / "a.txt").read_text() == "alpha\n"
 
     # Every entry once, the tree a single chain, the leaf at its end.
-    entries = stack.client.tree.entries(session.id)
+    entries = await stack.client.tree.entries(session.id)
     assert len({e.id for e in entries}) == len(entries) == len(path)
-    assert stack.client.sessions.get(session.id).leaf_id == path[-1].id
+    assert (await stack.client.sessions.get(session.id)).leaf_id == path[-1].id
 
-    display = stack.client.display.messages(session.id)
+    display = await stack.client.display.messages(session.id)
     assert [d.role for d in display] == transcript_roles(path)
 
     events = [e async for e in stack.client.events.stream(session.id, follow=False)]
@@ -93,7 +93,7 @@ async def test_scripted_run_with_parallel_tools(stack: Stack, protocol: str) -> 
     assert "message_update" in types
     assert [e.seq for e in events] == sorted(e.seq for e in events)
 
-    run = stack.client.runs.get(result.run_id)
+    run = await stack.client.runs.get(result.run_id)
     assert run is not None and run.status == "completed" and run.turns == 4
     assert run.usage.output_tokens > 0
 

@@ -59,7 +59,7 @@ async def test_status_show_history_and_state_show_what_runs_cost(
             await stack.client.config.set_model(session_id, HAIKU)
             second = await (await stack.client.runs.prompt(session_id, "again")).result()
         assert (first.status, second.status) == ("completed", "completed")
-        runs = {run.run_id: run for run in stack.client.runs.list(session_id)}
+        runs = {run.run_id: run for run in await stack.client.runs.list(session_id)}
         one, two = runs[first.run_id], runs[second.run_id]
         # What the runs recorded (the offline model reported the scripted usage)...
         assert one.usage == Usage(
@@ -147,10 +147,10 @@ async def test_a_model_without_a_price_is_cost_unknown_and_named(
 async def test_run_closes_with_what_the_run_cost(stack: Stack) -> None:
     """`duragent run`'s last line gives the run's cost and cache hit rate, as `status`."""
     prices = bundled_prices()
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         ran = await stack.cli_ok("run", "--session", session.id, "go")
-    [run] = stack.client.runs.list(session.id)
+    [run] = await stack.client.runs.list(session.id)
     price = prices.price_of(stack.settings.model)
     assert price is not None
     cost = usage_cost(run.usage, price)

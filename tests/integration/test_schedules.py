@@ -85,7 +85,7 @@ async def test_a_schedule_fires_into_an_idle_then_a_busy_session_paused_and_resu
             assert paused.json()["paused"] is True and paused.json()["note"] == "busy day"
             first = await fired(http, sid, 1)
             assert first[0]["outcome"]["outcome"] == "started"
-            runs_before = len(stack.client.runs.list(session))
+            runs_before = len(await stack.client.runs.list(session))
             shown = await messages(http, session)
             assert scheduled_texts(shown, sid)[:1] == ["tick"]
             assert any(
@@ -96,7 +96,7 @@ async def test_a_schedule_fires_into_an_idle_then_a_busy_session_paused_and_resu
             count = len((await http.get(f"/api/schedules/{sid}")).json()["recent"])
             await asyncio.sleep(2.5 * EVERY_S)
             assert len((await http.get(f"/api/schedules/{sid}")).json()["recent"]) == count
-            assert len(stack.client.runs.list(session)) == runs_before
+            assert len(await stack.client.runs.list(session)) == runs_before
 
             # Busy: a person's run waits on the model; the resumed schedule's firing waits
             # in the queue and starts the next run when that one ends.
@@ -120,12 +120,12 @@ async def test_a_schedule_fires_into_an_idle_then_a_busy_session_paused_and_resu
             }
             await http.post(f"/api/schedules/{sid}/pause")
             stack.model.release("go")
-            await eventually(lambda: len(stack.client.runs.list(session)) == runs_before + 2)
+            await eventually(lambda: len(stack.client.sync.runs.list(session)) == runs_before + 2)
             await eventually(lambda: run_finished(stack, session), timeout=30)
-            record = stack.client.runs.get(busy_run)
+            record = await stack.client.runs.get(busy_run)
             assert record is not None and record.status == "completed"
             # The next run, started for the firing's prompt, after the busy run's answer.
-            runs = stack.client.runs.list(session)
+            runs = await stack.client.runs.list(session)
             assert (runs[0].kind, runs[0].status) == ("queued", "completed")
             last_request = stack.model.requests_for(session)[-1]
             assert user_texts(last_request.body)[-2:] == ["work", "tick"]
@@ -202,13 +202,13 @@ async def test_skip_and_new_session_when_busy_and_bad_schedules(
             shown = await messages(http, other)
             assert scheduled_texts(shown, made["new_session"]) == ["tick"]
             assert (await http.get(f"/api/sessions/{other}")).status_code == 200  # alice's
-            template = stack.client.sessions.get(session)
-            copy = stack.client.sessions.get(other)
+            template = await stack.client.sessions.get(session)
+            copy = await stack.client.sessions.get(other)
             assert (copy.workspace, copy.config) == (template.workspace, template.config)
             # The busy run saw nothing of either.
             stack.model.release("go")
             await eventually(lambda: run_finished(stack, session), timeout=30)
-            assert [r.run_id for r in stack.client.runs.list(session)] == [busy_run]
+            assert [r.run_id for r in await stack.client.runs.list(session)] == [busy_run]
             assert scheduled_texts(await messages(http, session), made["skip"]) == []
         finally:
             for sid in made.values():
@@ -239,7 +239,7 @@ async def test_skip_and_new_session_when_busy_and_bad_schedules(
 
 
 async def test_the_schedule_commands(stack: Stack) -> None:
-    session = stack.client.sessions.create(name="cli").id
+    session = (await stack.client.sessions.create(name="cli")).id
     out = await stack.cli_ok("schedule", "add", session, "tick", "--every", "1h30m", "--paused")
     sid = out.split()[1]
     assert "paused  every 1h30m" in out

@@ -46,7 +46,7 @@ async def test_serve_stops_at_once_with_a_run_waiting_for_a_budget_raise(
         )
     try:
         await eventually(lambda: b"Uvicorn running" in log.read_bytes(), timeout=60)
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         # The run's worker is the one `serve` started (none other polls the task queue).
         await stack.client.runs.prompt(
             session.id, "look around", budget=Budget(max_turns=1, on_exceed="ask")

@@ -50,8 +50,8 @@ SOURCE_SCRIPT = {
 async def build_session(stack: Stack) -> str:
     """A session with every kind of entry: tool calls and results, thinking, config
     changes, a compaction, a branch left with a summary, a label and a name."""
-    session = stack.client.sessions.create(name="original").id
-    workspace = Path(stack.client.sessions.get(session).workspace)
+    session = (await stack.client.sessions.create(name="original")).id
+    workspace = Path((await stack.client.sessions.get(session)).workspace)
     for i in range(3):
         (workspace / f"part{i}.txt").write_text(BIG)
     async with stack.worker():
@@ -64,7 +64,7 @@ async def build_session(stack: Stack) -> str:
         )
         assert compacted.compacted
         await (await stack.client.runs.prompt(session, "approach C")).result()
-        third = stack.client.tree.path(session)[-2]
+        third = (await stack.client.tree.path(session))[-2]
         assert isinstance(third, MessageEntry) and isinstance(third.message, UserMessage)
         await stack.client.tree.navigate(session, third.id, summarize=True)
         await (await stack.client.runs.prompt(session, "approach D")).result()
@@ -102,8 +102,8 @@ async def test_a_session_moved_to_another_deployment_sends_the_model_the_same_re
     session = await build_session(stack)
     file = tmp_path / "session.jsonl"
     file.write_text(await stack.cli_ok("export", session))
-    shown = [m.role for m in stack.client.display.messages(session)]
-    spent = stack.client.sessions.costs(session).session
+    shown = [m.role for m in await stack.client.display.messages(session)]
+    spent = (await stack.client.sessions.costs(session)).session
     before = await next_request(stack, session)
     sent = json.dumps(before["messages"])
     assert "was compacted" in sent and "Tried approach C." in sent and "approach D" in sent
@@ -127,17 +127,17 @@ async def test_a_session_moved_to_another_deployment_sends_the_model_the_same_re
     }
     # Nothing of the deployment: no owner, workspace, or token.
     text = file.read_text()
-    assert stack.client.sessions.get(session).workspace not in text
+    assert (await stack.client.sessions.get(session)).workspace not in text
     assert ApiServer.TOKEN not in text and '"owner"' not in text
 
     # Another deployment (its own store and model; the same Temporal server): the ids kept.
     async with stack_factory({"conversations": {"*": [NEXT]}}) as elsewhere:
         out = await elsewhere.cli_ok("import", str(file), "--keep-ids")
         assert out.strip().endswith(session)
-        moved = elsewhere.client.sessions.get(session)
+        moved = await elsewhere.client.sessions.get(session)
         assert moved.name == "moved session" and moved.leaf_id == header["session"]["leaf_id"]
-        assert [m.role for m in elsewhere.client.display.messages(session)] == shown
-        assert elsewhere.client.sessions.costs(session).session.usage == spent.usage
+        assert [m.role for m in await elsewhere.client.display.messages(session)] == shown
+        assert (await elsewhere.client.sessions.costs(session)).session.usage == spent.usage
         again = await elsewhere.cli_ok("export", session)
         assert again.splitlines()[1:] == lines[1:]
         # Kept ids are refused where they are taken, and nothing is stored.
@@ -160,9 +160,9 @@ async def test_a_session_moved_to_another_deployment_sends_the_model_the_same_re
         assert exported.headers["content-type"] == "application/x-ndjson"
         assert len(exported.text.splitlines()) == len(lines)
     old_ids = {json.loads(line)["id"] for line in lines[1:]}
-    assert old_ids.isdisjoint(e.id for e in stack.client.tree.entries(copy))
-    assert list(stack.client.tree.labels(copy).values()) == ["approach C asked"]
-    assert stack.client.sessions.costs(copy).session.usage == spent.usage
+    assert old_ids.isdisjoint(e.id for e in await stack.client.tree.entries(copy))
+    assert list((await stack.client.tree.labels(copy)).values()) == ["approach C asked"]
+    assert (await stack.client.sessions.costs(copy)).session.usage == spent.usage
     assert without_session(await next_request(stack, copy)) == without_session(before)
 
 
@@ -330,9 +330,9 @@ async def test_a_pi_session_file_imports_and_the_model_reads_its_branch(
     out = await stack.cli_ok("import", str(file))
     assert out.startswith("imported pi session with 13 entries")
     session = out.split()[-1]
-    record = stack.client.sessions.get(session)
+    record = await stack.client.sessions.get(session)
     assert record.name == "pi's session" and record.leaf_id is not None
-    assert list(stack.client.tree.labels(session).values()) == ["the start"]
+    assert list((await stack.client.tree.labels(session)).values()) == ["the start"]
     assert "/home/someone" not in record.workspace
 
     body = await next_request(stack, session)
@@ -487,7 +487,7 @@ async def test_a_pi_file_imports_over_http_and_its_export_moves_on(
         } in imported["notes"]
         session = imported["session"]["id"]
         exported = (await http.get(f"/api/sessions/{session}/export")).text
-    assert len(stack.client.tree.path(session)) == len(pi_had["branch"])
+    assert len(await stack.client.tree.path(session)) == len(pi_had["branch"])
     before = await next_request(stack, session)
     assert request_blocks(before["messages"])[:-1] == request_blocks(pi_had["request"])
 
@@ -507,7 +507,9 @@ def refused(stack: Stack, data: str | bytes) -> SessionFileRefused:
     """The refusal of importing `data`; the store must be as it was."""
     counts = store_counts(stack)
     with pytest.raises(SessionFileRefused) as refusal:
-        stack.client.session_files.import_file(data.encode() if isinstance(data, str) else data)
+        stack.client.sync.session_files.import_file(
+            data.encode() if isinstance(data, str) else data
+        )
     assert store_counts(stack) == counts
     return refusal.value
 
@@ -677,12 +679,12 @@ async def test_export_and_import_over_http_are_the_owners_only(
         assert kept.status_code == 409 and "exists here already" in kept.json()["detail"]
     texts = [
         text_of(e.message.content)
-        for e in stack.client.tree.path(copy["id"])
+        for e in await stack.client.tree.path(copy["id"])
         if isinstance(e, MessageEntry) and not isinstance(e.message, ToolResultMessage)
     ]
     assert texts == ["hi", "hello"]
     with pytest.raises(IdsInUse):
-        stack.client.session_files.import_file(file, keep_ids=True)
+        await stack.client.session_files.import_file(file, keep_ids=True)
 
 
 @BOTH_STORES
@@ -690,7 +692,7 @@ async def test_an_id_taken_while_importing_fails_the_whole_import(stack: Stack) 
     """Kept ids are looked up first; one stored by another import between that look and
     the write (here: asked not to look) fails the transaction, never leaves a hole."""
     file = ours(message("e1", None), leaf="e1").encode()
-    stack.client.session_files.import_file(file, keep_ids=True)
+    await stack.client.session_files.import_file(file, keep_ids=True)
     taken = read_session_file(ours(message("e0", None), message("e1", "e0")).encode())
     counts = store_counts(stack)
     with pytest.raises(IdsTaken), stack.db.transaction() as db:

@@ -43,7 +43,7 @@ def driving(stack: Stack) -> Driving:
 async def test_a_firing_delivered_after_the_soak_settles_starts_a_run_the_soak_follows(
     stack: Stack,
 ) -> None:
-    session = stack.client.sessions.create(name="late firing")
+    session = await stack.client.sessions.create(name="late firing")
     schedule = await stack.client.schedules.add(session.id, SCHEDULED, every="24h", paused=True)
     log = SessionLog(0, session, schedule_id=schedule.id)
     # Fired while no worker is up: its delivery waits, as one asked for near the end of a
@@ -55,7 +55,7 @@ async def test_a_firing_delivered_after_the_soak_settles_starts_a_run_the_soak_f
         await settling
 
     # The idle session's firing started a run of its own, and the soak followed it.
-    records = stack.client.runs.list(session.id)
+    records = await stack.client.runs.list(session.id)
     assert [r.kind for r in records] == ["prompt"]
     assert [(r.prompt, r.run_id) for r in log.runs] == [("", records[0].run_id)]
     result = log.runs[0].result
@@ -69,7 +69,7 @@ async def test_a_firing_delivered_after_the_soak_settles_starts_a_run_the_soak_f
 async def test_the_soak_expects_the_runs_its_input_started_and_reports_any_other(
     stack: Stack,
 ) -> None:
-    session = stack.client.sessions.create(name="accounting")
+    session = await stack.client.sessions.create(name="accounting")
     sid = session.id
     log = SessionLog(0, session)
     inputs = stack.client.inputs
@@ -103,7 +103,7 @@ async def test_the_soak_expects_the_runs_its_input_started_and_reports_any_other
         await stray.result()
         await settle(driving(stack), log)
 
-    records = stack.client.runs.list(sid)
+    records = await stack.client.runs.list(sid)
     assert sorted(r.kind for r in records) == ["prompt", "prompt", "prompt", "prompt", "queued"]
     assert {run.run_id for run in log.runs} == {r.run_id for r in records}
     verdict = Verdict()

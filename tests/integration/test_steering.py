@@ -48,7 +48,7 @@ from duragent.domain.messages import ToolResultMessage, UserMessage, text_of
 async def test_steer_during_a_long_tool_call_reaches_the_next_model_call(
     stack: Stack, protocol: str
 ) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         run = await stack.client.runs.prompt(session.id, "build it")
         await eventually(
@@ -61,7 +61,7 @@ async def test_steer_during_a_long_tool_call_reaches_the_next_model_call(
     assert result.status == "completed" and result.final_text == "Switching to React."
 
     # The slow call finished (not cancelled, not skipped); its sibling too.
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     assert transcript_roles(path) == [
         "user",
         "assistant",
@@ -92,7 +92,7 @@ async def test_steer_during_a_long_tool_call_reaches_the_next_model_call(
 @pytest.mark.script(GATED_THEN_REPLIES)
 @pytest.mark.parametrize("mode,expected_requests", [("all", 2), ("one-at-a-time", 3)])
 async def test_follow_ups_in_both_modes(stack: Stack, mode: str, expected_requests: int) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await stack.client.config.set_queue_modes(session.id, follow_up=mode)  # type: ignore[arg-type]
         run = await stack.client.runs.prompt(session.id, "start")
@@ -112,7 +112,9 @@ async def test_follow_ups_in_both_modes(stack: Stack, mode: str, expected_reques
     if mode == "one-at-a-time":
         assert user_texts(requests[1].body)[-1] == "then A"
     assert result.status == "completed"
-    assert [m for m in transcript_roles(stack.client.tree.path(session.id))].count("user") == 3
+    assert [m for m in transcript_roles(await stack.client.tree.path(session.id))].count(
+        "user"
+    ) == 3
 
 
 @pytest.mark.script(
@@ -121,25 +123,25 @@ async def test_follow_ups_in_both_modes(stack: Stack, mode: str, expected_reques
 async def test_steer_and_abort_need_a_run_and_next_turn_waits_for_the_next_one(
     stack: Stack,
 ) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     with pytest.raises(SessionIdle, match="steer"):
         await stack.client.inputs.steer(session.id, "hello?")
     with pytest.raises(SessionIdle, match="abort"):
         await stack.client.runs.abort(session.id)
-    stack.client.inputs.next_turn(session.id, "Context: the repo uses tabs.")
+    await stack.client.inputs.next_turn(session.id, "Context: the repo uses tabs.")
     async with stack.worker():
         await (await stack.client.runs.prompt(session.id, "first task")).result()
-        stack.client.inputs.next_turn(session.id, "Context: now spaces.")
+        await stack.client.inputs.next_turn(session.id, "Context: now spaces.")
         await (await stack.client.runs.prompt(session.id, "second task")).result()
     first, second = (r.body for r in stack.model.requests_for(session.id))
     assert user_texts(first) == ["Context: the repo uses tabs.", "first task"]
     assert user_texts(second)[-2:] == ["Context: now spaces.", "second task"]
-    assert stack.client.inputs.next_turn_items(session.id) == []
+    assert await stack.client.inputs.next_turn_items(session.id) == []
 
 
 @pytest.mark.script(bash_then_text(f"{UNTIL_GO}; echo ok", "done"))
 async def test_config_change_mid_turn_applies_from_the_next_turn(stack: Stack) -> None:
-    session = stack.client.sessions.create(model="claude-first")
+    session = await stack.client.sessions.create(model="claude-first")
     async with stack.worker():
         run = await stack.client.runs.prompt(session.id, "go")
         await eventually(lambda: event_seen(stack, session.id, "tool_execution_start"))
@@ -149,7 +151,9 @@ async def test_config_change_mid_turn_applies_from_the_next_turn(stack: Stack) -
         assert status.config.model == "claude-second"  # getters: the latest config
         pending = await stack.client.writes.pending(session.id)
         assert [e.type for e in pending] == ["model_change"]
-        assert not any(isinstance(e, ModelChangeEntry) for e in stack.client.tree.path(session.id))
+        assert not any(
+            isinstance(e, ModelChangeEntry) for e in await stack.client.tree.path(session.id)
+        )
         let_go(stack, session.id)
         await run.result()
         # Idle again: a setter applies at once.
@@ -160,7 +164,7 @@ async def test_config_change_mid_turn_applies_from_the_next_turn(stack: Stack) -
     assert "terse" not in first["system"][0]["text"] and second["system"][0]["text"].startswith(
         "You are terse."
     )
-    types = [e.type for e in stack.client.tree.path(session.id)]
+    types = [e.type for e in await stack.client.tree.path(session.id)]
     assert types == ["message", "message", "message", "model_change", "message", "model_change"]
 
 
@@ -170,7 +174,7 @@ async def test_two_clients_racing_to_prompt_one_session(stack: Stack) -> None:
     from duragent.client.connection import connect_temporal
     from duragent.client.errors import SessionBusy
 
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     other = DuragentClient(await connect_temporal(stack.settings), stack.db, stack.settings)
     async with stack.worker():
         outcomes = await asyncio.gather(
@@ -186,7 +190,7 @@ async def test_two_clients_racing_to_prompt_one_session(stack: Stack) -> None:
         await started[0].result()
     prompts = [
         text_of(e.message.content)
-        for e in stack.client.tree.path(session.id)
+        for e in await stack.client.tree.path(session.id)
         if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage)
     ]
     assert len(prompts) == 1

@@ -69,7 +69,7 @@ def tool_names(body: dict[str, Any]) -> list[str]:
 
 
 def children_of(stack: Stack, session_id: str) -> list[SessionRecord]:
-    return stack.client.sessions.children(session_id)
+    return stack.client.sync.sessions.children(session_id)
 
 
 async def child_made(stack: Stack, session_id: str, count: int = 1) -> list[SessionRecord]:
@@ -85,7 +85,7 @@ def plays(stack: Stack, session_id: str, steps: list[dict[str, Any]]) -> None:
 def delegate_results(stack: Stack, session_id: str) -> list[ToolResultMessage]:
     return [
         e.message
-        for e in stack.client.tree.path(session_id)
+        for e in stack.client.sync.tree.path(session_id)
         if isinstance(e, MessageEntry)
         and isinstance(e.message, ToolResultMessage)
         and e.message.tool_name == DELEGATE_TOOL
@@ -116,7 +116,7 @@ TWO_CHILDREN = {
 @pytest.mark.script(TWO_CHILDREN)
 @BOTH_PROTOCOLS
 async def test_two_sub_agents_run_in_parallel_and_answer_the_parent(stack: Stack) -> None:
-    parent = stack.client.sessions.create(name="lead")
+    parent = await stack.client.sessions.create(name="lead")
     plays(
         stack,
         parent.id,
@@ -156,10 +156,12 @@ async def test_two_sub_agents_run_in_parallel_and_answer_the_parent(stack: Stack
         assert child.parent_run_id == run.run_id
         assert child.parent_tool_call_id == call_id
         assert child.workspace == parent.workspace and child.owner == parent.owner
-        assert stack.client.sessions.parent(child.id) == stack.client.sessions.get(parent.id)
-        (child_run,) = stack.client.runs.list(child.id)
+        assert await stack.client.sessions.parent(child.id) == await stack.client.sessions.get(
+            parent.id
+        )
+        (child_run,) = await stack.client.runs.list(child.id)
         assert child_run.status == "completed"
-    assert stack.client.sessions.parent(parent.id) is None
+    assert await stack.client.sessions.parent(parent.id) is None
     # The tools given are the sub-agent's; by default it has the parent's.
     beta_request = stack.model.requests_for(by_name["beta"].id)[0].body
     assert tool_names(beta_request) == ["read", "ls"]
@@ -168,7 +170,7 @@ async def test_two_sub_agents_run_in_parallel_and_answer_the_parent(stack: Stack
     assert user_texts(alpha_request) == ["Child A: say alpha"]
 
     # The run's usage is its own plus its sub-agents'; the results say each one's.
-    record = stack.client.runs.get(run.run_id)
+    record = await stack.client.runs.get(run.run_id)
     assert record is not None
     assert record.usage == Usage(input_tokens=100 + 200 + 7 + 11, output_tokens=10 + 20 + 3 + 5)
     assert result.usage == record.usage
@@ -178,7 +180,7 @@ async def test_two_sub_agents_run_in_parallel_and_answer_the_parent(stack: Stack
         by_name["alpha"].id,
         by_name["beta"].id,
     ]
-    assert_valid_pairing(stack.client.tree.path(parent.id))
+    assert_valid_pairing(await stack.client.tree.path(parent.id))
     assert await event_seen(stack, parent.id, "subagent_started", tool_call_id=call_ids[1])
 
 
@@ -190,7 +192,7 @@ async def test_two_sub_agents_run_in_parallel_and_answer_the_parent(stack: Stack
     }
 )
 async def test_abort_of_the_parent_kills_the_sub_agents_running_tool(stack: Stack) -> None:
-    parent = stack.client.sessions.create()
+    parent = await stack.client.sessions.create()
     plays(stack, parent.id, [{"reply": [delegate("Child: run it", name="runner")]}])
     pid_file = Path(parent.workspace) / "child.pid"
     async with stack.worker():
@@ -203,9 +205,9 @@ async def test_abort_of_the_parent_kills_the_sub_agents_running_tool(stack: Stac
         assert result.status == "aborted" and result.run_id == run.run_id
         await eventually(lambda: not process_group_alive(pgid), timeout=10)
 
-        (child_run,) = stack.client.runs.list(child.id)
+        (child_run,) = await stack.client.runs.list(child.id)
         assert child_run.status == "aborted"
-        child_path = stack.client.tree.path(child.id)
+        child_path = await stack.client.tree.path(child.id)
         assert transcript_roles(child_path)[:3] == ["user", "assistant", "toolResult"]
         cancelled = child_path[2]
         assert isinstance(cancelled, MessageEntry)
@@ -213,7 +215,7 @@ async def test_abort_of_the_parent_kills_the_sub_agents_running_tool(stack: Stac
         (answer,) = delegate_results(stack, parent.id)
         assert answer.is_error and "was stopped before it finished" in text_of(answer.content)
         assert child.id in text_of(answer.content)
-        assert_valid_pairing(stack.client.tree.path(parent.id))
+        assert_valid_pairing(await stack.client.tree.path(parent.id))
         assert_valid_pairing(child_path)
 
 
@@ -228,7 +230,7 @@ async def test_abort_of_the_parent_kills_the_sub_agents_running_tool(stack: Stac
     }
 )
 async def test_a_sub_agent_is_steered_by_its_own_session_id(stack: Stack) -> None:
-    parent = stack.client.sessions.create()
+    parent = await stack.client.sessions.create()
     plays(
         stack,
         parent.id,
@@ -262,7 +264,7 @@ async def test_a_sub_agent_is_steered_by_its_own_session_id(stack: Stack) -> Non
     }
 )
 async def test_sub_agents_nest_two_deep_at_most(stack: Stack) -> None:
-    parent = stack.client.sessions.create()
+    parent = await stack.client.sessions.create()
     plays(
         stack,
         parent.id,
@@ -300,7 +302,7 @@ async def test_sub_agents_nest_two_deep_at_most(stack: Stack) -> None:
 async def test_the_parents_approval_policy_binds_its_sub_agents(stack: Stack) -> None:
     """Delegating is no way around the approval policy: the sub-agent's bash call is
     refused by the parent's rule, and nothing runs."""
-    parent = stack.client.sessions.create()
+    parent = await stack.client.sessions.create()
     plays(
         stack,
         parent.id,
@@ -320,7 +322,7 @@ async def test_the_parents_approval_policy_binds_its_sub_agents(stack: Stack) ->
 
 @pytest.mark.script({"conversations": {"*": []}})
 async def test_a_sub_agent_asked_for_tools_its_parent_lacks_is_refused(stack: Stack) -> None:
-    parent = stack.client.sessions.create()
+    parent = await stack.client.sessions.create()
     plays(
         stack,
         parent.id,
@@ -357,7 +359,7 @@ async def test_a_sub_agent_asked_for_tools_its_parent_lacks_is_refused(stack: St
 async def test_a_worker_killed_during_a_sub_agents_tool_call(stack: Stack) -> None:
     """SIGKILL of the only worker while a sub-agent's bash runs: a new worker finishes the
     sub-agent and then the parent, nothing run twice, nothing lost."""
-    parent = stack.client.sessions.create()
+    parent = await stack.client.sessions.create()
     plays(
         stack,
         parent.id,
@@ -381,7 +383,7 @@ async def test_a_worker_killed_during_a_sub_agents_tool_call(stack: Stack) -> No
     # The command ran once; what the first worker left running was stopped.
     assert (workspace / "runs.txt").read_text() == "go\n"
     assert not process_group_alive(pgid)
-    child_path = stack.client.tree.path(child.id)
+    child_path = await stack.client.tree.path(child.id)
     assert transcript_roles(child_path) == ["user", "assistant", "toolResult", "assistant"]
     interrupted = child_path[2]
     assert isinstance(interrupted, MessageEntry) and isinstance(
@@ -400,7 +402,7 @@ async def test_a_worker_killed_during_a_sub_agents_tool_call(stack: Stack) -> No
             if e.type == "agent_end"
         ]
         assert len(ends) == 1 and ends[0].payload["status"] == "completed"
-        assert_valid_pairing(stack.client.tree.path(session_id))
+        assert_valid_pairing(await stack.client.tree.path(session_id))
 
 
 @pytest.mark.script(
@@ -455,7 +457,7 @@ async def test_the_api_links_parent_and_sub_agent_for_their_owner_only(
 async def test_history_shows_the_sub_agent_run_below_the_call_that_started_it(
     stack: Stack,
 ) -> None:
-    parent = stack.client.sessions.create()
+    parent = await stack.client.sessions.create()
     plays(
         stack,
         parent.id,
@@ -465,7 +467,7 @@ async def test_history_shows_the_sub_agent_run_below_the_call_that_started_it(
         run = await stack.client.runs.prompt(parent.id, "go")
         assert (await run.result()).status == "completed"
     (child,) = children_of(stack, parent.id)
-    (child_run,) = stack.client.runs.list(child.id)
+    (child_run,) = await stack.client.runs.list(child.id)
     found: list[RunTimeline] = []
 
     async def both_listed() -> bool:
@@ -506,7 +508,7 @@ WAITING_CHILD = {
 
 @pytest.mark.script(WAITING_CHILD)
 async def test_guidance_reaches_a_sub_agent_by_its_session_id(stack: Stack) -> None:
-    parent = stack.client.sessions.create()
+    parent = await stack.client.sessions.create()
     plays(
         stack,
         parent.id,
@@ -532,7 +534,7 @@ async def test_guidance_reaches_a_sub_agent_by_its_session_id(stack: Stack) -> N
 async def test_aborting_a_sub_agent_answers_the_parent_with_an_error_and_it_goes_on(
     stack: Stack,
 ) -> None:
-    parent = stack.client.sessions.create()
+    parent = await stack.client.sessions.create()
     plays(
         stack,
         parent.id,
@@ -556,7 +558,7 @@ async def test_aborting_a_sub_agent_answers_the_parent_with_an_error_and_it_goes
     {"conversations": {"*": [{"match": "^Child", "reply": [{"text": "child answer"}]}]}}
 )
 async def test_duragent_show_names_sub_agents_and_their_parent(stack: Stack) -> None:
-    parent = stack.client.sessions.create()
+    parent = await stack.client.sessions.create()
     plays(
         stack,
         parent.id,

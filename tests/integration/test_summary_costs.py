@@ -101,7 +101,7 @@ async def test_a_runs_compaction_counts_in_its_cost_and_tokens(
     assert price is not None
     async with api.client() as http:
         session_id = (await http.post("/api/sessions", json={})).json()["session"]["id"]
-        write_parts(stack.client.sessions.get(session_id).workspace)
+        write_parts((await stack.client.sessions.get(session_id)).workspace)
         async with stack.worker():
             run = await stack.client.runs.prompt(
                 session_id, "read every part", options=compacting_options(stack)
@@ -111,7 +111,7 @@ async def test_a_runs_compaction_counts_in_its_cost_and_tokens(
         state = (await http.get(f"/api/sessions/{session_id}/state")).json()
     summaries = summaries_usage(stack, session_id)
     assert summaries.input_tokens >= 300_000
-    entries = stack.client.tree.entries(session_id)
+    entries = await stack.client.tree.entries(session_id)
     turns = assistant_usage(entries)
     everything = turns.plus(summaries)
     total_usd = usage_cost(everything, price)
@@ -119,7 +119,7 @@ async def test_a_runs_compaction_counts_in_its_cost_and_tokens(
 
     # The run's tokens include the summaries'; its turns are the loop's model calls only.
     assert result.usage == everything
-    run_state = stack.client.runs.get(result.run_id)
+    run_state = await stack.client.runs.get(result.run_id)
     assert run_state is not None and run_state.usage == everything
     assert result.turns == sum(
         isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage) for e in entries
@@ -128,7 +128,9 @@ async def test_a_runs_compaction_counts_in_its_cost_and_tokens(
     assert state["run"]["cost"]["cost_usd"] == pytest.approx(total_usd)
     assert state["session_cost"]["cost_usd"] == pytest.approx(total_usd)
     assert state["session_cost"]["usage"] == everything.model_dump()
-    assert stack.client.sessions.costs(session_id).session.cost_usd == pytest.approx(total_usd)
+    assert (await stack.client.sessions.costs(session_id)).session.cost_usd == pytest.approx(
+        total_usd
+    )
     # Each compaction recorded its summary's model and what it used.
     compactions = [e for e in entries if isinstance(e, CompactionEntry)]
     assert compactions
@@ -165,7 +167,7 @@ async def test_a_runs_compaction_counts_in_its_cost_and_tokens(
 
 @pytest.mark.script(READS)
 async def test_a_runs_token_budget_is_reached_by_its_compaction(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     write_parts(session.workspace)
     async with stack.worker():
         run = await stack.client.runs.prompt(
@@ -177,7 +179,7 @@ async def test_a_runs_token_budget_is_reached_by_its_compaction(stack: Stack) ->
         result = await asyncio.wait_for(run.result(), timeout=120)
     assert result.status == "completed"
     assert result.error is not None and "the run's token limit (200,000 tokens)" in result.error
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     assert_valid_pairing(path)
     note = path[-1]
     assert isinstance(note, CustomMessageEntry) and note.custom_type == BUDGET_NOTE
@@ -200,16 +202,16 @@ async def test_a_runs_token_budget_is_reached_by_its_compaction(stack: Stack) ->
 async def test_a_branch_summary_counts_toward_the_session_budget(stack: Stack) -> None:
     price = bundled_prices().price_of(stack.settings.model)
     assert price is not None
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await (await stack.client.runs.prompt(session.id, "approach A")).result()
         await (await stack.client.runs.prompt(session.id, "approach B")).result()
-        second_prompt = stack.client.tree.path(session.id)[2]
+        second_prompt = (await stack.client.tree.path(session.id))[2]
         await stack.client.tree.navigate(session.id, second_prompt.id, summarize=True)
-        runs_tokens = sum(r.usage.total_tokens for r in stack.client.runs.list(session.id))
+        runs_tokens = sum(r.usage.total_tokens for r in await stack.client.runs.list(session.id))
         assert runs_tokens < 100_000
-        turns = assistant_usage(stack.client.tree.entries(session.id))
-        costs = stack.client.sessions.costs(session.id)
+        turns = assistant_usage(await stack.client.tree.entries(session.id))
+        costs = await stack.client.sessions.costs(session.id)
         expected = usage_cost(turns.plus(Usage(**SUMMARY_USAGE)), price)
         assert costs.session.cost_usd == pytest.approx(expected)
         # The runs alone are far below the limit; with the summary the session is past it.
@@ -217,9 +219,9 @@ async def test_a_branch_summary_counts_toward_the_session_budget(stack: Stack) -
         result = await (await stack.client.runs.prompt(session.id, "approach C")).result()
     assert result.error is not None and "the session's token limit" in result.error
     assert result.turns == 0
-    note = stack.client.tree.path(session.id)[-1]
+    note = (await stack.client.tree.path(session.id))[-1]
     assert isinstance(note, CustomMessageEntry) and text_of(note.content) == result.error
-    entries = stack.client.tree.entries(session.id)
+    entries = await stack.client.tree.entries(session.id)
     [summary] = [e for e in entries if isinstance(e, BranchSummaryEntry)]
     assert summary.model == stack.settings.model and summary.usage == Usage(**SUMMARY_USAGE)
 
@@ -230,11 +232,11 @@ async def test_a_branch_summary_counts_toward_the_session_budget(stack: Stack) -
 async def test_a_manual_compaction_says_and_counts_what_its_summary_cost(stack: Stack) -> None:
     price = bundled_prices().price_of(stack.settings.model)
     assert price is not None
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     write_parts(session.workspace)
     async with stack.worker():
         await (await stack.client.runs.prompt(session.id, "read the parts")).result()
-        before = stack.client.sessions.costs(session.id).session.cost_usd
+        before = (await stack.client.sessions.costs(session.id)).session.cost_usd
         assert before is not None
         out = await stack.cli_ok("compact", session.id, "--keep", "500")
     summary = summaries_usage(stack, session.id)
@@ -243,6 +245,6 @@ async def test_a_manual_compaction_says_and_counts_what_its_summary_cost(stack: 
     status = await stack.cli_ok("status", session.id)
     assert f"session cost {cost_text(before + summary_usd)}" in status
     [compaction] = [
-        e for e in stack.client.tree.entries(session.id) if isinstance(e, CompactionEntry)
+        e for e in await stack.client.tree.entries(session.id) if isinstance(e, CompactionEntry)
     ]
     assert compaction.usage == summary and out.strip().endswith(compaction.id)

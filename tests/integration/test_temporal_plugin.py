@@ -35,7 +35,7 @@ async def test_a_users_workflow_and_duragent_run_on_one_worker(stack: Stack) -> 
         client, task_queue=queue, workflows=[CountSessions], activities=[count_sessions]
     )
     users = duragent.DuragentClient(client, stack.db, stack.settings)
-    session = users.sessions.create()
+    session = await users.sessions.create()
     async with worker:
         counted = await client.execute_workflow(
             CountSessions.run,

@@ -28,15 +28,15 @@ async def test_a_function_model_calls_a_tool_then_answers_from_its_result(stack:
             return [testing.text("Let me look."), testing.call("ls", {"path": "."})]
         return f"The workspace holds: {text_of(results[-1].content).strip()}"
 
-    session = stack.client.sessions.create(name="function model")
-    (Path(stack.client.sessions.get(session.id).workspace) / "notes.txt").write_text("hi\n")
+    session = await stack.client.sessions.create(name="function model")
+    (Path((await stack.client.sessions.get(session.id)).workspace) / "notes.txt").write_text("hi\n")
     async with stack.worker(models=testing.model_clients(testing.FunctionModel(model))):
         handle = await stack.client.runs.prompt(session.id, "What is in the workspace?")
         result = await handle.result()
 
     assert result.status == "completed", result.error
     assert result.turns == 2 and result.final_text == "The workspace holds: notes.txt"
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     assert transcript_roles(path) == ["user", "assistant", "toolResult", "assistant"]
     assert_valid_pairing(path)
     messages = [e.message for e in path if isinstance(e, MessageEntry)]
@@ -56,7 +56,7 @@ async def test_a_function_that_raises_fails_the_run_with_its_error(stack: Stack)
     def model(messages: list[LlmMessage], info: AgentInfo) -> str:
         raise RuntimeError("the test's model has no answer")
 
-    session = stack.client.sessions.create(name="failing model")
+    session = await stack.client.sessions.create(name="failing model")
     async with stack.worker(models=testing.model_clients(testing.FunctionModel(model))):
         result = await (await stack.client.runs.prompt(session.id, "Anything?")).result()
 
@@ -74,7 +74,7 @@ async def test_a_scripted_model_s_turns_play_in_order_on_two_workers(stack: Stac
         {"error": {"status": 529}},
         "The second answer.",
     ]
-    session = stack.client.sessions.create(name="scripted")
+    session = await stack.client.sessions.create(name="scripted")
     texts = []
     for prompt in ("One?", "Two?"):
         models = testing.model_clients(testing.scripted_model(replies))

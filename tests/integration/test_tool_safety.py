@@ -52,7 +52,7 @@ def bash_then_done(command: str) -> dict[str, Any]:
 
 @pytest.mark.script(bash_then_done("touch ran.txt; echo ran"))
 async def test_a_tool_that_is_not_active_is_refused_and_never_runs(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await stack.client.config.set_active_tools(session.id, ["read", "grep"])
         result = await (await stack.client.runs.prompt(session.id, "run it")).result()
@@ -72,10 +72,10 @@ async def test_active_tools_set_with_a_session_wide_setting_stay_on_their_branch
 ) -> None:
     """Active tools are branch-scoped even when one change also sets a session-wide field:
     a branch that never had the change keeps every tool."""
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await (await stack.client.runs.prompt(session.id, "first")).result()
-        before_change = stack.client.tree.path(session.id)[-1]
+        before_change = (await stack.client.tree.path(session.id))[-1]
         await stack.client.config.update(
             session.id, system_prompt="Be brief.", active_tools=["read"]
         )
@@ -106,7 +106,7 @@ async def test_bash_gets_only_the_allow_listed_environment(
     for name, value in {**SECRETS, "PASSED_THROUGH": "yes", "LC_TIME": "C"}.items():
         monkeypatch.setenv(name, value)
     settings = stack.settings.model_copy(update={"tool_env": ["PASSED_THROUGH", "SET_HERE=1"]})
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with build_worker(stack.temporal, stack.db, settings):
         result = await (await stack.client.runs.prompt(session.id, "show the environment")).result()
 
@@ -135,9 +135,9 @@ NO_SANDBOX = _bwrap_unavailable()
 @pytest.mark.skipif(NO_SANDBOX is not None, reason=f"no sandbox on this machine: {NO_SANDBOX}")
 @pytest.mark.script(bash_then_done("echo made > made.txt; ls -A ..; ls -A ../..; ls ~ | wc -l"))
 async def test_a_sandboxed_session_sees_its_workspace_only(stack: Stack) -> None:
-    other = stack.client.sessions.create()
+    other = await stack.client.sessions.create()
     (Path(other.workspace) / "notes.txt").write_text("another user's notes\n")
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     settings = stack.settings.model_copy(update={"tool_sandbox": "bwrap"})
     async with build_worker(stack.temporal, stack.db, settings, tools=tool_registry(settings)):
         result = await (await stack.client.runs.prompt(session.id, "look around")).result()
@@ -160,7 +160,7 @@ async def test_a_workspace_swapped_for_a_symlink_after_its_check_runs_no_tool(
     the session's tools out of it."""
     area, elsewhere = tmp_path / "area", tmp_path / "elsewhere"
     elsewhere.mkdir()
-    session = stack.client.sessions.create(workspace=area / "project")
+    session = await stack.client.sessions.create(workspace=area / "project")
     Path(session.workspace).rmdir()
     Path(session.workspace).symlink_to(elsewhere)
     async with stack.worker():

@@ -210,7 +210,7 @@ def by_id(spans: list[Span]) -> dict[str, Span]:
 
 
 def assistant_messages(stack: Stack, session_id: str) -> list[AssistantMessage]:
-    path = stack.client.tree.path(session_id)
+    path = stack.client.sync.tree.path(session_id)
     return [
         e.message
         for e in path
@@ -239,7 +239,7 @@ TWO_TOOLS_AFTER_A_RETRY = {
 async def test_a_run_is_one_trace_with_a_span_per_model_and_tool_call(traced: Any) -> None:
     async with traced(TWO_TOOLS_AFTER_A_RETRY) as t:
         stack = t.stack
-        session = stack.client.sessions.create()
+        session = await stack.client.sessions.create()
         options = stack.client.runs.default_options().model_copy(update={"provider_backoff_s": 0.2})
         async with t.worker():
             run = await stack.client.runs.prompt(session.id, "look around", options=options)
@@ -352,7 +352,7 @@ async def test_a_worker_killed_mid_run_leaves_one_span_per_model_call(traced: An
     with Receiver() as receiver:
         async with traced(KILLED_IN_TURN_TWO) as t:
             stack = t.stack
-            session = stack.client.sessions.create()
+            session = await stack.client.sessions.create()
             first = spawn_traced_worker(stack, receiver, "worker-1")
             run = await stack.client.runs.prompt(session.id, "talk")
             await eventually(
@@ -501,7 +501,7 @@ CHILD_LISTS_THEN_ANSWERS = {
 async def test_a_sub_agents_run_is_in_its_parents_trace(traced: Any) -> None:
     async with traced(CHILD_LISTS_THEN_ANSWERS) as t:
         stack = t.stack
-        parent = stack.client.sessions.create()
+        parent = await stack.client.sessions.create()
         delegate = {"prompt": "Child: look around", "name": "helper"}
         stack.model.add_steps(
             parent.id,
@@ -515,7 +515,7 @@ async def test_a_sub_agents_run_is_in_its_parents_trace(traced: Any) -> None:
             run = await stack.client.runs.prompt(parent.id, "go")
             result = await asyncio.wait_for(run.result(), timeout=30)
         assert result.status == "completed", result.error
-        (child,) = stack.client.sessions.children(parent.id)
+        (child,) = await stack.client.sessions.children(parent.id)
         spans = t.client_spans()
 
     # One trace: the parent's run, and below it the sub-agent's, started by the parent

@@ -72,7 +72,7 @@ def sent_texts(body: dict[str, Any]) -> list[str]:
 async def test_manual_compaction_keeps_the_display_history(stack: Stack, api: ApiServer) -> None:
     async with stack.worker(), api.client() as http:
         session = (await http.post("/api/sessions", json={})).json()["session"]["id"]
-        write_parts(stack.client.sessions.get(session).workspace)
+        write_parts((await stack.client.sessions.get(session)).workspace)
         await http.post(f"/api/sessions/{session}/input", json={"text": "read all parts"})
         await eventually(lambda: run_finished(stack, session))
         before = (await http.get(f"/api/sessions/{session}/state")).json()["messages"]
@@ -80,7 +80,7 @@ async def test_manual_compaction_keeps_the_display_history(stack: Stack, api: Ap
             session, settings=CompactionSettings(keep_recent_tokens=2000), instructions="be brief"
         )
         assert result.compacted and result.tokens_before > 4000
-        path = stack.client.tree.path(session)
+        path = await stack.client.tree.path(session)
         compaction = path[-1]
         assert isinstance(compaction, CompactionEntry) and compaction.id == result.entry_id
         assert compaction.summary.startswith("## Goal")
@@ -89,7 +89,7 @@ async def test_manual_compaction_keeps_the_display_history(stack: Stack, api: Ap
         assert "be brief" in summary_request["messages"][0]["content"]
         await http.post(f"/api/sessions/{session}/input", json={"text": "are you there?"})
         await eventually(
-            lambda: [r.status for r in stack.client.runs.list(session)] == ["completed"] * 2
+            lambda: [r.status for r in stack.client.sync.runs.list(session)] == ["completed"] * 2
         )
         after = (await http.get(f"/api/sessions/{session}/state")).json()["messages"]
     # The UI replays everything (the summary's model call hidden, with its cost); the
@@ -104,7 +104,7 @@ async def test_manual_compaction_keeps_the_display_history(stack: Stack, api: Ap
     assert first.startswith("The conversation before this point was compacted")
     assert "Read parts 0 to 2" in first
     assert "part0.txt" not in " ".join(sent_texts(sent)[1:])  # the old calls are gone
-    assert_valid_pairing(stack.client.tree.path(session))
+    assert_valid_pairing(await stack.client.tree.path(session))
 
 
 @pytest.mark.script(
@@ -121,7 +121,7 @@ async def test_manual_compaction_keeps_the_display_history(stack: Stack, api: Ap
 )
 @BOTH_PROTOCOLS
 async def test_auto_compaction_inside_a_run_keeps_a_steer_queued_during_it(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     write_parts(session.workspace)
     options = stack.client.runs.default_options().model_copy(
         update={
@@ -144,7 +144,7 @@ async def test_auto_compaction_inside_a_run_keeps_a_steer_queued_during_it(stack
     events = [e async for e in stack.client.events.stream(session.id, follow=False)]
     started = [e.payload for e in events if e.type == "compaction_start"]
     assert started and started[0]["reason"] == "auto"
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     assert any(isinstance(e, CompactionEntry) for e in path)
     # The steer reached the first model call after the compaction.
     requests = [r.body for r in stack.model.requests_for(session.id)]
@@ -169,7 +169,7 @@ async def test_auto_compaction_inside_a_run_keeps_a_steer_queued_during_it(stack
     }
 )
 async def test_a_context_overflow_compacts_and_retries_the_turn(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     write_parts(session.workspace)
     options = stack.client.runs.default_options().model_copy(
         update={"compaction": CompactionSettings(keep_recent_tokens=500)}
@@ -196,17 +196,17 @@ async def test_a_context_overflow_compacts_and_retries_the_turn(stack: Stack) ->
     }
 )
 async def test_navigation_branch_summary_fork_and_labels(stack: Stack) -> None:
-    session = stack.client.sessions.create(name="original")
+    session = await stack.client.sessions.create(name="original")
     async with stack.worker():
         await (await stack.client.runs.prompt(session.id, "approach A")).result()
         await (await stack.client.runs.prompt(session.id, "approach B")).result()
-        path = stack.client.tree.path(session.id)
+        path = await stack.client.tree.path(session.id)
         second_prompt = path[2]
         assert isinstance(second_prompt, MessageEntry)
         moved = await stack.client.tree.navigate(session.id, second_prompt.id, summarize=True)
         # A user message: the leaf moves to its parent and its text comes back to edit.
         assert moved.edit_text == "approach B"
-        summary = stack.client.tree.path(session.id)[-1]
+        summary = (await stack.client.tree.path(session.id))[-1]
         assert isinstance(summary, BranchSummaryEntry) and "Tried approach B" in summary.summary
         await (await stack.client.runs.prompt(session.id, "approach C")).result()
         await stack.client.tree.label(session.id, path[1].id, "good start")
@@ -215,25 +215,25 @@ async def test_navigation_branch_summary_fork_and_labels(stack: Stack) -> None:
             blocked = await stack.client.runs.prompt(session.id, "x")
             await stack.client.tree.compact(session.id)
         await blocked.result()
-    roles = transcript_roles(stack.client.tree.path(session.id))
+    roles = transcript_roles(await stack.client.tree.path(session.id))
     assert roles == ["user", "assistant", "user", "assistant", "user", "assistant"]
     texts = [
         text_of(e.message.content)
-        for e in stack.client.tree.path(session.id)
+        for e in await stack.client.tree.path(session.id)
         if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage)
     ]
     assert texts == ["approach A", "approach C", "x"]
-    entries = stack.client.tree.entries(session.id)
+    entries = await stack.client.tree.entries(session.id)
     assert any(isinstance(e, LeafEntry) and e.parent_id == path[-1].id for e in entries)
-    assert stack.client.tree.labels(session.id) == {path[1].id: "good start"}
-    assert stack.client.sessions.get(session.id).name == "renamed"
+    assert await stack.client.tree.labels(session.id) == {path[1].id: "good start"}
+    assert (await stack.client.sessions.get(session.id)).name == "renamed"
     # The third request carried the branch summary.
     third = stack.model.requests_for(session.id)[3].body
     assert any("Tried approach B" in t for t in sent_texts(third))
 
-    fork = stack.client.sessions.fork(session.id, path[1].id, name="fork")
-    forked = stack.client.tree.path(fork.id)
+    fork = await stack.client.sessions.fork(session.id, path[1].id, name="fork")
+    forked = await stack.client.tree.path(fork.id)
     assert transcript_roles(forked) == ["user", "assistant"]
     assert {e.id for e in forked}.isdisjoint({e.id for e in entries})
     assert fork.parent_session_id == session.id and fork.forked_from_entry_id == path[1].id
-    assert [d.role for d in stack.client.display.messages(fork.id)] == ["user", "assistant"]
+    assert [d.role for d in await stack.client.display.messages(fork.id)] == ["user", "assistant"]

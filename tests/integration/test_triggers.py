@@ -108,9 +108,9 @@ async def test_a_signed_trigger_is_accepted_and_each_bad_form_refused(
             assert secret not in shown.text and trigger in shown.text
 
         async def nothing_stored() -> None:
-            assert stack.client.runs.list(session) == []
-            assert stack.client.inputs.queue(session, status=None) == []
-            assert [s.id for s in stack.client.sessions.list(owner="alice")] == [session]
+            assert await stack.client.runs.list(session) == []
+            assert await stack.client.inputs.queue(session, status=None) == []
+            assert [s.id for s in await stack.client.sessions.list(owner="alice")] == [session]
 
         wrong = github("not-the-secret", body, "d-1")
         refused(await deliver(api, trigger, body, wrong), 401, "bad signature")
@@ -158,7 +158,7 @@ async def test_a_signed_trigger_is_accepted_and_each_bad_form_refused(
         accepted = await deliver(api, trigger, second, fresh)
         assert accepted.status_code == 202, accepted.text
         refused(await deliver(api, trigger, second, fresh), 409, "replayed delivery", "d-2")
-        await eventually(lambda: len(stack.client.runs.list(session)) == 2)
+        await eventually(lambda: len(stack.client.sync.runs.list(session)) == 2)
         await eventually(lambda: run_finished(stack, session))
 
         # A new secret: the old one is refused from now on.
@@ -171,9 +171,9 @@ async def test_a_signed_trigger_is_accepted_and_each_bad_form_refused(
         refused(stale, 401, "bad signature")
         taken = await deliver(api, trigger, third, github(new_secret, third, "d-3"))
         assert taken.status_code == 202, taken.text
-        await eventually(lambda: len(stack.client.runs.list(session)) == 3)
+        await eventually(lambda: len(stack.client.sync.runs.list(session)) == 3)
         await eventually(lambda: run_finished(stack, session))
-        assert stack.client.inputs.queue(session, status=None) == []
+        assert await stack.client.inputs.queue(session, status=None) == []
 
 
 async def test_a_new_session_per_delivery_and_triggers_are_their_owners_only(
@@ -219,7 +219,7 @@ async def test_a_new_session_per_delivery_and_triggers_are_their_owners_only(
         assert pong.status_code == 202, pong.text
         assert pong.json()["action"] == "pong"
         refused(await deliver(api, trigger, ping, github("wrong", ping, "p-2") | PING), 401)
-        assert [s.id for s in stack.client.sessions.list(owner="alice")] == [alices_session]
+        assert [s.id for s in await stack.client.sessions.list(owner="alice")] == [alices_session]
 
         body = encoded(PR_EVENT)
         accepted = await deliver(api, trigger, body, duragent_form(secret, body, "e-1"))
@@ -234,12 +234,12 @@ async def test_a_new_session_per_delivery_and_triggers_are_their_owners_only(
         # bob made a session under the id alice's next delivery would get (an import keeps
         # its file's ids): the delivery goes to a new session of alice's, nothing to bob's.
         derived = uuid.uuid5(uuid.NAMESPACE_URL, f"trigger/{trigger}/e-3").hex
-        stack.client.sessions.create(owner="bob", session_id=derived)
+        await stack.client.sessions.create(owner="bob", session_id=derived)
         elsewhere = await deliver(api, trigger, body, duragent_form(secret, body, "e-3"))
         assert elsewhere.status_code == 202, elsewhere.text
         assert elsewhere.json()["session_id"] not in (derived, made)
         assert (await alice.get(f"/api/sessions/{elsewhere.json()['session_id']}")).is_success
-        assert stack.client.runs.list(derived) == []
+        assert await stack.client.runs.list(derived) == []
         await eventually(lambda: run_finished(stack, elsewhere.json()["session_id"]))
 
         assert (await alice.delete(f"/api/triggers/{trigger}")).status_code == 204
@@ -249,13 +249,13 @@ async def test_a_new_session_per_delivery_and_triggers_are_their_owners_only(
 
 @pytest.mark.script({"conversations": {"*": []}})
 async def test_the_trigger_commands(stack: Stack) -> None:
-    session = stack.client.sessions.create().id
+    session = (await stack.client.sessions.create()).id
     out = await stack.cli_ok(
         "trigger", "add", "nightly", "--session", session, "--template", "Report on {repo}"
     )
     trigger = out.split()[1]
     secret = next(line.split()[-1] for line in out.splitlines() if "secret:" in line)
-    assert stack.client.triggers.get(trigger).session_id == session
+    assert (await stack.client.triggers.get(trigger)).session_id == session
 
     listed = await stack.cli_ok("trigger", "list")
     assert trigger in listed and "nightly" in listed and secret not in listed

@@ -69,7 +69,7 @@ def patch_markers(history: list[HistoryEvent]) -> int:
 async def test_a_run_in_flight_survives_an_upgrade_across_a_continue_as_new(
     stack: Stack,
 ) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     options = stack.client.runs.default_options().model_copy(
         update={"continue_as_new_after_turns": 2}
     )
@@ -115,7 +115,7 @@ async def test_a_run_in_flight_survives_an_upgrade_across_a_continue_as_new(
         failed = EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
         assert not [e for e in history if e.event_type == failed]
 
-    path = stack.client.tree.path(session.id)
+    path = await stack.client.tree.path(session.id)
     assert_valid_pairing(path)
     assert transcript_roles(path) == ["user"] + ["assistant", "toolResult"] * TOOL_TURNS + [
         "assistant"

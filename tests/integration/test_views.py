@@ -21,10 +21,10 @@ TWO_ANSWERS = {
 
 @pytest.mark.script(TWO_ANSWERS)
 async def test_tree_shows_what_follows_a_label_and_marks_the_leaf(stack: Stack) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await (await stack.client.runs.prompt(session.id, "first question")).result()
-        question, answer = (e.id[:12] for e in stack.client.tree.path(session.id))
+        question, answer = (e.id[:12] for e in await stack.client.tree.path(session.id))
         # The label entry goes below the leaf, and the next run's prompt below it.
         assert await stack.cli_ok("label", session.id, question, "start") == "labelled\n"
         assert (await stack.cli_ok("tree", session.id)).splitlines() == [
@@ -33,7 +33,9 @@ async def test_tree_shows_what_follows_a_label_and_marks_the_leaf(stack: Stack) 
         ]
         await (await stack.client.runs.prompt(session.id, "second question")).result()
     again, reply = (
-        e.id[:12] for e in stack.client.tree.path(session.id)[-2:] if isinstance(e, MessageEntry)
+        e.id[:12]
+        for e in (await stack.client.tree.path(session.id))[-2:]
+        if isinstance(e, MessageEntry)
     )
     assert (await stack.cli_ok("tree", session.id)).splitlines() == [
         f"{question} user: first question [start]",
@@ -46,7 +48,7 @@ async def test_tree_shows_what_follows_a_label_and_marks_the_leaf(stack: Stack) 
 async def test_a_configured_model_shows_in_the_list_the_header_and_the_export(
     stack: Stack,
 ) -> None:
-    session = stack.client.sessions.create(name="configured")
+    session = await stack.client.sessions.create(name="configured")
     first = session.config.model
     async with stack.worker():
         configured = await stack.cli_ok("configure", session.id, "--model", "claude-other-9")
@@ -63,7 +65,7 @@ async def test_a_configured_model_shows_in_the_list_the_header_and_the_export(
 async def test_an_import_keeping_ids_keeps_the_creation_times(
     stack: Stack, stack_factory: Callable[..., Any]
 ) -> None:
-    session = stack.client.sessions.create()
+    session = await stack.client.sessions.create()
     async with stack.worker():
         await (await stack.client.runs.prompt(session.id, "first question")).result()
     exported = await stack.cli_ok("export", session.id)

@@ -31,7 +31,7 @@ plugin = duragent.Plugin(name="mine", tools=[add])
 
 async def ask(settings: duragent.Settings) -> str | None:
     client = await duragent.DuragentClient.connect(settings, plugins=[plugin])
-    session = client.sessions.create(name="mine")
+    session = await client.sessions.create(name="mine")
     result = await (await client.runs.prompt(session.id, "hi")).result()
     return result.final_text
 '''
@@ -182,4 +182,6 @@ def test_mypy_strict_checks_a_users_code_against_the_public_api(
     )
     bad = mypy("wrong.py")
     assert bad.returncode == 1
-    assert 'Argument "name" to "create" of "Sessions"' in bad.stdout, bad.stdout
+    assert 'Argument "name" has incompatible type "int"; expected "str | None"' in bad.stdout, (
+        bad.stdout
+    )

@@ -19,7 +19,7 @@ async def test_calls_beyond_the_limit_wait_their_turn(stack: Stack) -> None:
     """With room for one call at a time, two sessions' model calls run one after the
     other, and both runs complete: the second waits, it does not time out."""
     stack.settings = stack.settings.model_copy(update={"worker_max_activities": 1})
-    first, second = stack.client.sessions.create(), stack.client.sessions.create()
+    first, second = await stack.client.sessions.create(), await stack.client.sessions.create()
     async with stack.worker():
         handles = [await stack.client.runs.prompt(s.id, "hello") for s in (first, second)]
         results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 60)
@@ -48,7 +48,7 @@ async def test_tool_calls_on_a_host_queue_keep_to_the_limit_too(
     ]
     stack.settings = stack.settings.model_copy(update={"worker_max_activities": 1})
     assert stack.settings.host_queue is not None  # the default: workspaces on this host
-    sessions = [stack.client.sessions.create(), stack.client.sessions.create()]
+    sessions = [await stack.client.sessions.create(), await stack.client.sessions.create()]
     for session in sessions:
         stack.model.add_steps(session.id, steps, replace=True)
     async with stack.worker():

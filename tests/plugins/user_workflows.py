@@ -18,7 +18,7 @@ async def count_sessions(where: list[str]) -> int:
     from duragent.client.connection import open_store
 
     client = DuragentClient(None, open_store(settings), settings)  # type: ignore[arg-type]
-    return len(client.sessions.list())
+    return len(await client.sessions.list())
 
 
 @workflow.defn

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 import duragent
 from duragent.client.api import DuragentClient
+from duragent.client.sync_client import SyncClient
 
 NAMED = (
     "RunResult",
@@ -41,13 +42,16 @@ NAMED = (
 
 def parts() -> dict[str, type]:
     """The parts a client exposes (`client.sessions`: `Sessions`, ...), but the two that
-    serve the others (`client.workflows`, `client.writes`: see client/api.py)."""
-    source = inspect.getsource(DuragentClient.__init__)
-    module = sys.modules[DuragentClient.__module__]
-    found = re.findall(r"self\.(\w+) = (\w+)\(self\)", source)
-    return {
-        attr: getattr(module, cls) for attr, cls in found if attr not in ("workflows", "writes")
-    }
+    serve the others (`client.workflows`, `client.writes`: see client/api.py); and those
+    of its blocking view (`client.sync.sessions`: `SyncSessions`, ...)."""
+    found: dict[str, type] = {}
+    for owner, prefix in ((DuragentClient, ""), (SyncClient, "sync.")):
+        source = inspect.getsource(owner.__init__)
+        module = sys.modules[owner.__module__]
+        for attr, cls in re.findall(r"self\.(\w+) = (\w+)\((?:self|client)\b", source):
+            if attr not in ("workflows", "writes"):
+                found[prefix + attr] = getattr(module, cls)
+    return found
 
 
 def public_functions(cls: type) -> Iterator[tuple[str, Callable[..., Any]]]:
