@@ -1,0 +1,239 @@
+"""Store load: the statements each worker process costs a shared PostgreSQL store.
+
+A throwaway PostgreSQL (the machine's binaries) with `pg_stat_statements` loaded; the
+worker processes connect as a role of their own, so the bench's own reads and writes
+(making sessions, sending prompts, waiting for results) are not counted. Three phases:
+
+- idle: `--workers` worker processes, nothing to do, for `--idle` seconds;
+- model calls: `--runs` prompts answered by one text reply each (one model call: the
+  run's start and end counted with it, as a user's one-reply prompt costs);
+- tool calls: a prompt whose model asks for `--tools` tool calls one a reply (t + 1
+  model calls), and one asking for them all in one reply (2 model calls): their
+  difference is t - 1 model calls, which gives the figure per model call, then the
+  run's own and the figure per tool call.
+
+The idle background (idle rate x workers x seconds) is taken off the call phases. Each
+phase prints its statements by kind (first word and table) and the most frequent ones.
+
+    python bench/store_load.py [--workers 4] [--idle 20] [--runs 5] [--tools 4]
+
+Last line: `store_load: X statements per idle worker-second`. Target: at most 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from common import Bench, kill, process_env, worker_polling
+from postgres_server import PostgresServer, find_binaries, new_database
+from processes import WORKER_ARGS, spawn_python
+from sqlalchemy import create_engine, make_url, text
+
+from duragent.client.api import DuragentClient
+from duragent.client.connection import connect_temporal
+from duragent.domain.models import PROVIDERS
+from duragent.offline_model import WIRE_MODELS, OfflineModelServer, Script
+from duragent.settings import Settings
+from duragent.store.db import Database
+from duragent.temporal_dev import DevServer
+
+WORKER_ROLE = "duragent_worker"
+
+Stats = dict[str, int]
+"""Normalised statement text -> calls."""
+
+
+def start_postgres() -> PostgresServer:
+    binaries = find_binaries()
+    if binaries is None:
+        raise SystemExit("store_load needs PostgreSQL (initdb, pg_ctl)")
+    server = PostgresServer(binaries)
+    server.start()
+    server.halt()
+    conf = server.folder / "data" / "postgresql.conf"
+    with conf.open("a") as out:
+        out.write(
+            "shared_preload_libraries = 'pg_stat_statements'\n"
+            "pg_stat_statements.track_utility = on\n"
+            "pg_stat_statements.max = 10000\n"
+        )
+    server.resume()
+    return server
+
+
+def admin(url: str) -> Any:
+    return create_engine(url, isolation_level="AUTOCOMMIT")
+
+
+def reset(url: str) -> None:
+    with admin(url).connect() as c:
+        c.execute(text("SELECT pg_stat_statements_reset()"))
+
+
+def snapshot(url: str) -> Stats:
+    """The worker role's statements in this database since the last reset."""
+    engine = admin(url)
+    with engine.connect() as c:
+        rows = c.execute(
+            text(
+                "SELECT s.query, s.calls FROM pg_stat_statements s"
+                " JOIN pg_roles r ON r.oid = s.userid"
+                " JOIN pg_database d ON d.oid = s.dbid"
+                " WHERE r.rolname = :role AND d.datname = current_database()"
+            ),
+            {"role": WORKER_ROLE},
+        ).all()
+    engine.dispose()
+    stats: Counter[str] = Counter()
+    for query, calls in rows:
+        stats[" ".join(str(query).split())] += int(calls)
+    return dict(stats)
+
+
+def kind(query: str) -> str:
+    """`VERB table` of a statement (BEGIN, COMMIT, LISTEN ... alone)."""
+    verb = query.split(" ", 1)[0].upper()
+    table = re.search(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+\"?([a-z_]+)", query, re.IGNORECASE)
+    return f"{verb} {table.group(1)}" if table and verb not in ("BEGIN", "COMMIT") else verb
+
+
+def report(title: str, stats: Stats, per: float, unit: str, top: int = 12) -> float:
+    total = sum(stats.values())
+    print(f"\n{title}: {total} statements, {total / per:.1f} per {unit}")
+    kinds: Counter[str] = Counter()
+    for query, calls in stats.items():
+        kinds[kind(query)] += calls
+    for name, calls in kinds.most_common():
+        print(f"  {calls / per:8.2f}  {name}")
+    print("  most frequent:")
+    for query, calls in sorted(stats.items(), key=lambda item: -item[1])[:top]:
+        print(f"  {calls / per:8.2f}  {query[:150]}")
+    return total / per
+
+
+def minus(stats: Stats, background: Stats, scale: float) -> Stats:
+    """`stats` less `background` x `scale` (the idle rounds during a phase)."""
+    return {
+        q: max(0, round(n - background.get(q, 0) * scale))
+        for q, n in stats.items()
+        if n - background.get(q, 0) * scale > 0.5
+    }
+
+
+def tool_script(tools: int, together: bool) -> list[dict[str, Any]]:
+    """`tools` tool calls, one a reply or all in one reply; then a text reply."""
+    call = {"tool_use": {"name": "read", "input": {"path": "notes.txt"}}}
+    steps = [{"reply": [call] * tools}] if together else [{"reply": [call]}] * tools
+    return [*steps, {"reply": [{"text": "Done."}]}]
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workers", type=int, default=4, help="worker processes (default 4)")
+    parser.add_argument("--idle", type=float, default=20, help="idle seconds (default 20)")
+    parser.add_argument("--runs", type=int, default=5, help="one-reply prompts (default 5)")
+    parser.add_argument("--tools", type=int, default=4, help="tool calls (default 4)")
+    args = parser.parse_args()
+    for provider in PROVIDERS.values():  # nothing goes to a real API
+        for variable in (provider.key_env, provider.base_url_env):
+            if variable:
+                os.environ.pop(variable, None)
+    postgres = start_postgres()
+    workers: list[Any] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="duragent-store-load-") as tmp:
+            home = Path(tmp)
+            url = new_database(postgres.url)
+            with admin(url).connect() as c:
+                c.execute(text("CREATE EXTENSION IF NOT EXISTS pg_stat_statements"))
+                c.execute(text(f"CREATE ROLE {WORKER_ROLE} LOGIN SUPERUSER"))
+            worker_url = make_url(url).set(username=WORKER_ROLE).render_as_string(False)
+            server = DevServer(home / "temporal.db")
+            await server.astart()
+            model = OfflineModelServer(Script.model_validate({"conversations": {"*": []}}))
+            model.start()
+            try:
+                settings = Settings.from_env(
+                    home=home,
+                    database_url=url,
+                    temporal_address=server.address,
+                    task_queue=f"load-{uuid.uuid4().hex[:8]}",
+                    anthropic_base_url=model.base_url,
+                    offline_model_url=model.base_url,
+                    model=WIRE_MODELS["anthropic"],
+                ).model_copy(update={"anthropic_api_key": None})
+                db = Database(settings.database_url)  # migrated here, by the bench's role
+                client = DuragentClient(await connect_temporal(settings), db, settings)
+                bench = Bench(settings, client, model, home)
+                env = {**process_env(bench), "DURAGENT_DATABASE_URL": worker_url}
+                workers = [spawn_python(WORKER_ARGS, env) for _ in range(args.workers)]
+                for worker in workers:
+                    await worker_polling(bench, worker)
+                await asyncio.sleep(2)  # past the start-up statements
+
+                reset(url)
+                began = time.monotonic()
+                await asyncio.sleep(args.idle)
+                idle = snapshot(url)
+                idle_s = time.monotonic() - began
+                idle_rate = report(
+                    f"idle ({args.workers} workers, {idle_s:.0f} s)",
+                    idle,
+                    args.workers * idle_s,
+                    "idle worker-second",
+                )
+                per_second = {q: n / idle_s for q, n in idle.items()}
+
+                reset(url)
+                began = time.monotonic()
+                for _ in range(args.runs):
+                    session = await client.sessions.create()
+                    model.add_steps(session.id, [{"reply": [{"text": "Hello."}]}], replace=True)
+                    await (await client.runs.prompt(session.id, "hi")).result()
+                calls = minus(snapshot(url), per_second, time.monotonic() - began)
+                per_run = report("one-reply runs", calls, args.runs, "run (one model call)", top=40)
+
+                async def one_run(steps: list[dict[str, Any]]) -> Stats:
+                    reset(url)
+                    began = time.monotonic()
+                    session = await client.sessions.create()
+                    model.add_steps(session.id, steps, replace=True)
+                    await (await client.runs.prompt(session.id, "read")).result()
+                    return minus(snapshot(url), per_second, time.monotonic() - began)
+
+                t = args.tools
+                serial = await one_run(tool_script(t, together=False))
+                serial_n = sum(serial.values())
+                together = await one_run(tool_script(t, together=True))
+                together_n = sum(together.values())
+                # serial: run + (t+1) model + t tool; together: run + 2 model + t tool.
+                model_call = (serial_n - together_n) / (t - 1)
+                run_base = per_run - model_call
+                tool_call = (together_n - run_base - 2 * model_call) / t
+                report(f"a run of {t} tool calls in one reply", together, t, "tool call")
+                print(
+                    f"\nper one-reply run: {per_run:.1f}; per model call: {model_call:.1f};"
+                    f" per tool call: {tool_call:.1f}; a run's own: {run_base:.1f}"
+                )
+                db.dispose()
+            finally:
+                for worker in workers:
+                    kill(worker)
+                model.stop()
+                server.stop()
+    finally:
+        postgres.stop()
+    print(f"store_load: {idle_rate:.1f} statements per idle worker-second")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
