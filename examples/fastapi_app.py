@@ -19,7 +19,6 @@ from fastapi import FastAPI
 from fastapi.responses import StreamingResponse
 
 import duragent
-from duragent.client.services import ensure_model, ensure_temporal  # developer helpers
 
 agents: dict[str, duragent.DuragentClient] = {}
 
@@ -27,12 +26,10 @@ agents: dict[str, duragent.DuragentClient] = {}
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     async with AsyncExitStack() as stack:
-        settings = duragent.Settings.from_env()
-        settings = await stack.enter_async_context(ensure_temporal(settings, print))
-        settings = await stack.enter_async_context(ensure_model(settings, print))
-        client = await duragent.DuragentClient.connect(settings)
-        await stack.enter_async_context(duragent.build_worker(client.temporal, client.db, settings))
-        agents["client"] = client
+        # The local services and a worker in this process; in production, connect to your
+        # Temporal and store instead (`DuragentClient.connect(settings)`) and run workers
+        # apart (`duragent worker`).
+        agents["client"] = await stack.enter_async_context(duragent.local())
         yield
         agents.clear()
 

@@ -18,7 +18,6 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 import duragent
-from duragent.client.services import ensure_model, ensure_temporal  # developer helpers
 
 HERE = Path(__file__).parent
 
@@ -54,21 +53,18 @@ POLICY = duragent.ApprovalPolicy(
 
 async def main(question: str) -> None:
     settings = duragent.Settings.from_env(offline_script=HERE / "support_agent.yaml")
-    async with (
-        ensure_temporal(settings, print) as settings,
-        ensure_model(settings, print) as settings,
-    ):
-        client = await duragent.DuragentClient.connect(settings, plugins=[plugin])
-        async with duragent.build_worker(client.temporal, client.db, settings, plugins=[plugin]):
-            session = await client.sessions.create(name="support")
-            await client.approvals.set_policy(session.id, POLICY)
-            run = await client.runs.prompt(session.id, question)
-            while not (waiting := await client.approvals.pending(session.id)):
-                await asyncio.sleep(0.1)
-            call = waiting[0]
-            print(f"waiting for approval: {call.tool_name} {call.args_preview}")
-            await client.approvals.approve(session.id, call.call_id)
-            result = await run.result()
+    # Temporal's dev server, the store, the offline model when there is no key, and a
+    # worker serving the plugin, in this process: all of it stops on leaving.
+    async with duragent.local(settings, plugins=[plugin]) as client:
+        session = await client.sessions.create(name="support")
+        await client.approvals.set_policy(session.id, POLICY)
+        run = await client.runs.prompt(session.id, question)
+        while not (waiting := await client.approvals.pending(session.id)):
+            await asyncio.sleep(0.1)
+        call = waiting[0]
+        print(f"waiting for approval: {call.tool_name} {call.args_preview}")
+        await client.approvals.approve(session.id, call.call_id)
+        result = await run.result()
     print(f"{result.status}: {result.final_text}")
 
 
