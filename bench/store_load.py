@@ -120,7 +120,7 @@ def report(title: str, stats: Stats, per: float, unit: str, top: int = 12) -> fl
     return total / per
 
 
-def minus(stats: Stats, background: Stats, scale: float) -> Stats:
+def minus(stats: Stats, background: dict[str, float], scale: float) -> Stats:
     """`stats` less `background` x `scale` (the idle rounds during a phase)."""
     return {
         q: max(0, round(n - background.get(q, 0) * scale))

@@ -237,10 +237,12 @@ class WorkerLeaseRow(Base):
 
     worker_id: Mapped[str] = mapped_column(String(120), primary_key=True)
     renewals: Mapped[int] = mapped_column(BigInteger)
-    """Counted up at each renewal: observers judge a lease by whether this changes on
-    their own clock, never by comparing clocks of two machines."""
-    renewed_at: Mapped[int] = mapped_column(BigInteger)
-    """For people reading the table."""
+    """Counted up at each renewal: a lapsed lease is taken only at the count it was seen
+    at (a compare-and-delete), so a renewal meanwhile keeps it."""
+    renewed_at: Mapped[int] = mapped_column(BigInteger, index=True)
+    """Milliseconds on the store's clock (one clock for every machine): a lease not
+    renewed for the lease time has lapsed. Indexed: each renewal's lapse check reads
+    only the lapsed leases."""
 
 
 class RunningCallRow(Base):

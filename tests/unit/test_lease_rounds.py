@@ -1,6 +1,7 @@
 """Worker leases (`activities.leases`), one round at a time on a clock the test moves:
 a lease that stops changing is taken once, by one watcher; a watcher that lost the store
-judges nobody until each lease has had a whole lease time again."""
+judges nobody until each lease has had a whole lease time again; a round reads only the
+lapsed leases."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy.exc import OperationalError
 
 from duragent.activities import leases as leases_module
 from duragent.activities.leases import WorkerLease
+from duragent.store import leases as store_leases
 from duragent.store.db import Database
 
 pytestmark = pytest.mark.fast
@@ -29,8 +31,10 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The watchers' clock and the store's, moved together."""
     clock = Clock()
     monkeypatch.setattr(f"{leases_module.__name__}.time.monotonic", clock)
+    monkeypatch.setattr(store_leases, "clock", lambda _: str(int(clock.now * 1000)))
     return clock
 
 
@@ -120,3 +124,23 @@ def test_a_call_begun_in_a_round_the_store_refused_is_recorded_the_next(
     assert [(worker, [c[1:] for c in calls]) for worker, calls in taken] == [
         (lost.worker_id, [(b"token-1", "turn-1-model-1")])
     ]
+
+
+def test_a_round_reads_only_the_lapsed_leases(
+    db: Database, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fleet's live leases are not read at each round (that grows with the square of
+    the fleet): a watcher's rounds return none of the 50 live workers' rows."""
+    fleet = [lease(db) for _ in range(50)]
+    watcher = lease(db)
+    read: list[int] = []
+    real = store_leases.lapsed
+
+    def counted(*args: Any) -> Any:
+        found = real(*args)
+        read.append(len(found))
+        return found
+
+    monkeypatch.setattr(store_leases, "lapsed", counted)
+    assert watch([*fleet, watcher], clock, 3 * LEASE_S) == []
+    assert read and max(read) == 0
