@@ -85,7 +85,7 @@ def idle_round(connection: Connection, worker_id: str, lease_ms: int) -> list[Le
     rows = connection.execute(
         text(
             "WITH renewed AS (UPDATE worker_leases SET renewals = renewals + 1,"
-            f" renewed_at = {now} WHERE worker_id = :worker RETURNING worker_id)"
+            f" renewed_at = {now} WHERE worker_id = :worker RETURNING worker_id, renewals)"
             " SELECT worker_id, renewals, true AS own FROM renewed"
             " UNION ALL SELECT worker_id, renewals, false FROM worker_leases"
             f" WHERE renewed_at < {now} - :lease AND worker_id <> :worker"

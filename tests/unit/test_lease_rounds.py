@@ -5,10 +5,12 @@ lapsed leases."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from postgres_server import new_database
 from sqlalchemy.exc import OperationalError
 
 from duragent.activities import leases as leases_module
@@ -144,3 +146,18 @@ def test_a_round_reads_only_the_lapsed_leases(
     monkeypatch.setattr(store_leases, "lapsed", counted)
     assert watch([*fleet, watcher], clock, 3 * LEASE_S) == []
     assert read and max(read) == 0
+
+
+def test_an_idle_round_on_postgresql_renews_and_finds_the_lapsed(postgres_server: str) -> None:
+    """PostgreSQL's one-statement round (outside a transaction): it renews its own lease
+    and returns only the others' lapsed on the store's clock."""
+    db = Database(new_database(postgres_server))
+    live, gone = WorkerLease(db, None, 0.4), WorkerLease(db, None, 0.4)  # type: ignore[arg-type]
+    live.tick()
+    gone.tick()
+    assert live._idle_round(400) == []
+    deadline = time.monotonic() + 10
+    while (found := live._idle_round(400)) == [] and time.monotonic() < deadline:
+        time.sleep(0.05)  # the store's clock moves past the lease time
+    assert found == [(gone.worker_id, 0)]
+    assert gone._idle_round(400) is not None  # its own lease is still there: renewed
