@@ -2,6 +2,7 @@
 // deltas and tool output are left to the conversation; every other event is one line,
 // named by its type, in seq order.
 
+import { denialReason, denied } from "./conversation.js";
 import { clockTime, duration, el, shortId } from "./dom.js";
 import { pointWords } from "./guidance.js";
 import { t } from "./i18n.js";
@@ -9,62 +10,110 @@ import { t } from "./i18n.js";
 const MAX_ROWS = 1000;
 const QUIET = new Set(["message_update", "message_start", "message_end", "tool_execution_update"]);
 const LIMIT_NAMES = { turns: "turn", tokens: "token", cost: "cost", wall: "wall-time" };
-const PHASES = { turn: "working", retry: "retrying the model call", awaiting_budget: "waiting for a budget raise", awaiting_host: "waiting for its machine", awaiting_input: "waiting for your answer" };
+const PHASES = { turn: "working", retry: "retrying the model call", awaiting_budget: "waiting for a budget raise", awaiting_host: "waiting for its machine", awaiting_input: "waiting for your answer", awaiting_approval: "waiting for approval" };
 const ANSWERED = { answered: "answered", timeout: "not answered in time", withdrawn: "withdrawn" };
 const QUEUES = { steering: "A steering message", follow_up: "A follow-up", next_turn: "A queued input" };
+const RUN_ENDS = { completed: "completed", aborted: "stopped", error: "failed" };
+const DECISIONS = { approve: "approved", always: "approved (always)", deny: "denied", timeout: "not approved in time", withdrawn: "withdrawn" };
+
+// "1 turn", "2 turns": English says one or many, Chinese neither (its words carry no
+// number); each form is a catalogue entry of its own.
+function count(n, one, many) {
+  return t(n === 1 ? one : many, { n: n.toLocaleString() });
+}
 
 function tokens(usage) {
   if (!usage) return 0;
   return Object.values(usage).reduce((sum, n) => sum + (typeof n === "number" ? n : 0), 0);
 }
 
+function shownArgs(args) {
+  const shown = (args || {}).command ?? (args || {}).path ?? (args || {}).pattern ?? "";
+  return typeof shown === "string" ? shown : JSON.stringify(shown);
+}
+
 function describe(type, p) {
   switch (type) {
-    case "agent_start": return "Run started";
+    case "agent_start": return t("Run started");
     case "agent_end":
-      return `Run ${p.status} after ${p.turns} turn(s), ${tokens(p.usage)} tokens${p.error ? `: ${p.error}` : ""}`;
-    case "turn_start": return `Turn ${p.turn} started`;
-    case "turn_end": return `Turn ${p.turn} ended${p.stop_reason ? ` (${p.stop_reason})` : ""}`;
+      return t("Run {status} after {turns}, {tokens}", {
+        status: t(RUN_ENDS[p.status] || p.status),
+        turns: count(p.turns, "{n} turn", "{n} turns"),
+        tokens: count(tokens(p.usage), "{n} token", "{n} tokens"),
+      }) + (p.error ? `: ${p.error}` : "");
+    case "turn_start": return t("Turn {n} started", { n: p.turn });
+    case "turn_end":
+      return t("Turn {n} ended", { n: p.turn }) + (p.stop_reason ? ` (${p.stop_reason})` : "");
     case "save_point":
-      return `Save point after turn ${p.turn}: ${p.entries_committed} entries stored` +
-        (p.pending_writes_flushed ? `, ${p.pending_writes_flushed} pending writes` : "");
+      return t("Save point after turn {turn}: {entries}", {
+        turn: p.turn,
+        entries: count(p.entries_committed, "{n} entry stored", "{n} entries stored"),
+      }) + (p.pending_writes_flushed ? count(p.pending_writes_flushed, ", {n} pending write", ", {n} pending writes") : "");
     case "tool_execution_start": {
-      const shown = p.args.command ?? p.args.path ?? p.args.pattern ?? "";
-      return `Tool ${p.tool_name} started${shown ? `: ${typeof shown === "string" ? shown : JSON.stringify(shown)}` : ""}`;
+      const shown = shownArgs(p.args);
+      return shown ? t("Tool {name} started: {what}", { name: p.tool_name, what: shown }) : t("Tool {name} started", { name: p.tool_name });
     }
     case "tool_execution_end": {
+      if (denied(p.result)) {
+        const why = denialReason(p.result);
+        return t("Tool {name} denied, not run", { name: p.tool_name }) + (why ? `: ${why}` : "");
+      }
       const details = p.result.details || {};
       const how = details.cancelled ? "stopped" : details.interrupted ? "interrupted" : p.result.is_error ? "failed" : "done";
-      return `Tool ${p.tool_name} ${how} (${duration(p.duration_ms)})`;
+      return t(`Tool {name} ${how} ({time})`, { name: p.tool_name, time: duration(p.duration_ms) });
     }
-    case "question_asked": return `The agent asks: ${p.question}`;
+    case "approval_requested":
+      return t("Tool {name} waits for approval: {what}", { name: p.tool_name, what: p.args_preview });
+    case "approval_decided":
+      return t("Tool call {decision}", { decision: t(DECISIONS[p.decision] || p.decision) })
+        + (p.by ? t(" by {who}", { who: p.by }) : "") + (p.reason ? `: ${p.reason}` : "");
+    case "question_asked": return t("The agent asks: {question}", { question: p.question });
     case "question_answered":
-      return `Question ${ANSWERED[p.status] || p.status}${p.by ? ` by ${p.by}` : ""}${p.answer ? `: ${p.answer}` : ""}`;
+      return t("Question {status}", { status: t(ANSWERED[p.status] || p.status) })
+        + (p.by ? t(" by {who}", { who: p.by }) : "") + (p.answer ? `: ${p.answer}` : "");
     case "retry_scheduled":
-      return `Model call failed (${p.error}); retry ${p.attempt} in ${duration(p.delay_ms)}`;
-    case "phase_changed": return `Phase: ${PHASES[p.phase] || p.phase}`;
-    case "queue_consumed": return `${QUEUES[p.queue] || p.queue} reached the model (turn ${p.turn})`;
+      return t("Model call failed ({error}); retry {attempt} in {delay}", { error: p.error, attempt: p.attempt, delay: duration(p.delay_ms) });
+    case "phase_changed": return t("Phase: {phase}", { phase: t(PHASES[p.phase] || p.phase) });
+    case "queue_consumed":
+      return t("{what} reached the model (turn {turn})", { what: t(QUEUES[p.queue] || p.queue), turn: p.turn });
     case "run_aborted": {
       const cleared = p.cleared_steering.length + p.cleared_follow_ups.length;
-      return `Run stopped by the user in turn ${p.turn}${cleared ? `; ${cleared} queued message(s) dropped` : ""}`;
+      return t("Run stopped by the user in turn {turn}", { turn: p.turn })
+        + (cleared ? count(cleared, "; {n} queued message dropped", "; {n} queued messages dropped") : "");
     }
     case "runtime_guidance_injected": {
       const extra = [];
-      if (p.interrupted.length) extra.push(`${p.interrupted.length} running tool call(s) interrupted`);
-      if (p.skipped.length) extra.push(`${p.skipped.length} planned call(s) skipped`);
-      return `Guidance reached the model ${pointWords(p.point)} (turn ${p.turn})${extra.length ? `; ${extra.join(", ")}` : ""}`;
+      if (p.interrupted.length) extra.push(count(p.interrupted.length, "{n} running tool call interrupted", "{n} running tool calls interrupted"));
+      if (p.skipped.length) extra.push(count(p.skipped.length, "{n} planned call skipped", "{n} planned calls skipped"));
+      return t("Guidance reached the model {where} (turn {turn})", { where: pointWords(p.point), turn: p.turn })
+        + (extra.length ? `${t("; ")}${extra.join(t(", "))}` : "");
     }
     case "runtime_guidance_replan_before_tools":
-      return `Guidance arrived before the planned tools ran: ${p.skipped.length} call(s) not run, the model re-plans`;
-    case "compaction_start": return `Compaction started (${p.reason}, ${p.tokens_before} tokens)`;
-    case "compaction_end": return `Context compacted: ${p.tokens_before} tokens into a ${p.summary_chars}-character summary`;
-    case "branch_summary": return `Branch summarised (${p.summary_chars} characters)`;
+      return t("Guidance arrived before the planned tools ran: {calls}, the model re-plans", {
+        calls: count(p.skipped.length, "{n} call not run", "{n} calls not run"),
+      });
+    case "compaction_start":
+      return t("Compaction started ({reason}, {tokens})", { reason: p.reason, tokens: count(p.tokens_before, "{n} token", "{n} tokens") });
+    case "compaction_end":
+      return t("Context compacted: {tokens} into a summary of {chars}", {
+        tokens: count(p.tokens_before, "{n} token", "{n} tokens"),
+        chars: count(p.summary_chars, "{n} character", "{n} characters"),
+      });
+    case "branch_summary":
+      return t("Branch summarised ({chars})", { chars: count(p.summary_chars, "{n} character", "{n} characters") });
     case "continued_as_new":
-      return `Continued as new after turn ${p.turn} (history ${p.history_events} events, ${Math.round(p.history_bytes / 1024)} KB)`;
+      return t("Continued as new after turn {turn} (history {events}, {kb} KB)", {
+        turn: p.turn,
+        events: count(p.history_events, "{n} event", "{n} events"),
+        kb: Math.round(p.history_bytes / 1024),
+      });
     case "budget_reached":
-      return `The ${p.scope}'s ${LIMIT_NAMES[p.limit] || p.limit} limit is reached: the run ${p.stopped ? "stops" : "waits for a raise"}`;
-    case "budget_raised": return `The ${p.scope}'s budget was raised${p.by ? ` by ${p.by}` : ""}`;
-    case "subagent_started": return `Sub-agent ${p.name} started in a session of its own`;
+      return t(p.stopped ? "The {scope}'s {limit} limit is reached: the run stops" : "The {scope}'s {limit} limit is reached: the run waits for a raise", {
+        scope: t(p.scope), limit: t(LIMIT_NAMES[p.limit] || p.limit),
+      });
+    case "budget_raised":
+      return t("The {scope}'s budget was raised", { scope: t(p.scope) }) + (p.by ? t(" by {who}", { who: p.by }) : "");
+    case "subagent_started": return t("Sub-agent {name} started in a session of its own", { name: p.name });
     default: return "";
   }
 }
@@ -107,7 +156,14 @@ export class Activity {
   add(event) {
     if (QUIET.has(event.type)) return;
     this.empty.hidden = true;
-    const row = el("li", { dataset: { seq: String(event.seq), type: event.type }, class: `event ${event.type}` },
+    const callId = event.payload.tool_call_id;
+    // A denied call never started: its "started" row said what did not happen.
+    if (event.type === "tool_execution_end" && denied(event.payload.result)) {
+      for (const started of this.list.querySelectorAll("li.tool_execution_start")) {
+        if (started.dataset.callId === callId) started.remove();
+      }
+    }
+    const row = el("li", { dataset: { seq: String(event.seq), type: event.type, ...(callId ? { callId } : {}) }, class: `event ${event.type}` },
       el("time", {}, clockTime(event.created_at)),
       el("code", { class: "type" }, event.type),
       el("span", { class: "what" }, describe(event.type, event.payload)),

@@ -138,7 +138,7 @@ export class Composer {
     const item = await this.lookup(id);
     if (chip.state !== "leaving") return; // settled meanwhile (Stop said what happened)
     if (!item) this.settle([id], "cancelled", t("gone"));
-    else if (item.status === "cancelled") this.settle([id], "cancelled", t("withdrawn (edited or deleted)"));
+    else if (item.status === "cancelled") this.settle([id], "cancelled", chip.stopped ? t("cancelled by Stop") : t("withdrawn (edited or deleted)"));
     else if (item.kind === "guidance") {
       const point = this.points.get(id);
       this.settle([id], "consumed", point ? t("reached the agent {where}", { where: pointWords(point) }) : t("reached the agent"));
@@ -169,6 +169,8 @@ export class Composer {
       this.runsSeen.add(event.run_id);
       if (this.chips.delete(`run:${event.run_id}`)) this.render();
     }
+    // A stopped run cancels the input waiting for it (docs/SPEC.md): Stop, not the person.
+    if (event.type === "agent_end" && p.status === "aborted") for (const chip of this.chips.values()) chip.stopped = true;
     if (event.type === "runtime_guidance_injected") {
       for (const id of p.item_ids) this.points.set(id, p.point);
       this.settle(p.item_ids, "consumed", t("reached the agent {where}", { where: pointWords(p.point) }));

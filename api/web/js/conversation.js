@@ -14,16 +14,37 @@ const FOLD_LINES = 12;
 const FOLD_CHARS = 1500;
 const LIVE_OUTPUT_CHARS = 100000;
 
-export function toolState(result, { started, aborted }) {
+// How a call refused before it ran begins (domain/approvals.py): a person denied it, the
+// approval policy does, or no one approved it in time. It never ran: no failure.
+const DENIALS = ["The user denied this tool call", "The approval policy denies this call", "Not run: no one approved this call"];
+
+export function denied(result) {
+  if (!result || !(result.details || {}).not_active) return false;
+  const text = textOf(result.content);
+  return DENIALS.some((start) => text.startsWith(start));
+}
+
+// Why, in short: the person's reason, the policy's rule, or the approval's timeout.
+export function denialReason(result) {
+  const text = textOf(result.content);
+  if (text.startsWith(DENIALS[0])) return (text.split("Reason: ")[1] || "").trim();
+  if (text.startsWith(DENIALS[1])) return (text.match(/\((.*)\)/) || [])[1] || "";
+  return t("not approved in time");
+}
+
+// `byGuidance`: guidance says it interrupted the call. Guidance and Stop cancel a running
+// call alike (the same result), so that is what tells them apart: a call guidance stopped
+// keeps its state when the run is stopped later.
+export function toolState(result, { started, aborted, byGuidance = false }) {
   if (result) {
     const details = result.details || {};
     const text = textOf(result.content);
+    if (denied(result)) return "denied";
     if (details.runtime_guidance_replan || text.startsWith("Not run:")) return "skipped";
     if (details.interrupted) return "interrupted";
     if (text.startsWith("Aborted by the user")) return "aborted";
-    if (details.cancelled || text.startsWith("Stopped because the user sent guidance")) {
-      return aborted ? "aborted" : "interrupted";
-    }
+    if (byGuidance || text.startsWith("Stopped because the user sent guidance")) return "interrupted";
+    if (details.cancelled) return aborted ? "aborted" : "interrupted";
     return result.is_error ? "error" : "done";
   }
   if (aborted) return "aborted";
@@ -38,6 +59,7 @@ const STATE_LABELS = {
   interrupted: "interrupted",
   aborted: "aborted",
   skipped: "skipped for replan",
+  denied: "denied",
 };
 
 function argumentSummary(args) {
@@ -192,6 +214,9 @@ export class Conversation {
       case "run_aborted":
         this.markAborted(event.run_id);
         break;
+      case "runtime_guidance_injected":
+        for (const callId of this.guidance.onEvent(event)) this.updateCard(callId);
+        break;
       case "agent_end":
         this.clearRetry();
         if (p.status === "aborted") this.markAborted(p.run_id);
@@ -322,6 +347,10 @@ export class Conversation {
       if (this.list.children[index] !== node) this.list.insertBefore(node, this.list.children[index] || null);
     });
     while (this.list.children.length > wanted.length) this.list.lastElementChild.remove();
+    // A card moved or drawn anew lost its output's scroll: running ones show their tail again.
+    for (const [callId, tool] of this.tools) {
+      if (tool.started && !tool.result) this.followOutput(this.cards.get(callId));
+    }
     this.emptyNote.hidden = wanted.length > 0;
     if (atBottom) this.root.scrollTop = this.root.scrollHeight;
   }
@@ -415,11 +444,14 @@ export class Conversation {
     const call = card.call;
     const tool = this.tools.get(call.id);
     const aborted = this.abortedRuns.has(tool.runId);
-    const state = toolState(tool.result, { started: tool.started, aborted });
+    const state = toolState(tool.result, { started: tool.started, aborted, byGuidance: this.guidance.interrupted(call.id) });
     card.dataset.state = state;
-    const output = tool.result ? textOf(tool.result.content) : tool.output;
+    // A denied call never ran: its reason is a note, not output, and it took no time.
+    const refusal = state === "denied" ? textOf(tool.result.content) : "";
+    const output = refusal ? "" : tool.result ? textOf(tool.result.content) : tool.output;
     const ticking = state === "running" && tool.startedAt;
-    const time = tool.durationMs !== null ? duration(tool.durationMs)
+    const time = refusal ? ""
+      : tool.durationMs !== null ? duration(tool.durationMs)
       : ticking ? duration(Math.max(0, Date.now() - tool.startedAt)) : "";
     const head = el("div", { class: "tool-head" },
       el("span", { class: "tool-name" }, call.name),
@@ -439,6 +471,7 @@ export class Conversation {
       head.querySelector(".tool-state").textContent = t("awaiting your answer");
       parts.push(question);
     }
+    if (refusal) parts.push(el("div", { class: "note tool-denied" }, refusal));
     const child = this.subagents.link(call.id, tool.result);
     if (child) parts.push(child);
     if (call.arguments && Object.keys(call.arguments).length) {
@@ -446,10 +479,12 @@ export class Conversation {
         el("pre", {}, JSON.stringify(call.arguments, null, 2))));
     }
     if (output) {
-      const lines = output.split("\n");
+      const lines = output.replace(/\n$/, "").split("\n"); // a last line's newline starts none
       const long = lines.length > FOLD_LINES || output.length > FOLD_CHARS;
       const lineCount = LANG === "zh" ? `${lines.length} 行` : `${lines.length} line${lines.length === 1 ? "" : "s"}`;
       const wasOpen = card.querySelector(".tool-output.open");
+      // Whole output open and scrolled up by the reader: it stays where they read.
+      card.readFrom = wasOpen && wasOpen.scrollHeight - wasOpen.scrollTop - wasOpen.clientHeight > 20 ? wasOpen.scrollTop : null;
       const pre = el("pre", { class: `tool-output${long && !wasOpen ? " folded" : ""}${wasOpen ? " open" : ""}` }, output);
       parts.push(pre);
       if (long) {
@@ -462,8 +497,15 @@ export class Conversation {
           },
         }, wasOpen ? t("Fold output") : t("Show all output ({lines}, {chars} characters)", { lines: lineCount, chars: output.length })));
       }
-      if (state === "running") pre.scrollTop = pre.scrollHeight;
     }
     card.replaceChildren(...parts);
+    if (state === "running") this.followOutput(card);
+  }
+
+  // A running call's output shows its newest lines (what a person watches), folded or not;
+  // "Show all output" opens the whole of it. Scrolling works only on a shown element.
+  followOutput(card) {
+    const pre = card && card.isConnected && card.querySelector(".tool-output");
+    if (pre) pre.scrollTop = card.readFrom ?? pre.scrollHeight;
   }
 }

@@ -32,6 +32,21 @@ export class GuidanceTrace {
     this.describeCall = describeCall;
     this.marks = new Map(); // entry id -> mark (with its element once drawn)
     this.byCall = new Map(); // tool call id -> the mark of the guidance that stopped it
+    this.stopped = new Set(); // tool call ids guidance interrupted (its event says so first)
+  }
+
+  // runtime_guidance_injected names the calls it interrupted as the model receives it,
+  // before the marks are read: a call stopped for guidance stays "interrupted" even if
+  // the run is stopped later (Stop and guidance cancel a call alike).
+  onEvent(event) {
+    if (event.type !== "runtime_guidance_injected") return [];
+    const ids = event.payload.interrupted || [];
+    for (const id of ids) this.stopped.add(id);
+    return ids;
+  }
+
+  interrupted(callId) {
+    return this.stopped.has(callId);
   }
 
   // The store's marks; returns whether any is new or changed.
@@ -43,6 +58,7 @@ export class GuidanceTrace {
       this.marks.set(mark.entry_id, { ...mark });
       for (const call of mark.calls) {
         if (call.outcome !== "finished") this.byCall.set(call.tool_call_id, mark.entry_id);
+        if (call.outcome === "interrupted") this.stopped.add(call.tool_call_id);
       }
       changed = true;
     }

@@ -193,12 +193,9 @@ export class SessionView {
     if (event.type === "agent_end") this.loadStatus(); // a name the run stored, say
     if (REFRESH_ON.has(event.type)) this.refresh();
     if (event.type === "compaction_end") this.loadMarks();
-    // Guidance is stored with its turn, at the save point after the event that took it.
-    if (event.type.startsWith("runtime_guidance_")) this.guidanceToShow = true;
-    if (this.guidanceToShow && (event.type === "save_point" || event.type === "agent_end")) {
-      this.guidanceToShow = event.type !== "agent_end";
-      this.loadGuidance();
-    }
+    // The save point that gives the model guidance stores it and writes this event in one
+    // transaction: the trace is there to read as the model receives it.
+    if (event.type === "runtime_guidance_injected") this.loadGuidance();
     if (STRUCTURE_ON.has(event.type)) this.loadTree();
     // A run may be a schedule's firing: its "last fired" changes (read only when shown).
     if (event.type === "agent_start") this.schedules.refresh();
@@ -340,10 +337,9 @@ export class SessionView {
 
   async stop() {
     this.header.stopButton.textContent = t("Stopping…");
-    await this.attempt(async () => {
-      const result = await this.call("/stop", { method: "POST" });
-      this.composer.settle(result.cancelled_inputs, "cancelled", t("cancelled by Stop"));
-    });
+    // The chips it cancels say so once their items leave the queue (composer.js): the
+    // answer names what it cancelled by text only.
+    await this.attempt(async () => this.call("/stop", { method: "POST" }));
     this.header.stopButton.textContent = t("Stop");
     await this.refresh();
   }
