@@ -12,6 +12,8 @@ a second one, shows the same.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -74,6 +76,19 @@ ChipNote { height: 1; }
 """
 
 
+TERMINAL_CHECK_S = 1.0
+"""How often the chat checks that its terminal is still there."""
+
+
+def terminal_gone() -> bool:
+    """Whether the terminal on standard output was closed (its device is gone)."""
+    out = sys.__stdout__
+    try:
+        return out is None or not os.path.exists(os.ttyname(out.fileno()))
+    except (OSError, ValueError):
+        return True
+
+
 @dataclass(frozen=True)
 class Left:
     """How the chat ended: the session it was in, and whether a run was open then."""
@@ -134,6 +149,14 @@ class ChatApp(App[Left]):
         self.box.focus()
         self.watch(self.screen, "focused", self._focus_changed)
         self.run_worker(self._load_name(), exit_on_error=False)
+        if not self.is_headless:
+            self.set_interval(TERMINAL_CHECK_S, self._leave_if_terminal_gone)
+
+    def _leave_if_terminal_gone(self) -> None:
+        # A closed window or a dropped SSH connection deletes the pseudo-terminal: reads
+        # then fail at once, and the app would spin with nobody to draw for.
+        if terminal_gone():
+            self.leave()
 
     async def _load_name(self) -> None:
         try:

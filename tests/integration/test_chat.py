@@ -39,7 +39,8 @@ from duragent.client.chat.views import (
     ToolView,
 )
 
-SNAPSHOTS = Path(__file__).resolve().parents[1] / "fixtures" / "chat"
+SNAPSHOTS = Path(__file__).resolve().parents[1] / "screenshots" / "chat"
+"""Where the screen snapshots go, for a reviewer to look at (git ignores the folder)."""
 
 TOOL_THEN_TEXT: dict[str, Any] = calls_then_text(
     [bash_call(f"echo line-one; echo line-two; {UNTIL_GO}; echo after-go", "call_work")],
@@ -221,7 +222,7 @@ def screen_text(app: ChatApp) -> str:
 @pytest.mark.script(LONG_TOOL)
 async def test_the_screen_at_80x24(stack: Stack) -> None:
     """A run at work, its tool's output, a queued message: saved as SVG and text
-    (tests/fixtures/chat/) and checked to fit 80 columns with every part on screen."""
+    (tests/screenshots/chat/) and checked to fit 80 columns with every part on screen."""
     session = await stack.client.sessions.create(name="snapshot")
     app = ChatApp(Link(stack.client), session.id)
     async with stack.worker(), app.run_test(size=(80, 24)) as pilot:
@@ -442,3 +443,22 @@ async def test_without_a_terminal_it_prints_runs_plain_lines(stack: Stack) -> No
     assert "you say hello" in text and "plain-output" in text, text
     assert "assistant Plain." in text and "run completed after 2 turn(s)" in text, text
     assert "Using the worker" in err.decode()
+
+
+async def test_a_closed_terminal_ends_the_chat_not_the_session(stack: Stack) -> None:
+    """The terminal goes (a window closed, an SSH connection dropped): the chat ends
+    within seconds instead of running on with nobody to draw for."""
+    session = await stack.client.sessions.create(name="closed")
+    env = {**stack.env(), "TERM": "xterm-256color"}
+    terminal = Terminal(["chat", session.id], env)
+    worker = stack.settings.home.resolve() / "background" / "worker.pid"
+    try:
+        await terminal.until("Message the agent")
+        os.close(terminal.leader)  # hang up: the terminal is gone
+        terminal.leader = os.open(os.devnull, os.O_RDONLY)  # for close()
+        await asyncio.to_thread(terminal.process.wait, 15)
+        assert terminal.process.returncode is not None
+    finally:
+        terminal.close()
+        if worker.exists():
+            os.killpg(int(worker.read_text()), signal.SIGKILL)
