@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from duragent.client.api import DuragentClient
 
 _NO_DEPS = type(None)
+_F = TypeVar("_F", bound=Callable[..., Any])
 OutputT = TypeVar("OutputT", default=str)
 DepsT = TypeVar("DepsT", default=None)
 
@@ -141,9 +142,10 @@ class Agent(Generic[DepsT, OutputT]):
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, model={self.model!r})"
 
-    def tool(self, function: Callable[..., Any]) -> Callable[..., Any]:
-        """Add a function to the agent's tools: `@agent.tool` (before the agent is served)."""
-        if "plugin" in self.__dict__:
+    def tool(self, function: _F) -> _F:
+        """Add a function to the agent's tools: `@agent.tool` (before the agent is served);
+        the function itself is returned, its signature kept."""
+        if "plugin" in self.__dict__ or "_own_tools" in self.__dict__:
             raise RuntimeError(f"agent {self.name!r} is served already: add tools before")
         function_tool(function)  # refused now, with its reason, rather than when served
         self._tools.append(function)
