@@ -353,6 +353,8 @@ class Run:
                 run_id=run_id,
                 kind="queued",
                 options=self.state.input.options,
+                # The input that waited is the same session's: its tools get this run's.
+                deps=self.state.input.deps,
             ),
             memo={"kind": "run", "run_id": run_id},
             search_attributes=session_attributes(session_id, "run", run_id),

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from mcp_support import stdio_server
 from pydantic import BaseModel
-from support import IN_PROCESS_MODEL, ApiServer, Stack
+from support import IN_PROCESS_MODEL, ApiServer, Stack, eventually, run_finished
 from wire import offered_tools, tool_results, user_texts
 
 import duragent
 from duragent.client.agent import Agent, AgentRunFailed
-from duragent.client.api import DuragentClient
+from duragent.client.api import DuragentClient, RunHandle
 from duragent.domain.agents import output_reminder
 
 pytestmark = IN_PROCESS_MODEL  # nothing here is about a provider's wire
@@ -233,3 +233,29 @@ async def test_an_agents_mcp_server_is_served_and_offered_to_its_sessions_alone(
         name.startswith("one__")
         for name in offered_tools(stack.model.requests_for(plain.id)[0].body)
     )
+
+
+@pytest.mark.script(
+    {
+        "conversations": {
+            "*": [
+                {"wait_for": "go", "reply": [{"text": "First answer."}]},
+                call("temperature", city="Bergen"),
+                {"reply": [{"text": "Bergen is cold."}]},
+            ]
+        }
+    }
+)
+async def test_input_queued_while_busy_runs_with_the_same_deps(stack: Stack) -> None:
+    agent: Agent[Units, str] = Agent("thermo", tools=[temperature], deps_type=Units)
+    async with stack.worker(plugins=[agent]), agent.session(client=stack.client) as session:
+        handle = await session.start("Oslo?", deps=Units(scale="C", station="Blindern"))
+        await eventually(lambda: len(stack.model.requests_for(session.id)) == 1)
+        queued = await stack.client.inputs.send(session.id, "And Bergen?")
+        assert not isinstance(queued, RunHandle)  # busy: it waits for the next run
+        stack.model.release("go")
+        assert (await session.result(handle)).output == "First answer."
+        await eventually(lambda: len(stack.model.requests_for(session.id)) == 3)
+        await eventually(lambda: run_finished(stack, session.id))
+    third = stack.model.requests_for(session.id)[2].body
+    assert "Bergen: 4.5 degrees C at station Blindern" in tool_results(third)[-1].text
