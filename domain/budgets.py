@@ -309,3 +309,20 @@ class SessionSpendInput(BaseModel):
     session_id: str
     run_id: str
     """The asking run: its own spending the workflow counts itself."""
+
+
+def budget_lines(view: BudgetView) -> list[str]:
+    """The budgets and spending as lines for people (`duragent budget`, `status`, the
+    chat's `/budget`)."""
+    lines = []
+    if view.run_budget is not None or view.run_spent is not None:
+        run = view.run_budget.describe() if view.run_budget else "no budget"
+        lines.append(f"run budget: {run}")
+        if view.run_spent is not None:
+            lines.append(f"  run spent: {view.run_spent.describe()}")
+    session = view.session_budget.describe() if view.session_budget else "none"
+    lines.append(f"session budget: {session}")
+    if view.session_spent is not None:
+        lines.append(f"  session spent: {view.session_spent.describe()}")
+    lines += [f"  waiting: {item.text}" for item in view.waiting]
+    return lines

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duragent.client.chat.keys import APPROVAL_KEYS, CHIP_KEYS, COMPOSER_KEYS, QUESTION_KEYS
-from duragent.domain.budgets import Budget
+from duragent.domain.budgets import Budget, budget_lines
 from duragent.domain.cost import rate_text
 from duragent.domain.entries import (
     CompactionEntry,
@@ -207,18 +207,7 @@ async def _budget(app: ChatApp, args: list[str]) -> None:
                 except ValueError as err:
                     raise SlashError(f"{name} takes a number (got {value!r})") from err
             await app.link.set_budget(app.session_id, fields)
-    view = await app.link.budget(app.session_id)
-    lines = []
-    if view.run_budget is not None or view.run_spent is not None:
-        lines.append(f"run budget: {view.run_budget.describe() if view.run_budget else 'none'}")
-        if view.run_spent is not None:
-            lines.append(f"  run spent: {view.run_spent.describe()}")
-    session = view.session_budget.describe() if view.session_budget else "none"
-    lines.append(f"session budget: {session}")
-    if view.session_spent is not None:
-        lines.append(f"  session spent: {view.session_spent.describe()}")
-    lines += [f"  waiting: {item.text}" for item in view.waiting]
-    app.say("\n".join(lines))
+    app.say("\n".join(budget_lines(await app.link.budget(app.session_id))))
 
 
 async def _export(app: ChatApp, args: list[str]) -> None:

@@ -12,7 +12,7 @@ from duragent.client.cli import command
 from duragent.client.cli.command import SessionArg, fail, require_session, store_client
 from duragent.client.cli.views import announce, say
 from duragent.client.services import local_services
-from duragent.domain.budgets import Budget, BudgetView, Scope
+from duragent.domain.budgets import Budget, Scope, budget_lines
 from duragent.settings import Settings
 
 # No `min=` here: a limit of 0 is refused by `check_limits`, on one line that says how to
@@ -141,19 +141,3 @@ def budget_of(
         )
     except ValueError as error:
         fail(f"budget: {error}")
-
-
-def budget_lines(view: BudgetView) -> list[str]:
-    """The budgets and spending of `duragent budget` and `duragent status`."""
-    lines = []
-    if view.run_budget is not None or view.run_spent is not None:
-        run = view.run_budget.describe() if view.run_budget else "no budget"
-        lines.append(f"run budget: {run}")
-        if view.run_spent is not None:
-            lines.append(f"  run spent: {view.run_spent.describe()}")
-    session = view.session_budget.describe() if view.session_budget else "none"
-    lines.append(f"session budget: {session}")
-    if view.session_spent is not None:
-        lines.append(f"  session spent: {view.session_spent.describe()}")
-    lines += [f"  waiting: {item.text}" for item in view.waiting]
-    return lines

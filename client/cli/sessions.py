@@ -11,7 +11,6 @@ from rich.text import Text
 
 from duragent.client.api import DuragentClient
 from duragent.client.cli import command
-from duragent.client.cli.budgets import budget_lines
 from duragent.client.cli.command import (
     SessionArg,
     client_errors,
@@ -37,6 +36,7 @@ from duragent.client.cli.views import (
 )
 from duragent.client.services import ensure_temporal
 from duragent.client.tables import Column, print_table
+from duragent.domain.budgets import budget_lines
 from duragent.settings import Settings
 
 
