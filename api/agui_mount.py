@@ -8,6 +8,7 @@ from importlib.util import find_spec
 from fastapi import APIRouter, FastAPI, HTTPException
 
 from duragent.client.api import DuragentClient
+from duragent.domain.extras import install_hint
 
 AGUI_PATH = "/api/agui"
 AGUI_WATCH_PATH = "/api/sessions/{session_id}/agui"
@@ -19,8 +20,9 @@ AGUI_TOO_LARGE = (
     f"({MAX_AGUI_BYTES // (1024 * 1024)} MiB)"
 )
 NOT_INSTALLED = (
-    "the AG-UI endpoint needs the `agui` extra: pip install 'duragent[agui]' "
-    "(the package ag-ui-protocol), then restart the API"
+    "the AG-UI endpoint needs the `agui` extra: "
+    + install_hint("agui", "ag-ui-protocol")
+    + "; then restart the API"
 )
 
 

@@ -26,6 +26,7 @@ from duragent.activities.models.seam import (
     ModelRequest,
     SummaryRequest,
 )
+from duragent.domain.extras import install_hint
 from duragent.domain.messages import AssistantMessage, Usage
 from duragent.domain.models import OFFLINE_KEY, Api, Endpoint, Provider, UnknownModel
 
@@ -178,5 +179,5 @@ def _check_package(provider: str) -> None:
     if not found:
         raise MissingProviderPackage(
             f"the {provider} provider needs the {package} package: "
-            f"pip install 'duragent[{provider}]'"
+            + install_hint(provider, package)
         )

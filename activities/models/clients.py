@@ -21,6 +21,7 @@ from duragent.activities.models.seam import (
     ModelRequest,
     SummaryRequest,
 )
+from duragent.domain.extras import install_hint
 from duragent.domain.messages import Usage
 from duragent.domain.models import (
     PROVIDERS,
@@ -162,7 +163,7 @@ def make_client(provider: Provider, where: Endpoint, options: ClientOptions) -> 
         extra = _EXTRAS.get(provider.api, provider.name)
         raise MissingProviderPackage(
             f"the {provider.name} provider needs the {exc.name} package: "
-            f"pip install 'duragent[{extra}]'"
+            + install_hint(extra, exc.name or extra)
         ) from None
     client: ModelClient = module.make(provider, where, options)
     return client

@@ -437,5 +437,5 @@ def test_vertex_without_its_extra_says_what_to_install(monkeypatch: pytest.Monke
     if installed:
         pytest.skip("google-auth is installed here")
     monkeypatch.setenv("CLOUD_ML_REGION", "us-east5")
-    with pytest.raises(MissingProviderPackage, match=r"pip install 'duragent\[vertex\]'"):
+    with pytest.raises(MissingProviderPackage, match=r"pip install -e '\.\[vertex\]'"):
         make(PROVIDERS["vertex"], Endpoint(None, None), ClientOptions())
