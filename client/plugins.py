@@ -89,12 +89,20 @@ class Plugins:
         """Each tool once (an agent's may be another's or a plugin's too), and whether it
         is active in sessions that do not name their tools."""
         found: dict[str, tuple[bool, Tool[Any]]] = {}
+
+        def add(tool: Tool[Any], active: bool, where: str) -> None:
+            seen = found.get(tool.name)
+            if seen is None:
+                found[tool.name] = (active, tool)
+            elif not _same_tool(seen[1], tool):
+                raise PluginError(f"{where}: tool {tool.name!r} is defined twice")
+
         for plugin in self.items:
             for tool in _tools_of(plugin):
-                found.setdefault(tool.name, (plugin.tools_active, tool))
+                add(tool, plugin.tools_active, f"plugin {plugin.name!r}")
             for agent in plugin.agents:
                 for tool in agent.own_tools():
-                    found.setdefault(tool.name, (False, tool))
+                    add(tool, False, f"agent {agent.name!r}")
         return list(found.values())
 
     def tools(self) -> list[Tool[Any]]:
@@ -175,6 +183,15 @@ def _hook_path(hooks: type[WorkflowHooks] | str) -> str:
     if isinstance(hooks, str):
         return hooks
     return f"{hooks.__module__}:{hooks.__qualname__}"
+
+
+def _same_tool(one: Tool[Any], other: Tool[Any]) -> bool:
+    """The same tool given twice (one object, or one function made a tool twice)."""
+    if one is other:
+        return True
+    if isinstance(one, FunctionTool) and isinstance(other, FunctionTool):
+        return type(one).function is type(other).function
+    return False
 
 
 def _tools_of(plugin: Plugin) -> list[Tool[Any]]:
