@@ -631,8 +631,9 @@ async def agent_env(
     history in the folder), a SQLite store and the sessions' workspaces in a temporary
     folder (or `home`), and a worker in this process serving `agents` (or plugins), whose
     every model call `model` answers (`FunctionModel`, `scripted_model`). Nothing reaches
-    a network or needs a key, and nothing of the environment's `DURAGENT_*` or
-    `TEMPORAL_*` settings is used. Yields the client to run them with::
+    a network or needs a key. Where it runs is its own (home, store, Temporal, namespace,
+    task queue, no plugins); other `DURAGENT_*` settings of the environment (the default
+    model, the tool sandbox...) still apply. Yields the client to run them with::
 
         async with testing.agent_env(agent, model=testing.FunctionModel(reply)) as client:
             result = await agent.run("...", deps=deps, client=client)
