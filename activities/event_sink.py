@@ -107,6 +107,10 @@ class EventSink:
         stage: Staged | None,
         also: Callable[[Tx], None] | None = None,
     ) -> AgentMessage | None:
+        if stage is None and also is None:  # one statement on PostgreSQL: no transaction
+            with self._db.one_statement() as db:
+                events.append_events(db, self._session_id, self._run_id, batch)
+            return None
         staged = None
         with self._db.statements() as db:
             if stage is not None:

@@ -142,6 +142,9 @@ async def main() -> None:
     parser.add_argument("--idle", type=float, default=20, help="idle seconds (default 20)")
     parser.add_argument("--runs", type=int, default=5, help="one-reply prompts (default 5)")
     parser.add_argument("--tools", type=int, default=4, help="tool calls (default 4)")
+    parser.add_argument(
+        "--stream", type=float, default=4, help="seconds of a streamed reply (default 4)"
+    )
     args = parser.parse_args()
     for provider in PROVIDERS.values():  # nothing goes to a real API
         for variable in (provider.key_env, provider.base_url_env):
@@ -220,9 +223,38 @@ async def main() -> None:
                 run_base = per_run - model_call
                 tool_call = (together_n - run_base - 2 * model_call) / t
                 report(f"a run of {t} tool calls in one reply", together, t, "tool call")
+                one_call = {
+                    q: (serial.get(q, 0) - together.get(q, 0)) / (t - 1)
+                    for q in set(serial) | set(together)
+                }
+                print(f"\na model call, statement by statement ({model_call:.1f}):")
+                for query, calls in sorted(one_call.items(), key=lambda item: -item[1]):
+                    if abs(calls) >= 0.05:
+                        print(f"  {calls:8.2f}  {query[:150]}")
+
+                # The issue's own measure: a run of seven model calls, all in, per call.
+                seven = await one_run(tool_script(6, together=False))
+                seven_per_call = report("a run of seven model calls", seven, 7, "model call")
+
+                # Streaming: deltas reach readers through the store, one write a flush.
+                stream_s = args.stream
+                chunks = 40  # the offline model streams 20 characters a delta
+                words = [{"text": "word " * (4 * chunks)}]
+                streamed = await one_run(
+                    [{"reply": words, "chunk_delay_ms": int(stream_s * 1000 / chunks)}]
+                )
+                plain = await one_run([{"reply": words}])
+                stream_rate = (sum(streamed.values()) - sum(plain.values())) / stream_s
+                print(
+                    f"\na reply streamed over {stream_s:.0f} s: {sum(streamed.values())}"
+                    f" statements, {sum(plain.values())} unstreamed:"
+                    f" {stream_rate:.1f} a streamed second"
+                )
                 print(
                     f"\nper one-reply run: {per_run:.1f}; per model call: {model_call:.1f};"
-                    f" per tool call: {tool_call:.1f}; a run's own: {run_base:.1f}"
+                    f" per tool call: {tool_call:.1f}; a run's own: {run_base:.1f};"
+                    f" per model call of a seven-call run, all in: {seven_per_call:.1f};"
+                    f" a streamed second: {stream_rate:.1f}"
                 )
                 db.dispose()
             finally:

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from duragent.store import paging
 from duragent.store.clock import now_ms
 from duragent.store.cursor_order import take_numbers
+from duragent.store.errors import SessionNotFound
 from duragent.store.paging import PAGE_BYTES, json_size
 from duragent.store.records import StoredEvent
-from duragent.store.statements import Tx
+from duragent.store.statements import Tx, dialect_of, execute
 from duragent.store.tables import RunEventRow, table_of
 from duragent.store.upsert import insert_ignore
 
@@ -46,10 +48,55 @@ def append_events(
     """
     if not events:
         return
-    first = take_numbers(db, session_id, "events", len(events))
     now = now_ms()
+    if dialect_of(db) == "postgresql":
+        _append_in_one_statement(db, session_id, run_id, events, now)
+        return
+    first = take_numbers(db, session_id, "events", len(events))
     rows = [_row(session_id, run_id, seq, item, now) for seq, item in enumerate(events, first)]
     insert_ignore(db, table_of(RunEventRow), rows, conflict=["session_id", "key"])
+
+
+# PostgreSQL numbers and inserts a batch in one statement (the counter's row lock is held
+# to the statement's end, or the transaction's: `store.cursor_order`'s commit order holds):
+# a streamed reply flushes its deltas many times a second, and each statement saved there
+# is one the shared store does not run per flush.
+_APPEND_PG = text(
+    """
+    WITH numbered AS (
+        UPDATE sessions SET last_event_seq = last_event_seq + CAST(:count AS bigint)
+        WHERE id = CAST(:sid AS varchar)
+        RETURNING last_event_seq - CAST(:count AS bigint) AS base
+    ), inserted AS (
+        INSERT INTO run_events
+            (session_id, seq, run_id, type, payload_bytes, payload, key, created_at)
+        SELECT CAST(:sid AS varchar), numbered.base + r.i, CAST(:run_id AS varchar), r.type,
+            r.payload_bytes, r.payload, r.key, CAST(:now AS bigint)
+        FROM numbered, jsonb_to_recordset(CAST(:rows AS jsonb))
+            AS r(i bigint, type text, payload_bytes integer, payload jsonb, key text)
+        ON CONFLICT (session_id, key) DO NOTHING
+    )
+    SELECT base FROM numbered
+    """
+)
+
+
+def _append_in_one_statement(
+    db: Tx, session_id: str, run_id: str | None, events: Sequence[BaseModel | KeyedEvent], now: int
+) -> None:
+    rows = []
+    for i, item in enumerate(events, 1):
+        row = _row(session_id, run_id, i, item, now)
+        rows.append({k: row[k] for k in ("type", "payload_bytes", "payload", "key")} | {"i": i})
+    params = {
+        "count": len(rows),
+        "sid": session_id,
+        "run_id": run_id,
+        "now": now,
+        "rows": json.dumps(rows, separators=(",", ":")),
+    }
+    if execute(db, _APPEND_PG, params).first() is None:
+        raise SessionNotFound(session_id)
 
 
 def _row(

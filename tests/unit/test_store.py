@@ -31,6 +31,7 @@ from duragent.store import display, entries, events, sessions
 from duragent.store.append import append_below
 from duragent.store.db import Database, alembic_config
 from duragent.store.entries import EntryCache
+from duragent.store.errors import SessionNotFound
 from duragent.store.events import KeyedEvent
 from duragent.store.tables import Base
 
@@ -93,6 +94,14 @@ def test_keyed_events_are_stored_once_and_read_from_a_cursor(db: Database) -> No
             2,
             2,
         ]
+
+
+@BOTH_STORES
+def test_an_event_for_a_session_not_stored_is_refused_and_stores_nothing(db: Database) -> None:
+    with pytest.raises(SessionNotFound), db.one_statement() as tx:
+        events.append_events(tx, "gone", "r", [TurnStart(turn=1)])
+    with db.transaction() as tx:
+        assert events.read_events(tx, "gone") == []
 
 
 @BOTH_STORES
