@@ -5,6 +5,7 @@
 |---|---|
 | `DURAGENT_HOME` | `./.duragent` (state: database, dev server, workspaces) |
 | `DURAGENT_DATABASE_URL` | `sqlite:///$DURAGENT_HOME/duragent.db` |
+| `DURAGENT_DATABASE_LISTEN_URL` | the store's; behind a pooler, PostgreSQL's own (cancel hints) |
 | `TEMPORAL_ADDRESS` | this home's own dev server: `127.0.0.1:7233`, or the port its record names |
 | `TEMPORAL_NAMESPACE` | `default` |
 | `DURAGENT_TASK_QUEUE` | `duragent` |
@@ -125,6 +126,10 @@ class Settings(BaseSettings):
     home: Path = Path(".duragent")
     database_url: str = ""
     """Empty: `sqlite:///$DURAGENT_HOME/duragent.db`."""
+    database_listen_url: str | None = None
+    """PostgreSQL: where each worker's one connection listens for cancel hints
+    (`activities.cancel_hints`); None: `database_url`. A pooler in transaction mode
+    (PgBouncer) drops `LISTEN`, so behind one this is the server's direct address."""
     temporal_address: str = _env("TEMPORAL_ADDRESS", "127.0.0.1:7233")
     """Unset: this home's own dev server (`home_dev_server`), at 7233 unless its record
     (beside its database file) names the port it took when 7233 was another's."""
@@ -311,6 +316,17 @@ class Settings(BaseSettings):
             make_url(url)
         except ArgumentError as err:
             raise ValueError(f"not a SQLAlchemy database URL ({err})") from None
+        return url
+
+    @field_validator("database_listen_url")
+    @classmethod
+    def _check_database_listen_url(cls, url: str | None) -> str | None:
+        try:
+            backend = make_url(url).get_backend_name() if url else "postgresql"
+        except (ArgumentError, ValueError) as err:
+            raise ValueError(f"not a PostgreSQL URL ({err})") from None
+        if backend != "postgresql":
+            raise ValueError(f"not a PostgreSQL URL (its backend is {backend!r})")
         return url
 
     @field_validator("api_tokens", mode="before")

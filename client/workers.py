@@ -23,7 +23,7 @@ from temporalio.worker import Interceptor, Worker
 
 from duragent.activities.bookkeeping import Bookkeeping
 from duragent.activities.budgets import BudgetReads
-from duragent.activities.cancel_hints import CancelHints
+from duragent.activities.cancel_hints import CancelHints, channel_for
 from duragent.activities.extensions import Extension, Extensions
 from duragent.activities.guidance_watch import GuidanceWatch
 from duragent.activities.heartbeat import PACE
@@ -201,8 +201,9 @@ def build_worker(
     # reply to a heartbeat, so it bounds abort latency (about the throttle plus 5 ms).
     throttle = timedelta(milliseconds=settings.heartbeat_throttle_ms)
     PACE.configure(floor=throttle.total_seconds())
-    # The nudge from the process whose workflow task cancels a call to the one running it.
-    hints = CancelHints(db)
+    # The nudge from the process whose workflow task cancels a call to the one running it
+    # (PostgreSQL's NOTIFY to one listening connection per worker, SQLite's table).
+    hints = channel_for(db, settings.database_listen_url)
     # A lost worker's calls move on once its lease lapses, not its heartbeat timeout.
     lease = (
         WorkerLease(db, client, settings.worker_lease_s, settings.task_queue)

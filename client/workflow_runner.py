@@ -4,9 +4,9 @@ Cancel hints. Activities heartbeat only as often as their liveness needs
 (`activities.heartbeat`), so a cancellation would wait seconds for the next heartbeat's
 reply. The runner reads each workflow task's commands as they leave, and an activity's
 cancel request (an abort, a guidance interrupt) hints the call: in this process at once,
-and in every other worker process through the store (`activities.cancel_hints`), so
-that wherever it runs it heartbeats now, and again within milliseconds until the reply
-carries the cancellation.
+and in every other worker process through the store's server (PostgreSQL's `NOTIFY`,
+SQLite's table: `activities.cancel_hints`), so that wherever it runs it heartbeats now,
+and again within milliseconds until the reply carries the cancellation.
 
 Serialization and external-store contexts asked once per command between two
 activations (see `get_serialization_context`), not once per payload list and pass; and
@@ -177,7 +177,7 @@ class _HintingInstance(WorkflowInstance):
 
     def _hint(self, key: CallKey) -> None:
         """At once if the call runs in this process; else to the others (where it runs,
-        or it ended: then the hint is read and ignored), which read the store."""
+        or it ended: then the hint is ignored), through the store's server."""
         if not self._pace.hint_cancel(key) and self._hints is not None:
             self._hints.publish(key)
 

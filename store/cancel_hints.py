@@ -1,5 +1,6 @@
 """Cancel hints: rows that tell every worker process "this call's cancellation is on its
 way; if it runs here, heartbeat now" (`activities.cancel_hints` writes and reads them).
+SQLite's only: on PostgreSQL hints go by `NOTIFY`, and this table stays empty.
 
 The hot read is one indexed range scan on the primary key (`seq > last`), built once.
 """
