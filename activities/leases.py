@@ -4,7 +4,8 @@ Temporal notices a dead worker's call only when its heartbeat timeout runs out, 
 short timeout takes live calls for lost when an overloaded worker's heartbeats lag. So
 each worker process also keeps a lease in the store, renewed every `renew_s` (the lease
 time's half, at most `RENEW_S`) from a thread of its own (a busy event loop does not stop
-it), and records each model or tool call it runs with its task token (`LeaseInterceptor`).
+it), and records each model or tool call it runs with its task token (`LeaseInterceptor`)
+before the call does anything.
 
 A lease is its own row, renewed on the store's clock (one clock for every machine). The
 same round that renews it asks for the leases not renewed for `lease_s`: an indexed read
@@ -16,10 +17,15 @@ lapsed lease (a compare-and-delete: one wins) fails each of its calls through Te
 (a retryable `WorkerLost` error), so the retry policy starts the next attempt at once,
 wherever a worker polls. A lost worker's calls move on between `lease_s - renew_s` and
 `lease_s + renew_s` after its death (about `lease_s` on average; sooner the more
-watchers). A call the lost worker began but had not yet recorded (its last rounds did
-not commit: a store held up, a call begun just before the kill) is found in Temporal
-instead: the open runs' calls started by that worker's identity and still running are
-failed the same way.
+watchers).
+
+Every call is recorded before it runs (one insert on the worker's store pool; its row is
+dropped by the next round after it ends), so the lost worker's calls are its rows: no
+sweep through Temporal is needed. (Temporal's visibility cannot say which worker runs a
+pending call; listing every open run and describing each costs one RPC per open run,
+which is fine at hundreds and not at tens of thousands.) A call whose insert failed (the
+store unreachable as it began) is recorded by the next round; one lost before either
+recovers by its heartbeat timeout, as before leases.
 
 A worker taken for lost that comes back (stopped, then continued) cannot finish a call
 twice: Temporal rejects the completion of an attempt that already failed. It renews its
@@ -49,7 +55,6 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 from temporalio import activity
-from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import AsyncActivityHandle, Client
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
@@ -74,21 +79,22 @@ often under a lease time below 2 s: twice a lease time)."""
 class WorkerLease:
     """This worker process's lease, and the watch over the others' (see the module)."""
 
-    def __init__(
-        self, db: Database, client: Client, lease_s: float, task_queue: str | None = None
-    ) -> None:
+    def __init__(self, db: Database, client: Client, lease_s: float) -> None:
         # Connections of its own: a worker whose activities hold every pooled connection
         # must not miss its renewals waiting for one (and be taken for lost).
         self._db = own_connections(db)
+        self._calls_db = db
+        """Where a call is recorded as it begins: the activities' pool (a burst of calls
+        beginning must not hold up the renewals)."""
         self._owns_db = self._db is not db
         self._client = client
         self.lease_s = lease_s
-        self._task_queue = task_queue
-        """Where the runs' workflows are: their unrecorded calls are looked up there."""
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._lock = threading.Lock()
         self._started: dict[str, tuple[bytes, str]] = {}
         """Calls begun and not yet recorded: call key -> (task token, activity id)."""
+        self._recorded: set[str] = set()
+        """Calls recorded as they began (`record`), not yet ended."""
         self._ended: set[str] = set()
         self.renew_s = min(RENEW_S, lease_s / 2)
         self._read_at = 0.0
@@ -107,9 +113,29 @@ class WorkerLease:
             self._started[key] = (task_token, activity_id)
         return key
 
+    def record(self, key: str) -> None:
+        """Record the call `key` now (from a thread: it waits on the store); if the store
+        does not answer, the next round records it."""
+        with self._lock:
+            call = self._started.get(key)
+        if call is None:
+            return
+        token, activity_id = call
+        try:
+            with self._calls_db.one_statement() as db:
+                leases.add_calls(db, self.worker_id, [(key, token, activity_id)], _now_ms())
+        except Exception as err:
+            logger.warning("worker lease: call %s recorded later: %s", activity_id, err)
+            return
+        with self._lock:
+            self._started.pop(key, None)
+            self._recorded.add(key)
+
     def call_ended(self, key: str) -> None:
         with self._lock:
-            if self._started.pop(key, None) is None:  # recorded already: drop its row
+            never_stored = self._started.pop(key, None) is not None and key not in self._recorded
+            self._recorded.discard(key)
+            if not never_stored:  # recorded (as it began, or by a round): drop its row
                 self._ended.add(key)
 
     # The thread.
@@ -171,7 +197,7 @@ class WorkerLease:
                         db,
                         self.worker_id,
                         [(key, token, activity) for key, (token, activity) in started.items()],
-                        int(time.time() * 1000),
+                        _now_ms(),
                     )
                     leases.drop_calls(db, sorted(ended))
                     lapsed = leases.lapsed(db, self.worker_id, lease_ms)
@@ -216,30 +242,10 @@ class WorkerLease:
         future.add_done_callback(_log_failure)
 
     async def _move_on(self, worker_id: str, calls: Sequence[leases.Call]) -> None:
-        """Fail the recorded calls, then those Temporal says the worker still runs."""
+        """Fail the lost worker's calls (every one it ran was recorded as it began)."""
         for _, token, activity_id in calls:
             handle = self._client.get_async_activity_handle(task_token=token)
             await self._fail_one(worker_id, handle, activity_id)
-        if self._task_queue is not None:
-            # After the recorded ones: those are retrying by now, no longer "started".
-            await self._fail_unrecorded(worker_id, self._task_queue)
-
-    async def _fail_unrecorded(self, worker_id: str, task_queue: str) -> None:
-        identity = lease_owner(worker_id)
-        query = f"ExecutionStatus = 'Running' AND TaskQueue = '{task_queue}'"
-        async for run in self._client.list_workflows(query):
-            try:
-                described = await self._client.get_workflow_handle(
-                    run.id, run_id=run.run_id
-                ).describe()
-            except RPCError:
-                continue  # ended meanwhile
-            for pending in described.raw_description.pending_activities:
-                if pending.state in _RUNNING and pending.last_worker_identity == identity:
-                    handle = self._client.get_async_activity_handle(
-                        workflow_id=run.id, run_id=run.run_id, activity_id=pending.activity_id
-                    )
-                    await self._fail_one(worker_id, handle, pending.activity_id)
 
     async def _fail_one(
         self, worker_id: str, handle: AsyncActivityHandle, activity_id: str
@@ -253,10 +259,8 @@ class WorkerLease:
             logger.warning("worker lost: call %s not failed: %s", activity_id, err)
 
 
-_RUNNING = (
-    PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
-    PendingActivityState.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED,  # an abort waits on it
-)
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def lease_owner(worker_id: str) -> str:
@@ -302,6 +306,7 @@ class _LeasedActivity(ActivityInboundInterceptor):
             return await super().execute_activity(input)  # no heartbeats: nothing to fail
         key = self._lease.call_started(info.task_token, info.activity_id)
         try:
+            await asyncio.to_thread(self._lease.record, key)
             return await super().execute_activity(input)
         finally:
             self._lease.call_ended(key)

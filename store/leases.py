@@ -122,7 +122,7 @@ def claim_lost(db: Session, worker_id: str, renewals: int) -> list[Call] | None:
     return calls
 
 
-def add_calls(db: Session, worker_id: str, calls: Sequence[Call], at_ms: int) -> None:
+def add_calls(db: Session | Connection, worker_id: str, calls: Sequence[Call], at_ms: int) -> None:
     """Record running calls; one recorded already (a round whose commit was not
     confirmed, then tried again) stays as it is."""
     rows = [

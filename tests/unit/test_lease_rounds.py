@@ -161,3 +161,58 @@ def test_an_idle_round_on_postgresql_renews_and_finds_the_lapsed(postgres_server
         time.sleep(0.05)  # the store's clock moves past the lease time
     assert found == [(gone.worker_id, 0)]
     assert gone._idle_round(400) is not None  # its own lease is still there: renewed
+
+
+def test_a_call_is_recorded_as_it_begins_so_a_worker_lost_before_its_next_round_gives_it_up(
+    db: Database, clock: Clock
+) -> None:
+    """Killed right after a call began, before any round: the call is its row (there is
+    no looking through Temporal's open runs for it)."""
+    lost, watcher = lease(db), lease(db)
+    lost.tick()
+    watcher.tick()
+    lost.record(lost.call_started(b"token-1", "turn-1-model-1"))  # then killed: no round
+    taken = watch([watcher], clock, LEASE_S + 0.2)
+    assert [(worker, [c[1:] for c in calls]) for worker, calls in taken] == [
+        (lost.worker_id, [(b"token-1", "turn-1-model-1")])
+    ]
+
+
+def test_a_call_recorded_as_it_began_is_dropped_by_the_round_after_it_ends(
+    db: Database, clock: Clock
+) -> None:
+    worker, watcher = lease(db), lease(db)
+    worker.tick()
+    watcher.tick()
+    key = worker.call_started(b"token-1", "turn-1-model-1")
+    worker.record(key)
+    worker.tick()  # a round while it runs: nothing recorded twice, nothing dropped
+    with db.transaction() as tx:
+        assert store_leases.claim_lost(tx, "nobody", 0) is None
+    worker.call_ended(key)
+    worker.tick()
+    clock.now += 10 * LEASE_S  # then the worker is lost: it ran nothing any more
+    watcher.tick()
+    taken = watch([watcher], clock, LEASE_S + 0.2)
+    assert [(w, calls) for w, calls in taken] == [(worker.worker_id, [])]
+
+
+def test_a_call_the_store_did_not_take_as_it_began_is_recorded_by_the_next_round(
+    db: Database, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lost, watcher = lease(db), lease(db)
+    lost.tick()
+    watcher.tick()
+    key = lost.call_started(b"token-1", "turn-1-model-1")
+
+    def unreachable(*_: Any, **__: Any) -> Any:
+        raise OperationalError("INSERT", {}, Exception("the store is down"))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(db, "one_statement", unreachable)
+        lost.record(key)
+    lost.tick()  # the round records it; then the worker is lost
+    taken = watch([watcher], clock, LEASE_S + 0.2)
+    assert [(worker, [c[1:] for c in calls]) for worker, calls in taken] == [
+        (lost.worker_id, [(b"token-1", "turn-1-model-1")])
+    ]
