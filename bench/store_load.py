@@ -142,6 +142,10 @@ async def main() -> None:
     parser.add_argument("--idle", type=float, default=20, help="idle seconds (default 20)")
     parser.add_argument("--runs", type=int, default=5, help="one-reply prompts (default 5)")
     parser.add_argument("--tools", type=int, default=4, help="tool calls (default 4)")
+    parser.add_argument("--sessions", type=int, default=50, help="open idle sessions (default 50)")
+    parser.add_argument(
+        "--fleet", type=int, default=16, help="worker processes at the end (default 16)"
+    )
     parser.add_argument(
         "--stream", type=float, default=4, help="seconds of a streamed reply (default 4)"
     )
@@ -250,8 +254,57 @@ async def main() -> None:
                     f" statements, {sum(plain.values())} unstreamed:"
                     f" {stream_rate:.1f} a streamed second"
                 )
+
+                # Open idle sessions: each has run once and waits for its next prompt.
+                opened = []
+                for _ in range(args.sessions):
+                    session = await client.sessions.create()
+                    model.add_steps(session.id, [{"reply": [{"text": "Hi."}]}], replace=True)
+                    opened.append(await client.runs.prompt(session.id, "hi"))
+                for handle in opened:
+                    await handle.result()
+                await asyncio.sleep(2)  # past the runs' ends
+                reset(url)
+                began = time.monotonic()
+                await asyncio.sleep(args.idle)
+                waited = time.monotonic() - began
+                # The workers' own rounds, by count (a statement's normalised text can
+                # differ between two snapshots of pg_stat_statements).
+                sessions_stats = snapshot(url)
+                background = idle_rate * args.workers * waited
+                per_session = max(0.0, sum(sessions_stats.values()) - background) / (
+                    args.sessions * waited
+                )
                 print(
-                    f"\nper one-reply run: {per_run:.1f}; per model call: {model_call:.1f};"
+                    f"\n{args.sessions} open idle sessions, {waited:.0f} s:"
+                    f" {sum(sessions_stats.values())} statements, the workers' rounds"
+                    f" {background:.0f}: {per_session:.2f} per open session-second"
+                )
+
+                # The fleet: more worker processes on the same store, idle.
+                more = [spawn_python(WORKER_ARGS, env) for _ in range(args.fleet - len(workers))]
+                workers += more
+                for worker in more:
+                    await worker_polling(bench, worker, timeout=180)
+                await asyncio.sleep(2)
+                reset(url)
+                began = time.monotonic()
+                await asyncio.sleep(args.idle)
+                fleet_s = time.monotonic() - began
+                fleet_rate = report(
+                    f"idle ({len(workers)} workers, {fleet_s:.0f} s)",
+                    snapshot(url),
+                    len(workers) * fleet_s,
+                    "idle worker-second",
+                )
+                print(
+                    f"\n{len(workers)} workers: {fleet_rate:.2f} statements per idle"
+                    f" worker-second against {idle_rate:.2f} with {args.workers}"
+                    f" (ratio {fleet_rate / idle_rate:.2f}: 1.00 is linear in the workers)"
+                )
+                print(
+                    f"\nper open idle session-second: {per_session:.2f};"
+                    f" per one-reply run: {per_run:.1f}; per model call: {model_call:.1f};"
                     f" per tool call: {tool_call:.1f}; a run's own: {run_base:.1f};"
                     f" per model call of a seven-call run, all in: {seven_per_call:.1f};"
                     f" a streamed second: {stream_rate:.1f}"
