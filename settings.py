@@ -45,6 +45,7 @@
 | `DURAGENT_WORKER_CACHED_RUNS` | `1000` runs kept in a worker's memory between their steps |
 | `DURAGENT_WORKER_POLLERS` | `5` polls at once per worker for each of run steps and calls |
 | `DURAGENT_DATABASE_POOL_SIZE` | `10` connections per process (and as many more under a burst) |
+| `DURAGENT_DATABASE_PREPARED_STATEMENTS` | `true`; `false` through PgBouncer in transaction mode |
 """
 
 from __future__ import annotations
@@ -301,6 +302,10 @@ class Settings(BaseSettings):
     """Concurrent polls of Temporal per worker, for run steps and for calls each."""
     database_pool_size: int = Field(10, ge=1)
     """Store connections a process keeps open; as many more open under a burst."""
+    database_prepared_statements: bool = True
+    """PostgreSQL: whether psycopg may prepare a statement a connection runs often on the
+    server. Off through a pooler in transaction mode that cannot keep them (PgBouncer
+    before 1.21), which gives each transaction another server session (`store.db`)."""
 
     @field_validator("home")
     @classmethod

@@ -276,7 +276,9 @@ def own_connections(db: Database) -> Database:
     url = make_url(db.url)
     if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
         return db
-    return Database(db.url, run_migrations=False, pool_size=1)
+    return Database(
+        db.url, run_migrations=False, pool_size=1, prepared_statements=db.prepared_statements
+    )
 
 
 def _log_failure(future: Future[Any]) -> None:

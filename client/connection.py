@@ -92,7 +92,11 @@ async def temporal_reachable(settings: Settings, timeout: float = 10.0) -> bool:
 
 
 def open_store(settings: Settings) -> Database:
-    return Database(settings.database_url, pool_size=settings.database_pool_size)
+    return Database(
+        settings.database_url,
+        pool_size=settings.database_pool_size,
+        prepared_statements=settings.database_prepared_statements,
+    )
 
 
 def stderr_notice(message: str) -> None:

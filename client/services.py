@@ -105,7 +105,12 @@ async def _lapsed(settings: Settings, identities: set[str]) -> set[str]:
         return set()
     if missing_sqlite_file(settings.database_url) is not None:
         return set()  # no store: no lease to tell (and none is made by looking)
-    db = Database(settings.database_url, run_migrations=False, pool_size=1)
+    db = Database(
+        settings.database_url,
+        run_migrations=False,
+        pool_size=1,
+        prepared_statements=settings.database_prepared_statements,
+    )
 
     def read() -> dict[str, int]:
         with db.transaction() as session:

@@ -14,6 +14,15 @@ Every process migrates the store when it opens it, so processes started together
 fresh database would all create the tables: migrations are serialised by a lock (a file
 lock next to a SQLite database, an advisory lock on PostgreSQL), and whoever comes second
 finds the schema at head.
+
+On PostgreSQL the store keeps no state in a server session from one transaction to the
+next (the migration lock is a transaction's; no SET, LISTEN, temporary table or held
+cursor), so it works through a connection pooler in transaction mode such as PgBouncer,
+with one exception that a setting turns off: psycopg prepares a statement on the server
+once a connection has run it five times (`prepare_threshold`), and a pooler that hands the
+connection's next transaction to another server session loses it (PgBouncer before 1.21
+in transaction mode). `prepared_statements=False` (`DURAGENT_DATABASE_PREPARED_STATEMENTS`)
+keeps every statement unprepared; with it on, the error the pooler causes says so.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from filelock import FileLock
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, ExceptionContext, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -54,20 +63,39 @@ def missing_sqlite_file(url: str) -> Path | None:
     return None if path.exists() else path
 
 
-def create_store_engine(url: str, pool_size: int = DEFAULT_POOL_SIZE) -> Engine:
+class PreparedStatementsLost(RuntimeError):
+    """A server session lacked a prepared statement of this connection's, or had one of
+    its name already: a pooler in transaction mode stands between the store and
+    PostgreSQL (see the module). The message names the setting that fixes it."""
+
+
+PREPARED_STATEMENTS_FIX = "DURAGENT_DATABASE_PREPARED_STATEMENTS=false"
+
+
+def create_store_engine(
+    url: str, pool_size: int = DEFAULT_POOL_SIZE, *, prepared_statements: bool = True
+) -> Engine:
     """An engine for `url` keeping `pool_size` connections, and as many more under a
     burst (a worker's store steps run in threads, one connection each). Statements'
     parameters never appear in errors or logs (`hide_parameters`): they hold prompts,
-    tool output and triggers' secrets, and a failed statement's error is logged."""
+    tool output and triggers' secrets, and a failed statement's error is logged.
+    `prepared_statements`: whether psycopg may prepare statements on the server (off
+    through a pooler in transaction mode; see the module)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(
+        psycopg = parsed.get_driver_name() == "psycopg"
+        engine = create_engine(
             url,
             pool_pre_ping=True,
             pool_size=pool_size,
             max_overflow=pool_size,
             hide_parameters=True,
+            # None: never prepare (psycopg's own switch; 5 is its default threshold).
+            connect_args={"prepare_threshold": None} if psycopg and not prepared_statements else {},
         )
+        if psycopg and prepared_statements:
+            event.listen(engine, "handle_error", _prepared_statement_lost)
+        return engine
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         pooling: dict[str, Any] = {"pool_size": pool_size, "max_overflow": pool_size}
@@ -81,6 +109,27 @@ def create_store_engine(url: str, pool_size: int = DEFAULT_POOL_SIZE) -> Engine:
     )
     event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+_PREPARED_STATEMENT_ERRORS = frozenset({"26000", "42P05"})
+"""SQLSTATEs of a prepared statement that does not exist, and of one that already does."""
+
+
+def _prepared_statement_lost(context: ExceptionContext) -> BaseException | None:
+    """The error a pooler in transaction mode causes, in words naming the fix: the driver's
+    own ('prepared statement "_pg3_0" does not exist') points at nothing the user wrote."""
+    error = context.original_exception
+    state = getattr(error, "sqlstate", None)
+    if state not in _PREPARED_STATEMENT_ERRORS or '"_pg3_' not in str(error):
+        return None  # not one of psycopg's own statements
+    return PreparedStatementsLost(
+        f"PostgreSQL: {str(error).strip()} (a statement psycopg prepared): this process "
+        "reaches PostgreSQL through a connection pooler in transaction mode, such as "
+        "PgBouncer, which gives each transaction whichever server session is free, so a "
+        "statement prepared in one session is missing in the next or clashes with another "
+        f"connection's; set {PREPARED_STATEMENTS_FIX} for every duragent process on this "
+        "store (docs/DEPLOYING.md, 'Connections and PgBouncer')"
+    )
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -162,10 +211,18 @@ class Database:
     """An engine and its session factory; `transaction()` is the unit of work."""
 
     def __init__(
-        self, url: str, *, run_migrations: bool = True, pool_size: int = DEFAULT_POOL_SIZE
+        self,
+        url: str,
+        *,
+        run_migrations: bool = True,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        prepared_statements: bool = True,
     ) -> None:
         self.url = url
-        self.engine = create_store_engine(url, pool_size)
+        self.prepared_statements = prepared_statements
+        """Whether psycopg may prepare statements on the server (see the module): another
+        `Database` on the same store (a smaller pool of its own) takes it over."""
+        self.engine = create_store_engine(url, pool_size, prepared_statements=prepared_statements)
         if run_migrations:
             migrate(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
