@@ -52,7 +52,9 @@ class SessionRow(Base):
     sub-agent of (with `parent_tool_call_id`)."""
     forked_from_entry_id: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[int] = mapped_column(BigInteger)
-    updated_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger, index=True)
+    """Indexed: `duragent prune --older-than` starts from the sessions idle since its cutoff
+    (`store.retention`)."""
     # The last number handed out to this session's display messages and run events
     # (`store.cursor_order`): cursors count per session, from 1.
     last_message_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
