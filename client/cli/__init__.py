@@ -18,6 +18,7 @@ from duragent.client.cli import (
     hosts,
     inputs,
     questions,
+    retention,
     runs,
     schedules,
     servers,
@@ -70,6 +71,7 @@ COMMANDS = (
     session_files.export,
     session_files.import_session,
     hosts.move,
+    retention.prune,
 )
 """Each is named after its function, underscores as dashes (`follow_up`: `follow-up`),
 unless `NAMES` names it (`import` is no name a Python function can have)."""
