@@ -180,6 +180,7 @@ def build_worker(
         )
         if notice is not None:
             logger.warning(notice)
+        clients.warm(settings.model)
     # Replies the model calls staged, read by the tool calls that follow on this worker.
     replies = FinishedReplies()
     prices = price_table(settings.prices_file)  # turns are priced for budgets

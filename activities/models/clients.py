@@ -9,6 +9,7 @@ never called: its calls fail at once, naming the variable to set (`NoKey`).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 from collections.abc import Mapping
@@ -78,6 +79,14 @@ class ModelClients:
             self._clients[provider.name] = client
             self._own.add(provider.name)
         return client
+
+    def warm(self, model: str) -> None:
+        """Make `model`'s client now (its SDK imported, its connection pool built): a
+        worker does it before it polls, so that its first call (often a lost worker's
+        call, moved on to it) does not wait about a second for the import. A model it
+        cannot make a client for is left for its first call to report."""
+        with contextlib.suppress(UnknownModel):  # MissingProviderPackage too
+            self.for_model(model)
 
     async def aclose(self) -> None:
         """Close the clients it made (not those it was given)."""
