@@ -19,6 +19,7 @@
 | `DURAGENT_HEARTBEAT_THROTTLE_MS` | `50` (abort latency is about this plus 5 ms) |
 | `DURAGENT_WORKER_LEASE` | `2` seconds: a worker whose lease lapses this long is lost (0: off) |
 | `DURAGENT_MODEL_READ_TIMEOUT` | `120` seconds without a byte from the model: a hung stream |
+| `DURAGENT_STREAM_FLUSH_MS` | `50`: a streamed reply reaches readers through the store this often |
 | `DURAGENT_API_TOKENS` | `token=user,...` for the HTTP API (none: `serve` makes one up) |
 | `DURAGENT_WORKSPACE_ROOTS` | none: `:`-separated folders API users may also put workspaces in |
 | `DURAGENT_TEMPORAL_UI_PORT` | Temporal's port + 1000: the web UI a started dev server serves |
@@ -161,6 +162,11 @@ class Settings(BaseSettings):
     """While a call's cancellation is on its way, it heartbeats this soon, then at
     pauses doubling up to five times this, until the reply carries it: the abort latency
     bound (`activities.heartbeat`). Steady-state heartbeats do not depend on it."""
+    stream_flush_ms: int = Field(50, ge=10, le=5000)
+    """How often, at most, a model call writes what it has streamed so far to the store,
+    where readers (the page, the API, `duragent chat`) follow it: one statement a flush on
+    PostgreSQL, so a fleet streaming many replies at once trades smoothness for store load
+    here (docs/SCALING.md). The first text after a pause is written at once."""
     api_tokens: Annotated[dict[str, str], NoDecode] = {}
     """Bearer token -> user name, for the HTTP API."""
     model_read_timeout_s: float = _env("DURAGENT_MODEL_READ_TIMEOUT", 120.0)

@@ -51,8 +51,11 @@ class TurnStore:
         snapshot_taker: SnapshotTaker,
         cache: entries.EntryCache,
         replies: staging.FinishedReplies | None = None,
+        flush_s: float = 0.05,
     ) -> None:
         self._db = db
+        self._flush_s = flush_s
+        """How often, at most, a streamed reply's events are written (`EventSink`)."""
         self._taker = snapshot_taker
         # Both are immutable once stored: snapshots are content-addressed, entries final.
         self._snapshots: dict[str, TurnSnapshot] = {}
@@ -69,7 +72,7 @@ class TurnStore:
 
     def sink(self, data: TurnInput) -> EventSink:
         """Where the turn's run events go, and its reply is staged as the sink closes."""
-        return EventSink(self._db, data.session_id, data.run_id)
+        return EventSink(self._db, data.session_id, data.run_id, interval=self._flush_s)
 
     def finished(self, entry_id: str, message: AssistantMessage) -> None:
         """A reply staged and committed: this worker's tool calls read it from here."""

@@ -185,7 +185,7 @@ def build_worker(
     replies = FinishedReplies()
     prices = price_table(settings.prices_file)  # turns are priced for budgets
     # A turn's model call: the store's side of it, and asking the model.
-    turn_store = TurnStore(db, taker, cache, replies)
+    turn_store = TurnStore(db, taker, cache, replies, settings.stream_flush_ms / 1000)
     model_turns = ModelTurns(turn_store, Model(clients), registry, hooks, prices)
     tree = TreeOps(db, clients, cache, prices)
     subagents = Subagents(db, registry)
