@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import socket
+import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,11 @@ import anthropic
 import httpx
 import httpx2
 import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 from support import eventually
 
 from duragent.offline_model import (
@@ -25,6 +33,7 @@ from duragent.offline_model import (
 )
 from duragent.offline_model.chaos import roll
 from duragent.offline_model.protocol import validate_request
+from duragent.offline_model.server import QuickStopServer
 
 MODEL = "offline-test-model"
 Serve = Callable[..., OfflineModelServer]
@@ -408,6 +417,51 @@ async def test_async_context_manager_and_restart_keep_the_port() -> None:
         message = await client.messages.create(**user())
     assert message.content[0].type == "text" and message.content[0].text == "b"
     assert len(server.requests) == 2
+
+
+def test_a_stop_is_quick_and_closes_its_connections() -> None:
+    # uvicorn's own stop takes 0.2 s (its next 0.1 s tick, then a fixed 0.1 s sleep before
+    # it looks at the connections), and a test suite starts hundreds of these servers.
+    server = OfflineModelServer(Script.of([]))
+    took: list[float] = []
+    for _ in range(3):
+        server.start()
+        with httpx.Client(base_url=server.base_url) as http:  # keeps its connection open
+            assert http.get("/_offline/requests").status_code == 200
+            started = time.monotonic()
+            server.stop()
+            took.append(time.monotonic() - started)
+            assert not server.running
+            with pytest.raises(httpx.ConnectError):  # the port listens no more
+                http.get("/_offline/requests")
+    assert min(took) < 0.1, took
+    assert "offline-model" not in [thread.name for thread in threading.enumerate()]
+
+
+async def test_a_quick_stop_lets_a_request_going_finish() -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(request: Request) -> PlainTextResponse:
+        entered.set()
+        await release.wait()
+        return PlainTextResponse("done")
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    app = Starlette(routes=[Route("/", slow)])
+    server = QuickStopServer(uvicorn.Config(app, log_config=None, lifespan="off"))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}") as http:
+        await eventually(lambda: server.started)
+        going = asyncio.create_task(http.get("/"))
+        await entered.wait()
+        server.exit_now()
+        await eventually(lambda: not server.servers[0].is_serving())  # stopping: no new ones
+        assert not serving.done()
+        release.set()
+        answer = await asyncio.wait_for(going, 5)
+    assert (answer.status_code, answer.text) == (200, "done")
+    await asyncio.wait_for(serving, 5)
 
 
 def test_scripts_load_from_yaml_and_json(tmp_path: Path) -> None:
