@@ -50,10 +50,11 @@ class Bench:
 
 @contextlib.asynccontextmanager
 async def bench_stack(
-    script: Script | dict[str, Any], protocol: str = "anthropic"
+    script: Script | dict[str, Any], protocol: str = "anthropic", database_url: str | None = None
 ) -> AsyncIterator[Bench]:
     """A fresh dev server, store and offline model in a temporary directory; sessions on
-    the offline model's `protocol` (`WIRE_MODELS`: anthropic, openai, openai-responses)."""
+    the offline model's `protocol` (`WIRE_MODELS`: anthropic, openai, openai-responses).
+    The store is a SQLite file there unless `database_url` names one."""
     script_model = script if isinstance(script, Script) else Script.model_validate(script)
     # Every provider goes to the offline model: a key or address in the caller's shell
     # must not send a benchmark's requests to a real API (or bill them).
@@ -71,7 +72,7 @@ async def bench_stack(
         try:
             settings = Settings.from_env(
                 home=home,
-                database_url=f"sqlite:///{home / 'duragent.db'}",
+                database_url=database_url or f"sqlite:///{home / 'duragent.db'}",
                 temporal_address=server.address,
                 task_queue=f"bench-{uuid.uuid4().hex[:8]}",
                 anthropic_base_url=model.base_url,

@@ -26,27 +26,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
-import tempfile
-import uuid
-from pathlib import Path
 from typing import Any
 
-from common import Bench, kill, process_env, worker_polling
+from common import bench_stack, kill, process_env, worker_polling
 from postgres_server import PostgresServer, find_binaries, new_database
 from processes import WORKER_ARGS, spawn_python
 from sqlalchemy import create_engine, text
 
-from duragent.client.api import DuragentClient
-from duragent.client.connection import connect_temporal
 from duragent.client.retention import Retention
-from duragent.domain.models import PROVIDERS
-from duragent.offline_model import WIRE_MODELS, OfflineModelServer, Script
-from duragent.settings import Settings
-from duragent.store.db import Database
 from duragent.store.tables import Base
-from duragent.temporal_dev import DevServer
 
 TABLES = sorted(Base.metadata.tables)
 
@@ -95,82 +84,53 @@ async def main() -> None:
         "--reply-chars", type=int, default=4000, help="a long reply's characters (default 4000)"
     )
     args = parser.parse_args()
-    for provider in PROVIDERS.values():  # nothing goes to a real API
-        for variable in (provider.key_env, provider.base_url_env):
-            if variable:
-                os.environ.pop(variable, None)
     binaries = find_binaries()
     if binaries is None:
         raise SystemExit("store_growth needs PostgreSQL (initdb, pg_ctl)")
     postgres = PostgresServer(binaries).start()
     workers: list[Any] = []
     try:
-        with tempfile.TemporaryDirectory(prefix="duragent-store-growth-") as tmp:
-            home = Path(tmp)
-            url = new_database(postgres.url)
-            server = DevServer(home / "temporal.db")
-            await server.astart()
-            model = OfflineModelServer(Script.model_validate({"conversations": {"*": []}}))
-            model.start()
-            try:
-                settings = Settings.from_env(
-                    home=home,
-                    database_url=url,
-                    temporal_address=server.address,
-                    task_queue=f"growth-{uuid.uuid4().hex[:8]}",
-                    anthropic_base_url=model.base_url,
-                    offline_model_url=model.base_url,
-                    model=WIRE_MODELS["anthropic"],
-                ).model_copy(update={"anthropic_api_key": None})
-                db = Database(settings.database_url)
-                client = DuragentClient(await connect_temporal(settings), db, settings)
-                bench = Bench(settings, client, model, home)
-                workers = [
-                    spawn_python(WORKER_ARGS, process_env(bench)) for _ in range(args.workers)
-                ]
-                for worker in workers:
-                    await worker_polling(bench, worker)
-                (home / "notes.txt").write_text("A line to read.\n")
+        url = new_database(postgres.url)
+        async with bench_stack({"conversations": {"*": []}}, database_url=url) as bench:
+            client, model, home = bench.client, bench.model, bench.home
+            workers = [spawn_python(WORKER_ARGS, process_env(bench)) for _ in range(args.workers)]
+            for worker in workers:
+                await worker_polling(bench, worker)
+            (home / "notes.txt").write_text("A line to read.\n")
 
-                async def phase(steps: list[dict[str, Any]]) -> None:
-                    per_session = max(1, args.runs // args.sessions)
-                    for _ in range(args.sessions):
-                        session = await client.sessions.create(workspace=home)
-                        model.add_steps(session.id, steps * per_session, replace=True)
-                        for _ in range(per_session):
-                            await (await client.runs.prompt(session.id, "go")).result()
+            async def phase(steps: list[dict[str, Any]]) -> None:
+                per_session = max(1, args.runs // args.sessions)
+                for _ in range(args.sessions):
+                    session = await client.sessions.create(workspace=home)
+                    model.add_steps(session.id, steps * per_session, replace=True)
+                    for _ in range(per_session):
+                        await (await client.runs.prompt(session.id, "go")).result()
 
-                runs = max(1, args.runs // args.sessions) * args.sessions
-                await phase([{"reply": [{"text": "Done."}]}])  # every table has its pages
-                start = measure(url)
-                await phase([{"reply": [{"text": "Done."}]}])
-                short = measure(url)
-                per_call = report("short replies", start, short, runs)
-                read = {"tool_use": {"name": "read", "input": {"path": "notes.txt"}}}
-                await phase([{"reply": [read]}, {"reply": [{"text": "Done."}]}])
-                tools = measure(url)
-                report("a tool call and a reply", short, tools, 2 * runs)
-                # Letters at random: a repeated one would compress to nothing in TOAST.
-                letters = "".join(
-                    random.Random(7).choices("abcdefghij klmnopqrst", k=args.reply_chars)
-                )
-                await phase([{"reply": [{"text": letters}]}])
-                long = measure(url)
-                long_call = report(f"{args.reply_chars}-character replies", tools, long, runs)
-                copies = (long_call - per_call) / args.reply_chars
-                print(f"\neach character of a reply: about {copies:.1f} bytes stored")
-                pruned = await Retention(client).prune_idle(0)
-                left = measure(url)
-                print(
-                    f"\nprune --older-than 0s: {len(pruned.sessions)} sessions,"
-                    f" {sum(pruned.rows.values()):,} rows in {pruned.transactions} transactions;"
-                    f" rows left: { ({t: n for t, n in left[0].items() if n}) }"
-                )
-                print(f"store_growth: {per_call:,.0f} bytes per model call (short replies)")
-                db.dispose()
-            finally:
-                model.stop()
-                server.stop()
+            runs = max(1, args.runs // args.sessions) * args.sessions
+            await phase([{"reply": [{"text": "Done."}]}])  # every table has its pages
+            start = measure(url)
+            await phase([{"reply": [{"text": "Done."}]}])
+            short = measure(url)
+            per_call = report("short replies", start, short, runs)
+            read = {"tool_use": {"name": "read", "input": {"path": "notes.txt"}}}
+            await phase([{"reply": [read]}, {"reply": [{"text": "Done."}]}])
+            tools = measure(url)
+            report("a tool call and a reply", short, tools, 2 * runs)
+            # Letters at random: a repeated one would compress to nothing in TOAST.
+            letters = "".join(random.Random(7).choices("abcdefghij klmnopqrst", k=args.reply_chars))
+            await phase([{"reply": [{"text": letters}]}])
+            long = measure(url)
+            long_call = report(f"{args.reply_chars}-character replies", tools, long, runs)
+            copies = (long_call - per_call) / args.reply_chars
+            print(f"\neach character of a reply: about {copies:.1f} bytes stored")
+            pruned = await Retention(client).prune_idle(0)
+            left = measure(url)
+            print(
+                f"\nprune --older-than 0s: {len(pruned.sessions)} sessions,"
+                f" {sum(pruned.rows.values()):,} rows in {pruned.transactions} transactions;"
+                f" rows left: { ({t: n for t, n in left[0].items() if n}) }"
+            )
+            print(f"store_growth: {per_call:,.0f} bytes per model call (short replies)")
     finally:
         for worker in workers:
             kill(worker)

@@ -24,27 +24,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import re
-import tempfile
 import time
-import uuid
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
-from common import Bench, kill, process_env, worker_polling
+from common import bench_stack, kill, process_env, worker_polling
 from postgres_server import PostgresServer, find_binaries, new_database
 from processes import WORKER_ARGS, spawn_python
 from sqlalchemy import create_engine, make_url, text
-
-from duragent.client.api import DuragentClient
-from duragent.client.connection import connect_temporal
-from duragent.domain.models import PROVIDERS
-from duragent.offline_model import WIRE_MODELS, OfflineModelServer, Script
-from duragent.settings import Settings
-from duragent.store.db import Database
-from duragent.temporal_dev import DevServer
 
 WORKER_ROLE = "duragent_worker"
 
@@ -157,179 +145,155 @@ async def main() -> None:
         "--stream", type=float, default=4, help="seconds of a streamed reply (default 4)"
     )
     args = parser.parse_args()
-    for provider in PROVIDERS.values():  # nothing goes to a real API
-        for variable in (provider.key_env, provider.base_url_env):
-            if variable:
-                os.environ.pop(variable, None)
     postgres = start_postgres()
     workers: list[Any] = []
     try:
-        with tempfile.TemporaryDirectory(prefix="duragent-store-load-") as tmp:
-            home = Path(tmp)
-            url = new_database(postgres.url)
-            with admin(url).connect() as c:
-                c.execute(text("CREATE EXTENSION IF NOT EXISTS pg_stat_statements"))
-                c.execute(text(f"CREATE ROLE {WORKER_ROLE} LOGIN SUPERUSER"))
-            worker_url = make_url(url).set(username=WORKER_ROLE).render_as_string(False)
-            server = DevServer(home / "temporal.db")
-            await server.astart()
-            model = OfflineModelServer(Script.model_validate({"conversations": {"*": []}}))
-            model.start()
-            try:
-                settings = Settings.from_env(
-                    home=home,
-                    database_url=url,
-                    temporal_address=server.address,
-                    task_queue=f"load-{uuid.uuid4().hex[:8]}",
-                    anthropic_base_url=model.base_url,
-                    offline_model_url=model.base_url,
-                    model=WIRE_MODELS["anthropic"],
-                ).model_copy(update={"anthropic_api_key": None})
-                db = Database(settings.database_url)  # migrated here, by the bench's role
-                client = DuragentClient(await connect_temporal(settings), db, settings)
-                bench = Bench(settings, client, model, home)
-                env = {**process_env(bench), "DURAGENT_DATABASE_URL": worker_url}
-                workers = [spawn_python(WORKER_ARGS, env) for _ in range(args.workers)]
-                for worker in workers:
-                    await worker_polling(bench, worker)
-                await asyncio.sleep(2)  # past the start-up statements
+        url = new_database(postgres.url)
+        with admin(url).connect() as c:
+            c.execute(text("CREATE EXTENSION IF NOT EXISTS pg_stat_statements"))
+            c.execute(text(f"CREATE ROLE {WORKER_ROLE} LOGIN SUPERUSER"))
+        worker_url = make_url(url).set(username=WORKER_ROLE).render_as_string(False)
+        # The store migrated by the bench's role: the workers' statements are theirs alone.
+        async with bench_stack({"conversations": {"*": []}}, database_url=url) as bench:
+            client, model = bench.client, bench.model
+            env = {**process_env(bench), "DURAGENT_DATABASE_URL": worker_url}
+            workers = [spawn_python(WORKER_ARGS, env) for _ in range(args.workers)]
+            for worker in workers:
+                await worker_polling(bench, worker)
+            await asyncio.sleep(2)  # past the start-up statements
 
+            reset(url)
+            began = time.monotonic()
+            await asyncio.sleep(args.idle)
+            idle = snapshot(url)
+            idle_s = time.monotonic() - began
+            idle_rate = report(
+                f"idle ({args.workers} workers, {idle_s:.0f} s)",
+                idle,
+                args.workers * idle_s,
+                "idle worker-second",
+            )
+            per_second = {q: n / idle_s for q, n in idle.items()}
+
+            reset(url)
+            began = time.monotonic()
+            for _ in range(args.runs):
+                session = await client.sessions.create()
+                model.add_steps(session.id, [{"reply": [{"text": "Hello."}]}], replace=True)
+                await (await client.runs.prompt(session.id, "hi")).result()
+            calls = minus(snapshot(url), per_second, time.monotonic() - began)
+            per_run = report("one-reply runs", calls, args.runs, "run (one model call)", top=40)
+
+            async def one_run(steps: list[dict[str, Any]]) -> Stats:
                 reset(url)
                 began = time.monotonic()
-                await asyncio.sleep(args.idle)
-                idle = snapshot(url)
-                idle_s = time.monotonic() - began
-                idle_rate = report(
-                    f"idle ({args.workers} workers, {idle_s:.0f} s)",
-                    idle,
-                    args.workers * idle_s,
-                    "idle worker-second",
-                )
-                per_second = {q: n / idle_s for q, n in idle.items()}
+                session = await client.sessions.create()
+                model.add_steps(session.id, steps, replace=True)
+                await (await client.runs.prompt(session.id, "read")).result()
+                return minus(snapshot(url), per_second, time.monotonic() - began)
 
-                reset(url)
-                began = time.monotonic()
-                for _ in range(args.runs):
-                    session = await client.sessions.create()
-                    model.add_steps(session.id, [{"reply": [{"text": "Hello."}]}], replace=True)
-                    await (await client.runs.prompt(session.id, "hi")).result()
-                calls = minus(snapshot(url), per_second, time.monotonic() - began)
-                per_run = report("one-reply runs", calls, args.runs, "run (one model call)", top=40)
+            t = args.tools
+            serial = await one_run(tool_script(t, together=False))
+            serial_n = sum(serial.values())
+            together = await one_run(tool_script(t, together=True))
+            together_n = sum(together.values())
+            # serial: run + (t+1) model + t tool; together: run + 2 model + t tool.
+            model_call = (serial_n - together_n) / (t - 1)
+            run_base = per_run - model_call
+            tool_call = (together_n - run_base - 2 * model_call) / t
+            report(f"a run of {t} tool calls in one reply", together, t, "tool call")
+            one_call = {
+                q: (serial.get(q, 0) - together.get(q, 0)) / (t - 1)
+                for q in set(serial) | set(together)
+            }
+            print(f"\na model call, statement by statement ({model_call:.1f}):")
+            for query, calls in sorted(one_call.items(), key=lambda item: -item[1]):
+                if abs(calls) >= 0.05:
+                    print(f"  {calls:8.2f}  {query[:150]}")
 
-                async def one_run(steps: list[dict[str, Any]]) -> Stats:
-                    reset(url)
-                    began = time.monotonic()
-                    session = await client.sessions.create()
-                    model.add_steps(session.id, steps, replace=True)
-                    await (await client.runs.prompt(session.id, "read")).result()
-                    return minus(snapshot(url), per_second, time.monotonic() - began)
+            # The issue's own measure: a run of seven model calls, all in, per call.
+            seven = await one_run(tool_script(6, together=False))
+            seven_per_call = report("a run of seven model calls", seven, 7, "model call")
 
-                t = args.tools
-                serial = await one_run(tool_script(t, together=False))
-                serial_n = sum(serial.values())
-                together = await one_run(tool_script(t, together=True))
-                together_n = sum(together.values())
-                # serial: run + (t+1) model + t tool; together: run + 2 model + t tool.
-                model_call = (serial_n - together_n) / (t - 1)
-                run_base = per_run - model_call
-                tool_call = (together_n - run_base - 2 * model_call) / t
-                report(f"a run of {t} tool calls in one reply", together, t, "tool call")
-                one_call = {
-                    q: (serial.get(q, 0) - together.get(q, 0)) / (t - 1)
-                    for q in set(serial) | set(together)
-                }
-                print(f"\na model call, statement by statement ({model_call:.1f}):")
-                for query, calls in sorted(one_call.items(), key=lambda item: -item[1]):
-                    if abs(calls) >= 0.05:
-                        print(f"  {calls:8.2f}  {query[:150]}")
+            # Streaming: deltas reach readers through the store, one write a flush.
+            stream_s = args.stream
+            chunks = 40  # the offline model streams 20 characters a delta
+            words = [{"text": "word " * (4 * chunks)}]
+            streamed = await one_run(
+                [{"reply": words, "chunk_delay_ms": int(stream_s * 1000 / chunks)}]
+            )
+            plain = await one_run([{"reply": words}])
+            stream_rate = (sum(streamed.values()) - sum(plain.values())) / stream_s
+            report(
+                "its stream, on top of the same reply unstreamed",
+                minus(streamed, {q: float(n) for q, n in plain.items()}, 1.0),
+                stream_s,
+                "streamed second",
+                top=8,
+            )
+            print(
+                f"\na reply streamed over {stream_s:.0f} s: {sum(streamed.values())}"
+                f" statements, {sum(plain.values())} unstreamed:"
+                f" {stream_rate:.1f} a streamed second"
+            )
 
-                # The issue's own measure: a run of seven model calls, all in, per call.
-                seven = await one_run(tool_script(6, together=False))
-                seven_per_call = report("a run of seven model calls", seven, 7, "model call")
+            # Open idle sessions: each has run once and waits for its next prompt.
+            opened = []
+            for _ in range(args.sessions):
+                session = await client.sessions.create()
+                model.add_steps(session.id, [{"reply": [{"text": "Hi."}]}], replace=True)
+                opened.append(await client.runs.prompt(session.id, "hi"))
+            for handle in opened:
+                await handle.result()
+            await asyncio.sleep(2)  # past the runs' ends
+            reset(url)
+            began = time.monotonic()
+            await asyncio.sleep(args.idle)
+            waited = time.monotonic() - began
+            # The workers' own rounds, by count (a statement's normalised text can
+            # differ between two snapshots of pg_stat_statements).
+            sessions_stats = snapshot(url)
+            background = idle_rate * args.workers * waited
+            per_session = max(0.0, sum(sessions_stats.values()) - background) / (
+                args.sessions * waited
+            )
+            print(
+                f"\n{args.sessions} open idle sessions, {waited:.0f} s:"
+                f" {sum(sessions_stats.values())} statements, the workers' rounds"
+                f" {background:.0f}: {per_session:.2f} per open session-second"
+            )
 
-                # Streaming: deltas reach readers through the store, one write a flush.
-                stream_s = args.stream
-                chunks = 40  # the offline model streams 20 characters a delta
-                words = [{"text": "word " * (4 * chunks)}]
-                streamed = await one_run(
-                    [{"reply": words, "chunk_delay_ms": int(stream_s * 1000 / chunks)}]
-                )
-                plain = await one_run([{"reply": words}])
-                stream_rate = (sum(streamed.values()) - sum(plain.values())) / stream_s
-                report(
-                    "its stream, on top of the same reply unstreamed",
-                    minus(streamed, {q: float(n) for q, n in plain.items()}, 1.0),
-                    stream_s,
-                    "streamed second",
-                    top=8,
-                )
-                print(
-                    f"\na reply streamed over {stream_s:.0f} s: {sum(streamed.values())}"
-                    f" statements, {sum(plain.values())} unstreamed:"
-                    f" {stream_rate:.1f} a streamed second"
-                )
-
-                # Open idle sessions: each has run once and waits for its next prompt.
-                opened = []
-                for _ in range(args.sessions):
-                    session = await client.sessions.create()
-                    model.add_steps(session.id, [{"reply": [{"text": "Hi."}]}], replace=True)
-                    opened.append(await client.runs.prompt(session.id, "hi"))
-                for handle in opened:
-                    await handle.result()
-                await asyncio.sleep(2)  # past the runs' ends
-                reset(url)
-                began = time.monotonic()
-                await asyncio.sleep(args.idle)
-                waited = time.monotonic() - began
-                # The workers' own rounds, by count (a statement's normalised text can
-                # differ between two snapshots of pg_stat_statements).
-                sessions_stats = snapshot(url)
-                background = idle_rate * args.workers * waited
-                per_session = max(0.0, sum(sessions_stats.values()) - background) / (
-                    args.sessions * waited
-                )
-                print(
-                    f"\n{args.sessions} open idle sessions, {waited:.0f} s:"
-                    f" {sum(sessions_stats.values())} statements, the workers' rounds"
-                    f" {background:.0f}: {per_session:.2f} per open session-second"
-                )
-
-                # The fleet: more worker processes on the same store, idle.
-                more = [spawn_python(WORKER_ARGS, env) for _ in range(args.fleet - len(workers))]
-                workers += more
-                for worker in more:
-                    await worker_polling(bench, worker, timeout=180)
-                await asyncio.sleep(2)
-                reset(url)
-                began = time.monotonic()
-                await asyncio.sleep(args.idle)
-                fleet_s = time.monotonic() - began
-                fleet_rate = report(
-                    f"idle ({len(workers)} workers, {fleet_s:.0f} s)",
-                    snapshot(url),
-                    len(workers) * fleet_s,
-                    "idle worker-second",
-                )
-                print(
-                    f"\n{len(workers)} workers: {fleet_rate:.2f} statements per idle"
-                    f" worker-second against {idle_rate:.2f} with {args.workers}"
-                    f" (ratio {fleet_rate / idle_rate:.2f}: 1.00 is linear in the workers)"
-                )
-                print(
-                    f"\nper open idle session-second: {per_session:.2f};"
-                    f" per one-reply run: {per_run:.1f}; per model call: {model_call:.1f};"
-                    f" per tool call: {tool_call:.1f}; a run's own: {run_base:.1f};"
-                    f" per model call of a seven-call run, all in: {seven_per_call:.1f};"
-                    f" a streamed second: {stream_rate:.1f}"
-                )
-                db.dispose()
-            finally:
-                for worker in workers:
-                    kill(worker)
-                model.stop()
-                server.stop()
+            # The fleet: more worker processes on the same store, idle.
+            more = [spawn_python(WORKER_ARGS, env) for _ in range(args.fleet - len(workers))]
+            workers += more
+            for worker in more:
+                await worker_polling(bench, worker, timeout=180)
+            await asyncio.sleep(2)
+            reset(url)
+            began = time.monotonic()
+            await asyncio.sleep(args.idle)
+            fleet_s = time.monotonic() - began
+            fleet_rate = report(
+                f"idle ({len(workers)} workers, {fleet_s:.0f} s)",
+                snapshot(url),
+                len(workers) * fleet_s,
+                "idle worker-second",
+            )
+            print(
+                f"\n{len(workers)} workers: {fleet_rate:.2f} statements per idle"
+                f" worker-second against {idle_rate:.2f} with {args.workers}"
+                f" (ratio {fleet_rate / idle_rate:.2f}: 1.00 is linear in the workers)"
+            )
+            print(
+                f"\nper open idle session-second: {per_session:.2f};"
+                f" per one-reply run: {per_run:.1f}; per model call: {model_call:.1f};"
+                f" per tool call: {tool_call:.1f}; a run's own: {run_base:.1f};"
+                f" per model call of a seven-call run, all in: {seven_per_call:.1f};"
+                f" a streamed second: {stream_rate:.1f}"
+            )
     finally:
+        for worker in workers:
+            kill(worker)
         postgres.stop()
     print(f"store_load: {idle_rate:.1f} statements per idle worker-second")
 
