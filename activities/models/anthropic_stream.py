@@ -13,7 +13,6 @@ aborted reply keeps what had arrived.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -21,12 +20,9 @@ import anthropic
 from anthropic.types import RawMessageStreamEvent
 
 from duragent.activities.models.anthropic_format import RequestParams
+from duragent.activities.models.reply_stream import read_events, tool_arguments
 from duragent.activities.models.seam import Delta
-from duragent.activities.models.transport_failures import (
-    IncompleteStream,
-    UnreadableStream,
-    interruption,
-)
+from duragent.activities.models.transport_failures import IncompleteStream, UnreadableStream
 from duragent.domain.messages import (
     AssistantContent,
     AssistantMessage,
@@ -66,9 +62,9 @@ class _Block:
         self.arguments: dict[str, Any] | None = None
         """A tool call's input, parsed at its block's stop."""
 
-    def tool_arguments(self) -> dict[str, Any]:
+    def parsed_arguments(self) -> dict[str, Any]:
         if self.arguments is None:
-            self.arguments = _arguments("".join(self.parts))
+            self.arguments = tool_arguments("".join(self.parts))
         return self.arguments
 
 
@@ -80,6 +76,7 @@ class ReplyStream:
         self._model: str | None = None
         self._stop_reason: str | None = None
         self._usage = Usage()
+        self._finished = False
 
     async def run(
         self,
@@ -87,26 +84,15 @@ class ReplyStream:
         params: RequestParams,
         on_delta: Callable[[Delta], None],
     ) -> None:
-        finished = False
         stream = await client.messages.create(**params, stream=True)
         async with stream:
-            try:
-                async for event in stream:
-                    if self._take(event, on_delta):
-                        finished = True
-            except ValueError as exc:  # the SDK's decoder could not read an event
-                raise UnreadableStream(f"the model stream could not be read: {exc}") from exc
-            except Exception as exc:
-                cut = interruption(exc)
-                if cut is None:
-                    raise
-                raise cut from exc
-        if not finished:
+            await read_events(stream, self.take, on_delta)
+        if not self._finished:
             raise IncompleteStream("the model stream ended before message_stop")
 
-    def _take(self, event: RawMessageStreamEvent, on_delta: Callable[[Delta], None]) -> bool:
-        """Note one event; True for the last one (`message_stop`). Deltas come first: they
-        are nearly all of a stream's events."""
+    def take(self, event: RawMessageStreamEvent, on_delta: Callable[[Delta], None]) -> None:
+        """Note one event (the last is `message_stop`). Deltas come first: they are nearly
+        all of a stream's events."""
         if event.type == "content_block_delta":
             index = event.index
             block = self._blocks.get(index)
@@ -145,12 +131,12 @@ class ReplyStream:
             elif start.type == "tool_use":
                 block = _Block("tool", tool_id=start.id, name=start.name)
                 if start.input:  # announced whole (the API starts with `{}` and streams it)
-                    block.arguments = _arguments(start.input)
+                    block.arguments = tool_arguments(start.input)
             self._blocks[event.index] = block
         elif event.type == "content_block_stop":
             block = self._blocks.get(event.index)
             if block is not None and block.kind == "tool" and block.parts:
-                block.arguments = _arguments("".join(block.parts))
+                block.arguments = tool_arguments("".join(block.parts))
         elif event.type == "message_start":
             message = event.message
             self._model = message.model
@@ -175,8 +161,7 @@ class ReplyStream:
                 ),
             )
         elif event.type == "message_stop":
-            return True
-        return False
+            self._finished = True
 
     def message(
         self, *, model: str, timestamp: int, partial: bool = False, provider: str = "anthropic"
@@ -200,7 +185,7 @@ class ReplyStream:
                 )
             elif block.kind == "tool" and not partial:
                 content.append(
-                    ToolCall(id=block.tool_id, name=block.name, arguments=block.tool_arguments())
+                    ToolCall(id=block.tool_id, name=block.name, arguments=block.parsed_arguments())
                 )
         stop: StopReason = (
             "aborted" if partial else _STOP_REASONS.get(self._stop_reason or "", "stop")
@@ -218,19 +203,3 @@ class ReplyStream:
 
 def _count(sent: int | None, before: int) -> int:
     return before if sent is None else sent
-
-
-def _arguments(value: object) -> dict[str, Any]:
-    """Tool arguments from the input's JSON (or as announced whole); input that is not a
-    JSON object is kept as it came, so the tool can report it."""
-    if isinstance(value, dict):
-        return value
-    if not isinstance(value, str):
-        return {"__invalid_json__": json.dumps(value, ensure_ascii=False)}
-    if not value:
-        return {}
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return {"__invalid_json__": value}
-    return parsed if isinstance(parsed, dict) else {"__invalid_json__": value}

@@ -16,9 +16,8 @@ stream that ends before its `finish_reason`, or whose connection fails, counts a
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,12 +26,9 @@ import openai
 from duragent.activities.models.clients import ClientOptions
 from duragent.activities.models.openai_errors import classify
 from duragent.activities.models.openai_format import request_params, user_id
+from duragent.activities.models.reply_stream import read_events, tool_arguments
 from duragent.activities.models.seam import Delta, ModelFailed, ModelRequest, SummaryRequest
-from duragent.activities.models.transport_failures import (
-    IncompleteStream,
-    UnreadableStream,
-    interruption,
-)
+from duragent.activities.models.transport_failures import IncompleteStream, UnreadableStream
 from duragent.domain.messages import (
     AssistantContent,
     AssistantMessage,
@@ -142,7 +138,7 @@ class _Reply:
                     ToolCall(
                         id=call.id or f"call_{uuid.uuid4().hex[:24]}",
                         name=call.name,
-                        arguments=_arguments("".join(call.arguments)),
+                        arguments=tool_arguments("".join(call.arguments)),
                     )
                 )
         return content
@@ -195,27 +191,29 @@ class OpenAIChatCall:
     async def _read(
         self, stream: openai.AsyncStream[object], on_delta: Callable[[Delta], None]
     ) -> None:
-        reply = self._reply
-        chunks = aiter(stream)
-        while (chunk := await _next_chunk(chunks)) is not _END:
-            if not isinstance(chunk, dict):
-                raise UnreadableStream("the model stream could not be read: a chunk not an object")
-            model = chunk.get("model")
-            if model and isinstance(model, str):
-                reply.model = model
-            usage = chunk.get("usage")
-            if isinstance(usage, dict):
-                reply.usage = usage_of(usage)
-            for choice in _dicts(chunk.get("choices")):
-                if (choice.get("index") or 0) != 0:
-                    continue  # one choice asked for (n = 1); a server may not number it
-                for delta in _deltas(reply, _dict(choice.get("delta"))):
-                    on_delta(delta)
-                finish = choice.get("finish_reason")
-                if isinstance(finish, str):
-                    reply.finish_reason = finish
-        if reply.finish_reason is None:
+        await read_events(stream, self._take, on_delta)
+        if self._reply.finish_reason is None:
             raise IncompleteStream("the model stream ended before its finish_reason")
+
+    def _take(self, chunk: object, on_delta: Callable[[Delta], None]) -> None:
+        """Note one chunk (its JSON object): the pieces of its delta go to `on_delta`."""
+        if not isinstance(chunk, dict):
+            raise UnreadableStream("the model stream could not be read: a chunk not an object")
+        reply = self._reply
+        model = chunk.get("model")
+        if model and isinstance(model, str):
+            reply.model = model
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            reply.usage = usage_of(usage)
+        for choice in _dicts(chunk.get("choices")):
+            if (choice.get("index") or 0) != 0:
+                continue  # one choice asked for (n = 1); a server may not number it
+            for delta in _deltas(reply, _dict(choice.get("delta"))):
+                on_delta(delta)
+            finish = choice.get("finish_reason")
+            if isinstance(finish, str):
+                reply.finish_reason = finish
 
     def so_far(self) -> AssistantMessage:
         return self._message("aborted", partial=True)
@@ -233,28 +231,6 @@ class OpenAIChatCall:
             stop_reason=stop,
             timestamp=self._request.timestamp,
         )
-
-
-_END = object()
-"""What `_next_chunk` gives at the stream's end (a chunk can be any JSON, null too)."""
-
-
-async def _next_chunk(chunks: AsyncIterator[object]) -> object:
-    """The stream's next chunk as parsed JSON, `_END` at its end. Only the reading is
-    watched here (not what is done with a chunk): a chunk that is not JSON is unreadable,
-    a failure of the connection under the stream an interruption; the server's own error
-    event (an `openai.APIError`) goes through as it is."""
-    try:
-        return await anext(chunks)
-    except StopAsyncIteration:
-        return _END
-    except ValueError as exc:
-        raise UnreadableStream(f"the model stream could not be read: {exc}") from exc
-    except Exception as exc:
-        cut = interruption(exc)
-        if cut is None:
-            raise
-        raise cut from exc
 
 
 def _deltas(reply: _Reply, delta: dict[str, Any]) -> list[Delta]:
@@ -344,18 +320,6 @@ def usage_of(usage: Mapping[str, Any] | None) -> Usage:
         cache_write_tokens=cache_write,
         reasoning_tokens=_count(_dict(usage.get("completion_tokens_details")), "reasoning_tokens"),
     )
-
-
-def _arguments(raw: str) -> dict[str, Any]:
-    """Tool arguments; arguments that are not a JSON object are kept so the tool can
-    report them."""
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return {"__invalid_json__": raw}
-    if isinstance(value, dict):
-        return value
-    return {"__invalid_json__": raw}
 
 
 def make(provider: Provider, where: Endpoint, options: ClientOptions) -> OpenAIChatModel:

@@ -15,7 +15,6 @@ which the next request hands back (`openai_responses_format.reasoning_item`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -30,12 +29,9 @@ from duragent.activities.models.openai_responses_format import (
     reasoning_signature,
     request_params,
 )
+from duragent.activities.models.reply_stream import read_events, tool_arguments
 from duragent.activities.models.seam import Delta, ModelFailed, ModelRequest, SummaryRequest
-from duragent.activities.models.transport_failures import (
-    IncompleteStream,
-    UnreadableStream,
-    interruption,
-)
+from duragent.activities.models.transport_failures import IncompleteStream, UnreadableStream
 from duragent.domain.messages import (
     AssistantContent,
     AssistantMessage,
@@ -151,16 +147,7 @@ class OpenAIResponsesCall:
                 stream_cls=openai.AsyncStream[object],
             )
             async with stream:
-                try:
-                    async for event in stream:
-                        self._reply.take(event, on_delta)
-                except ValueError as exc:  # the SDK's decoder could not read an event
-                    raise UnreadableStream(f"the model stream could not be read: {exc}") from exc
-                except Exception as exc:
-                    cut = interruption(exc)
-                    if cut is None:
-                        raise
-                    raise cut from exc
+                await read_events(stream, self._reply.take, on_delta)
             if not self._reply.finished:
                 raise IncompleteStream("the model stream ended before the response did")
         except StreamFailure as exc:
@@ -326,7 +313,7 @@ def _content(block: _Block, *, partial: bool) -> AssistantContent | None:
             return None
         arguments = _str(item, "arguments") if block.done else "".join(block.streamed)
         return ToolCall(
-            id=_str(item, "call_id"), name=_str(item, "name"), arguments=_arguments(arguments)
+            id=_str(item, "call_id"), name=_str(item, "name"), arguments=tool_arguments(arguments)
         )
     if block.kind == "thinking":
         # The reasoning goes back only complete: its encrypted content is whole only once
@@ -374,18 +361,6 @@ def _str(obj: Mapping[str, Any], name: str) -> str:
 def _count(obj: Mapping[str, Any], name: str) -> int:
     value = obj.get(name)
     return value if isinstance(value, int) else 0
-
-
-def _arguments(raw: str) -> dict[str, Any]:
-    """Tool arguments; arguments that are not a JSON object are kept so the tool can
-    report them."""
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return {"__invalid_json__": raw}
-    if isinstance(value, dict):
-        return value
-    return {"__invalid_json__": raw}
 
 
 def usage_of(usage: Mapping[str, Any] | None) -> Usage:
