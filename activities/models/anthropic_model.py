@@ -22,9 +22,9 @@ from duragent.activities.models.anthropic_stream import ReplyStream
 from duragent.activities.models.clients import ClientOptions, MissingProviderPackage
 from duragent.activities.models.seam import (
     Delta,
-    ModelFailed,
     ModelRequest,
     SummaryRequest,
+    provider_failures,
 )
 from duragent.domain.extras import install_hint
 from duragent.domain.messages import AssistantMessage, Usage
@@ -56,18 +56,13 @@ class AnthropicModel:
         return AnthropicCall(self._client, request, self.provider)
 
     async def complete(self, request: SummaryRequest) -> tuple[str, Usage]:
-        try:
+        with provider_failures(classify):
             reply = await self._client.messages.create(
                 model=request.ref.model,
                 max_tokens=request.max_tokens,
                 messages=[{"role": "user", "content": request.prompt}],
                 metadata={"user_id": request.session_id},
             )
-        except Exception as exc:
-            failure = classify(exc)
-            if failure is None:
-                raise
-            raise ModelFailed(failure) from exc
         text = "".join(block.text for block in reply.content if isinstance(block, TextBlock))
         usage = Usage(
             input_tokens=reply.usage.input_tokens,
@@ -93,13 +88,8 @@ class AnthropicCall:
         params = request_params(
             request.snapshot, request.messages, request.tools, session_id=request.session_id
         )
-        try:
+        with provider_failures(classify):
             await self._stream.run(self._client, params, on_delta)
-        except Exception as exc:
-            failure = classify(exc)
-            if failure is None:
-                raise
-            raise ModelFailed(failure) from exc
         return self._stream.message(
             model=request.ref.model, timestamp=request.timestamp, provider=self._provider
         )

@@ -23,11 +23,18 @@ from typing import Any
 
 import openai
 
+from duragent.activities.models import openai_client
 from duragent.activities.models.clients import ClientOptions
+from duragent.activities.models.openai_client import OpenAIModel, json_object, json_objects
 from duragent.activities.models.openai_errors import classify
 from duragent.activities.models.openai_format import request_params, user_id
 from duragent.activities.models.reply_stream import read_events, tool_arguments
-from duragent.activities.models.seam import Delta, ModelFailed, ModelRequest, SummaryRequest
+from duragent.activities.models.seam import (
+    Delta,
+    ModelRequest,
+    SummaryRequest,
+    provider_failures,
+)
 from duragent.activities.models.transport_failures import IncompleteStream, UnreadableStream
 from duragent.domain.messages import (
     AssistantContent,
@@ -56,42 +63,27 @@ return it): `reasoning_content` (vLLM, DeepSeek, llama.cpp, SGLang), `reasoning`
 OpenRouter). The first that has text is read: a server sending both sends the same."""
 
 
-class OpenAIChatModel:
-    """A model over Chat Completions, through `client` (one per worker and provider);
-    `provider` is the name its messages are stamped with (openai, ollama, vllm, ...)."""
+class OpenAIChatModel(OpenAIModel):
+    """A model over Chat Completions (see `OpenAIModel`)."""
 
     api: Api = API
 
     def __init__(self, client: openai.AsyncOpenAI, provider: str = "openai") -> None:
-        self._client = client
-        self.provider = provider
-
-    @property
-    def sdk(self) -> openai.AsyncOpenAI:
-        """The SDK's client it asks through."""
-        return self._client
+        super().__init__(client, provider)
 
     def ask(self, request: ModelRequest) -> OpenAIChatCall:
         return OpenAIChatCall(self._client, request, self.provider)
 
     async def complete(self, request: SummaryRequest) -> tuple[str, Usage]:
-        try:
+        with provider_failures(classify):
             reply = await self._client.chat.completions.create(
                 model=request.ref.model,
                 messages=[{"role": "user", "content": request.prompt}],
                 max_completion_tokens=request.max_tokens,
                 user=user_id(request.session_id),
             )
-        except Exception as exc:
-            failure = classify(exc)
-            if failure is None:
-                raise
-            raise ModelFailed(failure) from exc
         text = "".join(choice.message.content or "" for choice in reply.choices[:1])
         return text, usage_of(reply.usage.model_dump() if reply.usage else None)
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
 
 @dataclass
@@ -163,24 +155,10 @@ class OpenAIChatCall:
             session_id=request.session_id,
         )
         body = {**params, "stream": True, "stream_options": {"include_usage": True}}
-        try:
-            # What `chat.completions.create` does, without converting the body (it is the
-            # API's JSON already); `AsyncStream[object]` hands each chunk over as parsed.
-            stream = await self._client.post(
-                "/chat/completions",
-                body=body,
-                cast_to=object,
-                options={"security": {"bearer_auth": True}},
-                stream=True,
-                stream_cls=openai.AsyncStream[object],
-            )
+        with provider_failures(classify):
+            stream = await openai_client.post_stream(self._client, "/chat/completions", body)
             async with stream:
                 await self._read(stream, on_delta)
-        except Exception as exc:
-            failure = classify(exc)
-            if failure is None:
-                raise
-            raise ModelFailed(failure) from exc
         reply = self._reply
         calls = bool(reply.calls)
         stop = _STOP_REASONS.get(reply.finish_reason or "", "stop")
@@ -206,10 +184,10 @@ class OpenAIChatCall:
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             reply.usage = usage_of(usage)
-        for choice in _dicts(chunk.get("choices")):
+        for choice in json_objects(chunk.get("choices")):
             if (choice.get("index") or 0) != 0:
                 continue  # one choice asked for (n = 1); a server may not number it
-            for delta in _deltas(reply, _dict(choice.get("delta"))):
+            for delta in _deltas(reply, json_object(choice.get("delta"))):
                 on_delta(delta)
             finish = choice.get("finish_reason")
             if isinstance(finish, str):
@@ -245,9 +223,9 @@ def _deltas(reply: _Reply, delta: dict[str, Any]) -> list[Delta]:
         if text and isinstance(text, str):
             reply.text.append(text)
             told.append(Delta(reply.index_of("text"), "text", text))
-    for piece in _dicts(delta.get("tool_calls")):
+    for piece in json_objects(delta.get("tool_calls")):
         call = _call(reply, piece)
-        fragment = _dict(piece.get("function")).get("arguments")
+        fragment = json_object(piece.get("function")).get("arguments")
         if fragment and isinstance(fragment, str):
             call.arguments.append(fragment)
             told.append(Delta(call.content_index, "toolCall", fragment, tool_name=call.name))
@@ -281,67 +259,18 @@ def _call(reply: _Reply, piece: dict[str, Any]) -> _Call:
         call = reply.calls[index] = _Call(content_index=reply.index_of(index))
     if piece_id and not call.id:
         call.id = piece_id
-    name = _dict(piece.get("function")).get("name")
+    name = json_object(piece.get("function")).get("name")
     if name and isinstance(name, str) and not call.name:
         call.name = name
     return call
 
 
-def _dict(value: object) -> dict[str, Any]:
-    """`value` if it is a JSON object, else an empty one (a field a server left out, or
-    sent as null)."""
-    return value if isinstance(value, dict) else {}
-
-
-def _dicts(value: object) -> list[dict[str, Any]]:
-    """The JSON objects of `value` if it is an array, else none."""
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def _count(usage: Mapping[str, Any], name: str) -> int:
-    value = usage.get(name)
-    return value if isinstance(value, int) else 0
-
-
 def usage_of(usage: Mapping[str, Any] | None) -> Usage:
-    """Our usage for the API's (its JSON object). OpenAI counts the cached prompt tokens in
-    `prompt_tokens`; ours (as Anthropic's) counts them apart, so input is what was read
-    without the cache. The reasoning tokens are part of the completion tokens, as of the
-    output ones."""
-    if usage is None:
-        return Usage()
-    prompt = _dict(usage.get("prompt_tokens_details"))
-    cache_read = _count(prompt, "cached_tokens")
-    cache_write = _count(prompt, "cache_write_tokens")
-    return Usage(
-        input_tokens=max(0, _count(usage, "prompt_tokens") - cache_read - cache_write),
-        output_tokens=_count(usage, "completion_tokens"),
-        cache_read_tokens=cache_read,
-        cache_write_tokens=cache_write,
-        reasoning_tokens=_count(_dict(usage.get("completion_tokens_details")), "reasoning_tokens"),
-    )
+    """Our usage for the API's (its JSON object): `openai_client.usage_from`."""
+    return openai_client.usage_from(usage, read="prompt", written="completion")
 
 
 def make(provider: Provider, where: Endpoint, options: ClientOptions) -> OpenAIChatModel:
-    """The SDK's client for `provider` (OpenAI, or a server that speaks its API). Its HTTP
-    goes over aiohttp when the SDK's `aiohttp` extra is installed, as Anthropic's does
-    (`anthropic_model.make`: less CPU per streamed reply); over the SDK's default
-    transport otherwise. Retries are the workflow's, where they are visible and
-    abortable."""
-    timeout = openai.Timeout(connect=10.0, read=options.read_timeout_s, write=30.0, pool=10.0)
-    client = openai.AsyncOpenAI(
-        api_key=where.api_key or "none",  # a server of the user's own may want none
-        base_url=where.base_url,
-        max_retries=0,
-        timeout=timeout,
-        **_aiohttp(),
-    )
-    return OpenAIChatModel(client, provider.name)
-
-
-def _aiohttp() -> dict[str, Any]:
-    """The SDK's aiohttp transport as `AsyncOpenAI`'s `http_client`, if it can have it."""
-    try:
-        return {"http_client": openai.DefaultAioHttpClient()}
-    except (AttributeError, RuntimeError):  # an SDK without it, or aiohttp not installed
-        return {}
+    """The SDK's client (`openai_client.sdk_client`) for `provider`: OpenAI, or a server
+    that speaks its API."""
+    return OpenAIChatModel(openai_client.sdk_client(where, options), provider.name)

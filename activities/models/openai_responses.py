@@ -21,7 +21,9 @@ from typing import Any, Literal
 
 import openai
 
+from duragent.activities.models import openai_client
 from duragent.activities.models.clients import ClientOptions
+from duragent.activities.models.openai_client import OpenAIModel, json_object, json_objects
 from duragent.activities.models.openai_errors import OVERFLOW_MARKERS, classify
 from duragent.activities.models.openai_responses_format import (
     API,
@@ -30,7 +32,13 @@ from duragent.activities.models.openai_responses_format import (
     request_params,
 )
 from duragent.activities.models.reply_stream import read_events, tool_arguments
-from duragent.activities.models.seam import Delta, ModelFailed, ModelRequest, SummaryRequest
+from duragent.activities.models.seam import (
+    Delta,
+    ModelFailed,
+    ModelRequest,
+    SummaryRequest,
+    provider_failures,
+)
 from duragent.activities.models.transport_failures import IncompleteStream, UnreadableStream
 from duragent.domain.messages import (
     AssistantContent,
@@ -79,25 +87,19 @@ request's fault (an invalid prompt or image, a policy): retrying would not pass.
 `openai_errors` sorts.)"""
 
 
-class OpenAIResponsesModel:
-    """Models over the Responses API, through `client` (one per worker and provider)."""
+class OpenAIResponsesModel(OpenAIModel):
+    """Models over the Responses API (see `OpenAIModel`)."""
 
     api: Api = "openai-responses"
 
     def __init__(self, client: openai.AsyncOpenAI, provider: str = "openai-responses") -> None:
-        self._client = client
-        self.provider = provider
-
-    @property
-    def sdk(self) -> openai.AsyncOpenAI:
-        """The SDK's client it asks through."""
-        return self._client
+        super().__init__(client, provider)
 
     def ask(self, request: ModelRequest) -> OpenAIResponsesCall:
         return OpenAIResponsesCall(self._client, request, self.provider)
 
     async def complete(self, request: SummaryRequest) -> tuple[str, Usage]:
-        try:
+        with provider_failures(classify):
             response = await self._client.responses.create(
                 model=request.ref.model,
                 input=request.prompt,
@@ -105,17 +107,9 @@ class OpenAIResponsesModel:
                 store=False,
                 **identity(request.session_id),
             )
-        except Exception as exc:
-            failure = classify(exc)
-            if failure is None:
-                raise
-            raise ModelFailed(failure) from exc
         return response.output_text, usage_of(
             response.usage.model_dump() if response.usage else None
         )
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
 
 class OpenAIResponsesCall:
@@ -135,28 +129,16 @@ class OpenAIResponsesCall:
             request.tools,
             session_id=request.session_id,
         )
-        try:
-            # What `responses.create` does, without converting the body (it is the API's
-            # JSON already); `AsyncStream[object]` hands each event over as parsed.
-            stream = await self._client.post(
-                "/responses",
-                body={**params, "stream": True},
-                cast_to=object,
-                options={"security": {"bearer_auth": True}},
-                stream=True,
-                stream_cls=openai.AsyncStream[object],
-            )
-            async with stream:
-                await read_events(stream, self._reply.take, on_delta)
-            if not self._reply.finished:
-                raise IncompleteStream("the model stream ended before the response did")
-        except StreamFailure as exc:
-            raise ModelFailed(exc.failure) from exc
-        except Exception as exc:
-            failure = classify(exc)
-            if failure is None:
-                raise
-            raise ModelFailed(failure) from exc
+        with provider_failures(classify):
+            try:
+                body = {**params, "stream": True}
+                stream = await openai_client.post_stream(self._client, "/responses", body)
+                async with stream:
+                    await read_events(stream, self._reply.take, on_delta)
+                if not self._reply.finished:
+                    raise IncompleteStream("the model stream ended before the response did")
+            except StreamFailure as exc:
+                raise ModelFailed(exc.failure) from exc
         return self._message(partial=False)
 
     def so_far(self) -> AssistantMessage:
@@ -231,17 +213,17 @@ class ReplyState:
         elif kind == "response.completed" or kind == "response.incomplete":
             response = self._response(event)
             self.finished = True
-            for index, item in enumerate(_dicts(response.get("output"))):
+            for index, item in enumerate(json_objects(response.get("output"))):
                 if index not in self._blocks or not self._blocks[index].done:
                     self._item(index, item, done=True)
         elif kind == "response.failed":
-            error = _dict(self._response(event).get("error"))
+            error = json_object(self._response(event).get("error"))
             raise StreamFailure(_stream_failure(_str(error, "code"), _str(error, "message")))
         elif kind == "error":
             raise StreamFailure(_stream_failure(_str(event, "code"), _str(event, "message")))
 
     def _response(self, event: dict[str, Any]) -> dict[str, Any]:
-        response = _dict(event.get("response"))
+        response = json_object(event.get("response"))
         self.response = response
         return response
 
@@ -296,7 +278,7 @@ class ReplyState:
     def _stop_reason(self) -> StopReason:
         response = self.response
         if response is not None and response.get("status") == "incomplete":
-            reason = _str(_dict(response.get("incomplete_details")), "reason")
+            reason = _str(json_object(response.get("incomplete_details")), "reason")
             return _INCOMPLETE.get(reason, "stop")
         if any(b.kind == "toolCall" for b in self._blocks.values()):
             return "toolUse"
@@ -329,7 +311,7 @@ def _content(block: _Block, *, partial: bool) -> AssistantContent | None:
         return TextContent(text="".join(block.streamed))
     parts = [
         _str(p, "text") if p.get("type") == "output_text" else _str(p, "refusal")
-        for p in _dicts(item.get("content"))
+        for p in json_objects(item.get("content"))
     ]
     return TextContent(text="".join(parts))
 
@@ -337,19 +319,9 @@ def _content(block: _Block, *, partial: bool) -> AssistantContent | None:
 def _thinking(item: dict[str, Any]) -> str:
     """Its summary, the parts as paragraphs; or, from a model that shows its reasoning
     itself (gpt-oss behind an OpenAI-compatible server), that."""
-    summary = _dicts(item.get("summary"))
-    parts = summary or _dicts(item.get("content"))
+    summary = json_objects(item.get("summary"))
+    parts = summary or json_objects(item.get("content"))
     return _PARAGRAPH.join(_str(part, "text") for part in parts)
-
-
-def _dict(value: object) -> dict[str, Any]:
-    """`value` if it is a JSON object, else an empty one (a field left out, or null)."""
-    return value if isinstance(value, dict) else {}
-
-
-def _dicts(value: object) -> list[dict[str, Any]]:
-    """The JSON objects of `value` if it is an array, else none."""
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def _str(obj: Mapping[str, Any], name: str) -> str:
@@ -358,27 +330,9 @@ def _str(obj: Mapping[str, Any], name: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _count(obj: Mapping[str, Any], name: str) -> int:
-    value = obj.get(name)
-    return value if isinstance(value, int) else 0
-
-
 def usage_of(usage: Mapping[str, Any] | None) -> Usage:
-    """Our usage for the API's (its JSON object). OpenAI counts the cached prompt tokens in
-    `input_tokens`; ours (as Anthropic's) counts them apart, so input is what was read
-    without the cache."""
-    if usage is None:
-        return Usage()
-    details = _dict(usage.get("input_tokens_details"))
-    cache_read = _count(details, "cached_tokens")
-    cache_write = _count(details, "cache_write_tokens")
-    return Usage(
-        input_tokens=max(0, _count(usage, "input_tokens") - cache_read - cache_write),
-        output_tokens=_count(usage, "output_tokens"),
-        cache_read_tokens=cache_read,
-        cache_write_tokens=cache_write,
-        reasoning_tokens=_count(_dict(usage.get("output_tokens_details")), "reasoning_tokens"),
-    )
+    """Our usage for the API's (its JSON object): `openai_client.usage_from`."""
+    return openai_client.usage_from(usage, read="input", written="output")
 
 
 def _stream_failure(code: str | None, message: str) -> ProviderFailure:
@@ -392,15 +346,5 @@ def _stream_failure(code: str | None, message: str) -> ProviderFailure:
 
 
 def make(provider: Provider, where: Endpoint, options: ClientOptions) -> OpenAIResponsesModel:
-    """The SDK's client for `provider`. Its HTTP goes over aiohttp, as Anthropic's does
-    (`anthropic_model.make`); retries are the workflow's, where they are visible and
-    abortable."""
-    timeout = openai.Timeout(connect=10.0, read=options.read_timeout_s, write=30.0, pool=10.0)
-    client = openai.AsyncOpenAI(
-        api_key=where.api_key or "none",  # a server of the user's own may want none
-        base_url=where.base_url,
-        http_client=openai.DefaultAioHttpClient(),
-        max_retries=0,
-        timeout=timeout,
-    )
-    return OpenAIResponsesModel(client, provider.name)
+    """The SDK's client (`openai_client.sdk_client`) for `provider`."""
+    return OpenAIResponsesModel(openai_client.sdk_client(where, options), provider.name)

@@ -10,7 +10,8 @@ worker (`client.workers`) know only what is here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -74,6 +75,24 @@ class ModelFailed(Exception):
     def __init__(self, failure: ProviderFailure) -> None:
         super().__init__(failure.message)
         self.failure = failure
+
+
+@contextmanager
+def provider_failures(
+    classify: Callable[[BaseException], ProviderFailure | None],
+) -> Iterator[None]:
+    """What fails in the block raised as `ModelFailed` when `classify` (the wire's sorting
+    of its SDK's exceptions) knows it as the provider's failure; anything else, a
+    `ModelFailed` too, goes through as it is."""
+    try:
+        yield
+    except ModelFailed:
+        raise
+    except Exception as exc:
+        failure = classify(exc)
+        if failure is None:
+            raise
+        raise ModelFailed(failure) from exc
 
 
 class ReplyStream(Protocol):
