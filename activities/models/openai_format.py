@@ -14,7 +14,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 from openai.types.chat import (
     ChatCompletionAssistantMessageParam,
@@ -56,7 +56,11 @@ class RequestParams(TypedDict, total=False):
     user: str
 
 
-_EFFORT: dict[str, ReasoningEffort] = {
+Effort = Literal["minimal", "low", "medium", "high"]
+"""The reasoning efforts a thinking level asks for (OpenAI's Chat Completions and
+Responses take the same)."""
+
+_EFFORT: dict[str, Effort] = {
     "minimal": "minimal",
     "low": "low",
     "medium": "medium",
@@ -121,12 +125,18 @@ def reasoning_effort(ref: ModelRef, snapshot: TurnSnapshot) -> ReasoningEffort |
     None, so the parameter is left out, for every other model (which refuse it) and at
     level "off": the reasoning models cannot all stop reasoning ("none" is refused by
     the o-series and the first GPT-5s), so they reason at their default."""
-    level = snapshot.thinking_level
-    if level == "off" or model_info(ref).thinking != "effort":
+    if snapshot.thinking_level == "off" or model_info(ref).thinking != "effort":
         return None
+    return effort(ref, snapshot)
+
+
+def effort(ref: ModelRef, snapshot: TurnSnapshot) -> Effort:
+    """The effort of the snapshot's thinking level (one that is not "off") for the model
+    `ref`: "minimal" is "low" for the o-series, which do not take it."""
+    level = _EFFORT[snapshot.thinking_level]
     if level == "minimal" and _NO_MINIMAL.match(ref.model):
         return "low"
-    return _EFFORT[level]
+    return level
 
 
 def chat_messages(transcript: Sequence[LlmMessage]) -> list[ChatCompletionMessageParam]:
@@ -150,7 +160,7 @@ def chat_messages(transcript: Sequence[LlmMessage]) -> list[ChatCompletionMessag
                 {
                     "role": "tool",
                     "tool_call_id": message.tool_call_id,
-                    "content": _result_text(message),
+                    "content": result_text(message),
                 }
             )
             images += [_image(b) for b in message.content if isinstance(b, ImageContent)]
@@ -191,7 +201,9 @@ def _image(block: ImageContent) -> ChatCompletionContentPartImageParam:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
-def _result_text(message: ToolResultMessage) -> str:
+def result_text(message: ToolResultMessage) -> str:
+    """A tool result's text as both OpenAI APIs are sent it: its text blocks, or what
+    stands for none (its images go apart)."""
     text = "\n".join(_texts(message.content))
     if text.strip():
         return text

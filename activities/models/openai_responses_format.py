@@ -10,9 +10,7 @@ signatures do.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import Sequence
 from typing import Literal, TypedDict, cast
 
@@ -31,6 +29,7 @@ from openai.types.responses.response_input_item_param import FunctionCallOutput
 from openai.types.responses.response_reasoning_item_param import Summary
 from openai.types.shared_params import Reasoning
 
+from duragent.activities.models.openai_format import TOOL_IMAGES, effort, result_text, user_id
 from duragent.domain.config import TurnSnapshot
 from duragent.domain.messages import (
     AssistantMessage,
@@ -47,8 +46,6 @@ from duragent.domain.tools import ToolSpec
 from duragent.domain.transcript import LlmMessage
 
 API = "openai-responses"
-
-Effort = Literal["minimal", "low", "medium", "high"]
 
 
 class Identity(TypedDict):
@@ -70,17 +67,6 @@ class RequestParams(Identity, total=False):
     store: bool
     include: list[ResponseIncludable]
     reasoning: Reasoning
-
-
-_EFFORT: dict[str, Effort] = {
-    "minimal": "minimal",
-    "low": "low",
-    "medium": "medium",
-    "high": "high",
-}
-_NO_MINIMAL = re.compile(r"o\d")
-"""The o-series take low, medium and high only (GPT-5 also takes minimal)."""
-_MAX_IDENTIFIER = 64
 
 
 def request_params(
@@ -132,17 +118,10 @@ def request_params(
 def identity(session_id: str) -> Identity:
     """Who asks: the session, as the cache key (its turns share their prompt's beginning,
     which OpenAI routes by this key to a warm cache) and as the identifier OpenAI's abuse
-    checks read. Both take at most 64 characters: a longer id goes as its SHA-256."""
-    if len(session_id) > _MAX_IDENTIFIER:
-        session_id = hashlib.sha256(session_id.encode()).hexdigest()
-    return {"prompt_cache_key": session_id, "safety_identifier": session_id}
-
-
-def effort(ref: ModelRef, snapshot: TurnSnapshot) -> Effort:
-    level = _EFFORT[snapshot.thinking_level]
-    if level == "minimal" and _NO_MINIMAL.match(ref.model):
-        return "low"
-    return level
+    checks read. Both take at most 64 characters: a longer id goes as its SHA-256
+    (`openai_format.user_id`)."""
+    who = user_id(session_id)
+    return {"prompt_cache_key": who, "safety_identifier": who}
 
 
 def input_items(
@@ -167,7 +146,7 @@ def input_items(
             output: FunctionCallOutput = {
                 "type": "function_call_output",
                 "call_id": message.tool_call_id,
-                "output": _result_text(message),
+                "output": result_text(message),
             }
             items.append(output)
             images += [_image(b) for b in message.content if isinstance(b, ImageContent)]
@@ -193,17 +172,8 @@ def _image(block: ImageContent) -> ResponseInputImageParam:
     return {"type": "input_image", "image_url": url, "detail": "auto"}
 
 
-def _result_text(message: ToolResultMessage) -> str:
-    text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
-    if text.strip():
-        return text
-    if any(isinstance(b, ImageContent) for b in message.content):
-        return "(see the attached image)"
-    return "(no output)"
-
-
 def _tool_images(images: list[ResponseInputImageParam]) -> EasyInputMessageParam:
-    intro: ResponseInputTextParam = {"type": "input_text", "text": "Images from the tool results:"}
+    intro: ResponseInputTextParam = {"type": "input_text", "text": TOOL_IMAGES}
     return {"type": "message", "role": "user", "content": [intro, *images]}
 
 
