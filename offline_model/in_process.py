@@ -38,9 +38,12 @@ import json
 from collections.abc import Callable, Sequence
 
 import anthropic
+from anthropic.types import RawMessageStreamEvent
+from pydantic import TypeAdapter
 
 from duragent.activities.models.anthropic_errors import classify
 from duragent.activities.models.anthropic_format import request_params
+from duragent.activities.models.anthropic_stream import ReplyStream as AnthropicReplyStream
 from duragent.activities.models.clients import ModelClients
 from duragent.activities.models.seam import (
     Delta,
@@ -48,15 +51,7 @@ from duragent.activities.models.seam import (
     ModelRequest,
     SummaryRequest,
 )
-from duragent.domain.messages import (
-    AssistantContent,
-    AssistantMessage,
-    StopReason,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-    Usage,
-)
+from duragent.domain.messages import AssistantMessage, Usage
 from duragent.domain.models import PROVIDERS, Api
 from duragent.domain.turns import ProviderFailure
 from duragent.offline_model.app import Holds
@@ -191,10 +186,13 @@ class ScriptedModel:
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._holds.wake, gate)
 
-    async def play(self, body: JsonObject, reading: Reading | None) -> JsonObject:
+    async def play(
+        self, body: JsonObject, take: Callable[[RawMessageStreamEvent], None] | None
+    ) -> JsonObject:
         """Answer the Messages API request `body` as the server would: the message it
-        would send, streamed to `reading` when given. Raises `ModelFailed` as the
-        Anthropic client would for the server's error answer."""
+        would send, its stream's events handed to `take` when given, as the SDK hands
+        them over (the pings left out). Raises `ModelFailed` as the Anthropic client would
+        for the server's error answer."""
         self._loop = asyncio.get_running_loop()
         player, holds = self.player, self._holds
         key = conversation_key(body)
@@ -239,7 +237,7 @@ class ScriptedModel:
                 raise fail(*_scripted_error(step))
             answer = build_message(step, body)
         player.annotate(position, status=200)
-        if reading is not None:
+        if take is not None:
             sent = 0
             for name, event in stream_events(answer):
                 if name == "content_block_delta":
@@ -249,17 +247,19 @@ class ScriptedModel:
                         raise fail(_CLOSED)
                     sent += 1
                     player.note_delta_sent(position)
-                reading.event(name, event)
+                if name != "ping":
+                    take(_STREAM_EVENT.validate_python(event))
         return answer
 
 
 class ScriptedReply:
-    """One request to the scripted model, streamed once (`ReplyStream`)."""
+    """One request to the scripted model, streamed once (`ReplyStream`): its events read
+    as the Anthropic client reads them (`anthropic_stream.ReplyStream`)."""
 
     def __init__(self, model: ScriptedModel, request: ModelRequest) -> None:
         self._model = model
         self._request = request
-        self._reading: Reading | None = None
+        self._stream = AnthropicReplyStream()
 
     async def reply(self, on_delta: Callable[[Delta], None]) -> AssistantMessage:
         request = self._request
@@ -268,8 +268,8 @@ class ScriptedReply:
         )
         # As the client sends it: JSON (a copy of its own), the stream asked for.
         body: JsonObject = {**json.loads(json.dumps(params)), "stream": True}
-        self._reading = Reading(on_delta)
-        await self._model.play(body, self._reading)
+        stream = self._stream
+        await self._model.play(body, lambda event: stream.take(event, on_delta))
         return self._message(partial=False)
 
     def so_far(self) -> AssistantMessage:
@@ -277,8 +277,7 @@ class ScriptedReply:
 
     def _message(self, *, partial: bool) -> AssistantMessage:
         request = self._request
-        reading = self._reading or Reading(lambda delta: None)
-        return reading.message(
+        return self._stream.message(
             model=request.ref.model,
             timestamp=request.timestamp,
             partial=partial,
@@ -287,81 +286,8 @@ class ScriptedReply:
         )
 
 
-_STOP_REASONS: dict[str, StopReason] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "pause_turn": "stop",
-    "tool_use": "toolUse",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "refusal": "error",
-}
-"""The Messages API's stop reasons as ours, as the Anthropic client maps them."""
-
-
-class Reading:
-    """A streamed reply as the Anthropic client reads it (`anthropic_stream`): each text,
-    thinking or tool-argument delta told to `on_delta`, the message kept as far as it
-    arrived, whole once the stream ends."""
-
-    def __init__(self, on_delta: Callable[[Delta], None]) -> None:
-        self._on_delta = on_delta
-        self._blocks: list[JsonObject] = []
-        self._model: str | None = None
-        self._stop_reason: str | None = None
-        self._usage = Usage()
-
-    def event(self, name: str, event: JsonObject) -> None:
-        if name == "content_block_delta":
-            index, delta = event["index"], event["delta"]
-            block = self._blocks[index]
-            kind = delta["type"]
-            if kind == "text_delta":
-                block["text"] += delta["text"]
-                self._on_delta(Delta(index, "text", delta["text"]))
-            elif kind == "thinking_delta":
-                block["thinking"] += delta["thinking"]
-                self._on_delta(Delta(index, "thinking", delta["thinking"]))
-            elif kind == "signature_delta":
-                block["signature"] = delta["signature"]
-            elif kind == "input_json_delta":
-                block["json"] += delta["partial_json"]
-                told = Delta(index, "toolCall", delta["partial_json"], tool_name=block["name"])
-                self._on_delta(told)
-        elif name == "content_block_start":
-            self._blocks.append({**event["content_block"], "json": ""})
-        elif name == "message_start":
-            self._model = event["message"]["model"]
-            self._usage = _usage(event["message"]["usage"])
-        elif name == "message_delta":
-            self._stop_reason = event["delta"]["stop_reason"]
-            self._usage = _usage(event["usage"])
-
-    def message(
-        self, *, model: str, timestamp: int, partial: bool, provider: str, api: Api
-    ) -> AssistantMessage:
-        """Our message for the reply; a partial one (aborted) without its tool calls, as
-        the client gives it (none of them will run)."""
-        content: list[AssistantContent] = []
-        for block in self._blocks:
-            if block["type"] == "text":
-                content.append(TextContent(text=block["text"]))
-            elif block["type"] == "thinking":
-                signature = block["signature"] or None
-                content.append(ThinkingContent(thinking=block["thinking"], signature=signature))
-            elif block["type"] == "tool_use" and not partial:
-                arguments = json.loads(block["json"]) if block["json"] else {}
-                content.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments))
-        stop = "aborted" if partial else _STOP_REASONS.get(self._stop_reason or "", "stop")
-        return AssistantMessage(
-            content=content,
-            api=api,
-            provider=provider,
-            model=self._model or model,
-            usage=self._usage,
-            stop_reason=stop,
-            timestamp=timestamp,
-        )
+_STREAM_EVENT: TypeAdapter[RawMessageStreamEvent] = TypeAdapter(RawMessageStreamEvent)
+"""A stream event's JSON as the SDK's event."""
 
 
 def _usage(usage: JsonObject) -> Usage:

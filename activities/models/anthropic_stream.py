@@ -32,6 +32,7 @@ from duragent.domain.messages import (
     ToolCall,
     Usage,
 )
+from duragent.domain.models import Api
 
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "stop",
@@ -164,9 +165,17 @@ class ReplyStream:
             self._finished = True
 
     def message(
-        self, *, model: str, timestamp: int, partial: bool = False, provider: str = "anthropic"
+        self,
+        *,
+        model: str,
+        timestamp: int,
+        partial: bool = False,
+        provider: str = "anthropic",
+        api: Api = "anthropic-messages",
     ) -> AssistantMessage:
-        """The reply as our message (`model` if the stream named none). A partial one
+        """The reply as our message (`model` if the stream named none), stamped with
+        `provider` and the wire API `api` (the in-process offline model stands for any,
+        reading as this client reads). A partial one
         (aborted) drops its tool calls: none of them will run, and a stored call without a
         result would break the transcript."""
         content: list[AssistantContent] = []
@@ -192,7 +201,7 @@ class ReplyStream:
         )
         return AssistantMessage(
             content=content,
-            api="anthropic-messages",
+            api=api,
             provider=provider,
             model=self._model or model,
             usage=self._usage,
