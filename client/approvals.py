@@ -9,20 +9,14 @@ taken later by surprise), and the update's wait for a worker is bounded as well.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from typing import Any
 
 from pydantic import ValidationError
-from temporalio.service import RPCError
 
 from duragent.client.bounds import bounded, one_line
-from duragent.client.errors import (
-    ApprovalNotRecorded,
-    ApprovalRefused,
-    InvalidChange,
-    WorkerNotAnswering,
-)
+from duragent.client.errors import ApprovalNotRecorded, ApprovalRefused, InvalidChange
 from duragent.client.part import StoreBackedPart, SyncPart
+from duragent.client.waits import ended_event, send_word, waiting
 from duragent.domain.approvals import (
     ApprovalDecision,
     ApprovalOutcome,
@@ -34,11 +28,8 @@ from duragent.domain.approvals import (
 from duragent.domain.entries import ApprovalPolicyChangeEntry
 from duragent.domain.events import ApprovalDecided
 from duragent.domain.messages import AssistantMessage
-from duragent.store import events, staging
+from duragent.store import staging
 from duragent.workflows.session_run import SessionRun
-
-DECIDE_TIMEOUT = timedelta(seconds=10)
-"""How long a decision waits for the run's worker to take it."""
 
 
 class SyncApprovals(SyncPart):
@@ -47,11 +38,11 @@ class SyncApprovals(SyncPart):
     def _decided(self, session_id: str, call_id: str) -> str | None:
         """Why a decision on tool call `call_id` comes too late, if the store shows it
         decided (by a person, a timeout, or withdrawn with its run)."""
-        with self._client.db.transaction() as db:
-            payload = events.latest_for_call(db, session_id, "approval_decided", call_id)
-        if payload is None:
+        decided = ended_event(
+            self._client, session_id, "approval_decided", call_id, ApprovalDecided
+        )
+        if decided is None:
             return None
-        decided = ApprovalDecided.model_validate(payload)
         return already_decided_text(call_id, decided.decision, decided.by)
 
     def _with_arguments(self, pending: list[PendingApproval]) -> list[PendingApproval]:
@@ -92,16 +83,8 @@ class Approvals(StoreBackedPart[SyncApprovals]):
     async def pending(self, session_id: str) -> list[PendingApproval]:
         """The tool calls of the session's run that wait for a decision, with their full
         arguments (read from the staged assistant message); empty when none waits."""
-        handle = await self._client.workflows.open_run(session_id)
-        if handle is None:
-            return []
-        try:
-            pending = await asyncio.wait_for(
-                handle.query(SessionRun.approvals, rpc_timeout=DECIDE_TIMEOUT),
-                timeout=DECIDE_TIMEOUT.total_seconds(),
-            )
-        except (RPCError, TimeoutError) as err:
-            raise WorkerNotAnswering(session_id, "its waiting tool calls cannot be listed") from err
+        what = "its waiting tool calls"
+        pending = await waiting(self._client, session_id, SessionRun.approvals, what)
         return await asyncio.to_thread(self._store._with_arguments, pending)
 
     async def approve(
@@ -131,13 +114,13 @@ class Approvals(StoreBackedPart[SyncApprovals]):
             decision = ApprovalDecision(call_id=call_id, decision=kind, reason=reason, by=by)
         except ValidationError as err:
             raise ApprovalRefused(one_line(err)) from err
-        return await self._client.workflows.update_open_run(
+        return await send_word(
+            self._client,
             session_id,
             SessionRun.decide_approval,
             decision,
             what=f"{kind} tool call {call_id!r}",
-            timeout=DECIDE_TIMEOUT,
             refused=ApprovalRefused,
-            not_taken=lambda detail: ApprovalNotRecorded(session_id, detail),
-            settled=lambda: self._store._decided(session_id, call_id),
+            not_recorded=ApprovalNotRecorded,
+            too_late=lambda: self._store._decided(session_id, call_id),
         )

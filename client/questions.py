@@ -9,19 +9,12 @@ update's wait for a worker is bounded as well.
 
 from __future__ import annotations
 
-import asyncio
-from datetime import timedelta
-
 from pydantic import ValidationError
-from temporalio.service import RPCError
 
 from duragent.client.bounds import one_line
-from duragent.client.errors import (
-    AnswerNotRecorded,
-    AnswerRefused,
-    WorkerNotAnswering,
-)
+from duragent.client.errors import AnswerNotRecorded, AnswerRefused
 from duragent.client.part import StoreBackedPart, SyncPart
+from duragent.client.waits import ended_event, send_word, waiting
 from duragent.domain.events import QuestionAnswered
 from duragent.domain.questions import (
     AnswerOutcome,
@@ -29,11 +22,7 @@ from duragent.domain.questions import (
     UserAnswer,
     question_ended_text,
 )
-from duragent.store import events
 from duragent.workflows.session_run import SessionRun
-
-ANSWER_TIMEOUT = timedelta(seconds=10)
-"""How long an answer (or a listing) waits for the run's worker to take it."""
 
 
 class SyncQuestions(SyncPart):
@@ -42,11 +31,11 @@ class SyncQuestions(SyncPart):
     def _ended(self, session_id: str, call_id: str) -> str | None:
         """Why an answer to question `call_id` comes too late, if the store shows that
         question ended (answered, timed out or withdrawn)."""
-        with self._client.db.transaction() as db:
-            payload = events.latest_for_call(db, session_id, "question_answered", call_id)
-        if payload is None:
+        ended = ended_event(
+            self._client, session_id, "question_answered", call_id, QuestionAnswered
+        )
+        if ended is None:
             return None
-        ended = QuestionAnswered.model_validate(payload)
         return question_ended_text(call_id, answered=ended.status == "answered", by=ended.by)
 
 
@@ -56,16 +45,8 @@ class Questions(StoreBackedPart[SyncQuestions]):
     async def pending(self, session_id: str) -> list[PendingQuestion]:
         """The questions of the session's run that wait for an answer; empty when none
         waits (or no run is open)."""
-        handle = await self._client.workflows.open_run(session_id)
-        if handle is None:
-            return []
-        try:
-            return await asyncio.wait_for(
-                handle.query(SessionRun.questions, rpc_timeout=ANSWER_TIMEOUT),
-                timeout=ANSWER_TIMEOUT.total_seconds(),
-            )
-        except (RPCError, TimeoutError) as err:
-            raise WorkerNotAnswering(session_id, "its waiting questions cannot be listed") from err
+        what = "its waiting questions"
+        return await waiting(self._client, session_id, SessionRun.questions, what)
 
     async def answer(
         self, session_id: str, call_id: str, answer: str, *, by: str | None = None
@@ -78,13 +59,13 @@ class Questions(StoreBackedPart[SyncQuestions]):
             raise AnswerRefused(one_line(err)) from err
         if not answer.strip():
             raise AnswerRefused("the answer must not be blank")
-        return await self._client.workflows.update_open_run(
+        return await send_word(
+            self._client,
             session_id,
             SessionRun.answer_question,
             checked,
             what=f"answer question {call_id!r}",
-            timeout=ANSWER_TIMEOUT,
             refused=AnswerRefused,
-            not_taken=lambda detail: AnswerNotRecorded(session_id, detail),
-            settled=lambda: self._store._ended(session_id, call_id),
+            not_recorded=AnswerNotRecorded,
+            too_late=lambda: self._store._ended(session_id, call_id),
         )
