@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 import typer
@@ -14,7 +13,8 @@ from duragent.client.api import DuragentClient
 from duragent.client.bounds import one_line
 from duragent.client.cli import command
 from duragent.client.cli.command import SessionArg, fail, require_session, store_client
-from duragent.client.cli.views import announce, console, say
+from duragent.client.cli.views import announce, say
+from duragent.client.cli.waits import list_waiting, send_word
 from duragent.client.services import local_services
 from duragent.domain.approvals import (
     ACTIONS,
@@ -87,19 +87,15 @@ def policy(
 
 def approvals(ctx: typer.Context, session: SessionArg) -> None:
     """List the tool calls of the session's run that wait for a decision."""
-    settings: Settings = ctx.obj
-
-    async def main() -> None:
-        async with local_services(settings, announce, worker=False) as ready:
-            client = await DuragentClient.connect(ready)
-            pending = await client.approvals.pending(session)
-            if not pending:
-                console.print("no tool call waits for approval")
-            for item in pending:
-                say(Text(pending_line(item)))
-                say(Text(f"  approve: duragent approve {session} {item.call_id}"))
-
-    command.run(main())
+    list_waiting(
+        ctx.obj,
+        lambda client: client.approvals.pending(session),
+        none="no tool call waits for approval",
+        lines=lambda item: [
+            pending_line(item),
+            f"  approve: duragent approve {session} {item.call_id}",
+        ],
+    )
 
 
 def approve(
@@ -114,7 +110,7 @@ def approve(
     ] = False,
 ) -> None:
     """Let a waiting tool call run. Needs a worker answering for the run."""
-    _decide(ctx.obj, lambda c: c.approvals.approve(session, call, always=always))
+    send_word(ctx.obj, lambda c: c.approvals.approve(session, call, always=always), decided_line)
 
 
 def deny(
@@ -126,21 +122,14 @@ def deny(
     ] = None,
 ) -> None:
     """Refuse a waiting tool call: it does not run, and the model reads why."""
-    _decide(ctx.obj, lambda c: c.approvals.deny(session, call, reason))
+    send_word(ctx.obj, lambda c: c.approvals.deny(session, call, reason), decided_line)
 
 
-def _decide(
-    settings: Settings, decide: Callable[[DuragentClient], Awaitable[ApprovalOutcome]]
-) -> None:
-    async def main() -> None:
-        async with local_services(settings, announce, worker=False) as ready:
-            client = await DuragentClient.connect(ready)
-            outcome = await decide(client)
-            done = {"approve": "approved", "always": "approved always", "deny": "denied"}
-            also = f" (and {', '.join(outcome.also_approved)})" if outcome.also_approved else ""
-            console.print(f"{done[outcome.decision]}: {outcome.call_id}{also}")
-
-    command.run(main())
+def decided_line(outcome: ApprovalOutcome) -> str:
+    """What a decision the run took did, e.g. `approved always: call_1 (and call_2)`."""
+    done = {"approve": "approved", "always": "approved always", "deny": "denied"}
+    also = f" (and {', '.join(outcome.also_approved)})" if outcome.also_approved else ""
+    return f"{done[outcome.decision]}: {outcome.call_id}{also}"
 
 
 def policy_lines(policy: ApprovalPolicy | None) -> list[str]:

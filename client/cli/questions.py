@@ -7,35 +7,27 @@ from typing import Annotated, Any, TextIO
 
 import typer
 from rich.markup import escape
-from rich.text import Text
 
 from duragent.client.api import DuragentClient
-from duragent.client.cli import command
 from duragent.client.cli.command import SessionArg
-from duragent.client.cli.views import announce, console, say
+from duragent.client.cli.views import console
+from duragent.client.cli.waits import list_waiting, send_word
 from duragent.client.errors import DuragentError
-from duragent.client.services import local_services
 from duragent.domain.questions import PendingQuestion
-from duragent.settings import Settings
 from duragent.store.records import StoredEvent
 
 
 def questions(ctx: typer.Context, session: SessionArg) -> None:
     """List the questions of the session's run that wait for an answer (`ask_user`)."""
-    settings: Settings = ctx.obj
-
-    async def main() -> None:
-        async with local_services(settings, announce, worker=False) as ready:
-            client = await DuragentClient.connect(ready)
-            pending = await client.questions.pending(session)
-            if not pending:
-                console.print("no question waits for an answer")
-            for item in pending:
-                for line in question_lines(item):
-                    say(Text(line))
-                say(Text(f'  answer: duragent answer {session} {item.call_id} "TEXT"'))
-
-    command.run(main())
+    list_waiting(
+        ctx.obj,
+        lambda client: client.questions.pending(session),
+        none="no question waits for an answer",
+        lines=lambda item: [
+            *question_lines(item),
+            f'  answer: duragent answer {session} {item.call_id} "TEXT"',
+        ],
+    )
 
 
 def answer(
@@ -52,15 +44,11 @@ def answer(
 ) -> None:
     """Answer a question the model asked (`ask_user`). Needs a worker answering for the
     run; a question is answered once (a second answer is refused)."""
-    settings: Settings = ctx.obj
-
-    async def main() -> None:
-        async with local_services(settings, announce, worker=False) as ready:
-            client = await DuragentClient.connect(ready)
-            outcome = await client.questions.answer(session, call, text)
-            console.print(f"answered: {outcome.call_id}")
-
-    command.run(main())
+    send_word(
+        ctx.obj,
+        lambda client: client.questions.answer(session, call, text),
+        lambda outcome: f"answered: {outcome.call_id}",
+    )
 
 
 def question_lines(item: PendingQuestion) -> list[str]:
