@@ -134,9 +134,19 @@ def check_started(
         elif not fresh:
             verdict.doubled.append(f"{where} for {taken[0]}, which run {taken_by[taken[0]]} took")
         elif record.run_id not in followed:
+            # Its driver missed it (started as the driver stopped following, its answer
+            # lost with a service): the store's record is its outcome.
             verdict.runs += 1
-            verdict.statuses["unknown"] += 1
-            verdict.failed.append(f"{where}, started by {fresh[0]}: the soak never followed it")
+            if record.ended_at is None or record.status == "running":
+                verdict.statuses["unknown"] += 1
+                verdict.lost.append(f"{where}, started by {fresh[0]}: never ended")
+            else:
+                verdict.statuses[record.status] += 1
+                missed = f"{where}, started by {fresh[0]}: {record.status} (its driver missed it)"
+                if record.status == "error":
+                    verdict.failed.append(f"{missed}: {record.error}")
+                else:
+                    verdict.notes.append(missed)
 
 
 def inputs_taken(
