@@ -8,7 +8,8 @@
 - `postgres_restart`: stop PostgreSQL at once, start it again.
 
 One failure at a time; each one is undone before the next is drawn, so at the end every
-service is up.
+service is up. The first failures are one of each kind, in a random order (then each is
+drawn by its weight): even a short soak sees every kind, going on past its time if it must.
 """
 
 from __future__ import annotations
@@ -38,15 +39,17 @@ async def chaos(
     done: Counter[str],
     say: list[str],
 ) -> None:
-    """Draw failures about every `every_s` seconds until `until` (time.monotonic())."""
+    """Draw failures about every `every_s` seconds until `until` (time.monotonic()), and
+    at least until one of each kind has happened."""
     began = time.monotonic()
     heartbeat = services.settings.heartbeat_timeout_s
+    deck = dice.sample(list(KINDS), len(KINDS))
     while True:
         pause = dice.uniform(0.5, 1.5) * every_s
-        if time.monotonic() + pause > until:
+        if time.monotonic() + pause > until and not deck:
             return
         await asyncio.sleep(pause)  # the schedule of failures, not a wait for a state
-        kind = dice.choices(list(KINDS), weights=list(KINDS.values()))[0]
+        kind = deck.pop() if deck else dice.choices(list(KINDS), weights=list(KINDS.values()))[0]
         host = dice.choice(services.hosts)
         at = time.monotonic() - began
         what = f"{kind} ({host.name})" if kind.startswith("worker") else kind

@@ -259,6 +259,11 @@ async def one_run(driving: Driving, log: SessionLog, dice: random.Random) -> Non
         for chance, action in actions
         if dice.random() < chance
     ]
+    if number == 1:
+        # The first run of each session sends input at once by one channel, the sessions
+        # taking them in turn: even a short soak takes input by every channel.
+        channel = CHANNELS[log.index % len(CHANNELS)]
+        tasks.append(asyncio.create_task(channel(driving, log, run, done, 0.0)))
     if asks:
         tasks.append(asyncio.create_task(approve(driving, log, run, done)))
 
@@ -483,6 +488,10 @@ async def fire_schedule(
         log.firings += 1
     except Exception as err:  # gave up: not fired, or fired with its answer lost
         driving.client_errors[f"fire: {type(err).__name__}"] += 1
+
+
+CHANNELS = (chat, webhook, fire_schedule)
+"""The channels that send input as a chat box does."""
 
 
 async def abort(
