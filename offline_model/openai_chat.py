@@ -51,7 +51,6 @@ from duragent.offline_model.wire import (
     ApiError,
     Frame,
     JsonObject,
-    WireProtocol,
     counts,
     new_id,
     pieces,
@@ -61,14 +60,8 @@ from duragent.offline_model.wire import (
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 
-class ChatCompletions(WireProtocol):
+class ChatCompletions(openai_wire.OpenAIWireProtocol):
     """POST /v1/chat/completions; see the module docstring."""
-
-    request_id_header = openai_wire.REQUEST_ID_HEADER
-    parse_error = openai_wire.PARSE_ERROR
-
-    def conversation_key(self, body: JsonObject) -> str:
-        return openai_wire.conversation_key(body)
 
     def validate(self, body: JsonObject) -> ApiError | None:
         return validate_request(body)
@@ -80,9 +73,6 @@ class ChatCompletions(WireProtocol):
         options = body.get("stream_options")
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
         return list(stream_chunks(response, include_usage=include_usage))
-
-    def error(self, error: ApiError, request_id: str) -> tuple[int, JsonObject]:
-        return openai_wire.error(error)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,33 +94,17 @@ def validate_request(body: JsonObject) -> ApiError | None:
         )
     if body.get("metadata") is not None and body.get("store") is not True:
         return invalid("The 'metadata' parameter is only allowed when 'store' is enabled.")
-    for check in (_check_tools, _check_messages):
-        problem = check(body)
-        if problem is not None:
-            return problem
-    return None
+    problem = openai_wire.check_tools(body, _check_function_tool)
+    if problem is not None:
+        return problem
+    return _check_messages(body)
 
 
-def _check_tools(body: JsonObject) -> ApiError | None:
-    tools = body.get("tools")
-    if tools is None:
-        return None
-    if not isinstance(tools, list):
-        return wrong_type("tools", "an array", tools)
-    for k, tool in enumerate(tools):
-        if not isinstance(tool, dict):
-            return wrong_type(f"tools[{k}]", "an object", tool)
-        if "type" not in tool:
-            return missing(f"tools[{k}].type")
-        if tool["type"] != "function":
-            continue  # custom tools: not the harness's concern here
-        function = tool.get("function")
-        if not isinstance(function, dict):
-            return missing(f"tools[{k}].function")
-        problem = openai_wire.check_tool_name(function.get("name"), f"tools[{k}].function.name")
-        if problem is not None:
-            return problem
-    return None
+def _check_function_tool(where: str, tool: JsonObject) -> ApiError | None:
+    function = tool.get("function")
+    if not isinstance(function, dict):
+        return missing(f"{where}.function")
+    return openai_wire.check_tool_name(function.get("name"), f"{where}.function.name")
 
 
 def _check_messages(body: JsonObject) -> ApiError | None:

@@ -60,7 +60,6 @@ from duragent.offline_model.wire import (
     Frame,
     FrameKind,
     JsonObject,
-    WireProtocol,
     counts,
     estimate_tokens,
     hex_id,
@@ -78,14 +77,8 @@ _INCOMPLETE = {
 }
 
 
-class Responses(WireProtocol):
+class Responses(openai_wire.OpenAIWireProtocol):
     """POST /v1/responses; see the module docstring."""
-
-    request_id_header = openai_wire.REQUEST_ID_HEADER
-    parse_error = openai_wire.PARSE_ERROR
-
-    def conversation_key(self, body: JsonObject) -> str:
-        return openai_wire.conversation_key(body)
 
     def validate(self, body: JsonObject) -> ApiError | None:
         return validate_request(body)
@@ -95,9 +88,6 @@ class Responses(WireProtocol):
 
     def frames(self, response: JsonObject, body: JsonObject) -> list[Frame]:
         return list(stream_events(response))
-
-    def error(self, error: ApiError, request_id: str) -> tuple[int, JsonObject]:
-        return openai_wire.error(error)
 
 
 def _prompt(body: JsonObject) -> JsonObject:
@@ -126,30 +116,15 @@ def validate_request(body: JsonObject) -> ApiError | None:
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str | list):
         return wrong_type("instructions", "a string", instructions)
-    for check in (_check_tools, _check_input):
-        problem = check(body)
-        if problem is not None:
-            return problem
-    return None
+    problem = openai_wire.check_tools(body, _check_function_tool)
+    if problem is not None:
+        return problem
+    return _check_input(body)
 
 
-def _check_tools(body: JsonObject) -> ApiError | None:
-    tools = body.get("tools")
-    if tools is None:
-        return None
-    if not isinstance(tools, list):
-        return wrong_type("tools", "an array", tools)
-    for k, tool in enumerate(tools):
-        if not isinstance(tool, dict):
-            return wrong_type(f"tools[{k}]", "an object", tool)
-        if "type" not in tool:
-            return missing(f"tools[{k}].type")
-        if tool["type"] == "function":
-            # A Chat Completions tool (`{"type": "function", "function": {...}}`) fails here.
-            problem = openai_wire.check_tool_name(tool.get("name"), f"tools[{k}].name")
-            if problem is not None:
-                return problem
-    return None
+def _check_function_tool(where: str, tool: JsonObject) -> ApiError | None:
+    # A Chat Completions tool (`{"type": "function", "function": {...}}`) fails here.
+    return openai_wire.check_tool_name(tool.get("name"), f"{where}.name")
 
 
 def _check_input(body: JsonObject) -> ApiError | None:

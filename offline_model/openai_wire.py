@@ -1,5 +1,6 @@
 """What OpenAI's two wires share: the conversation key, the error body and the request checks
-both APIs make alike.
+both APIs make alike (the tools' among them), and the `WireProtocol` part that answers the
+same on both (`OpenAIWireProtocol`).
 
 The conversation key (the script key a request plays) is the first non-empty string of:
 
@@ -22,10 +23,11 @@ OpenAI's own, e.g. `insufficient_quota`) is sent as it is.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Final
 
 from duragent.offline_model.script import DEFAULT_KEY
-from duragent.offline_model.wire import ApiError, JsonObject
+from duragent.offline_model.wire import ApiError, JsonObject, WireProtocol
 
 OPENAI_TYPES: Final[dict[str, tuple[str, str | None]]] = {
     # Anthropic error type -> OpenAI (type, code)
@@ -53,6 +55,20 @@ REQUEST_ID_HEADER = "x-request-id"
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
+class OpenAIWireProtocol(WireProtocol):
+    """What OpenAI's wires (`openai_chat`, `openai_responses`) answer alike: the request id
+    header, the unparsable body's 400, the conversation key and the errors' shape."""
+
+    request_id_header = REQUEST_ID_HEADER
+    parse_error = PARSE_ERROR
+
+    def conversation_key(self, body: JsonObject) -> str:
+        return conversation_key(body)
+
+    def error(self, error: ApiError, request_id: str) -> tuple[int, JsonObject]:
+        return error_answer(error)
+
+
 def conversation_key(body: JsonObject) -> str:
     """The script key of an OpenAI request; see the module docstring for the order."""
     metadata = body.get("metadata")
@@ -63,7 +79,7 @@ def conversation_key(body: JsonObject) -> str:
     return DEFAULT_KEY
 
 
-def error(error: ApiError) -> tuple[int, JsonObject]:
+def error_answer(error: ApiError) -> tuple[int, JsonObject]:
     """The status and body of `error` on OpenAI's wire (see the module docstring)."""
     openai_type, code = OPENAI_TYPES.get(error.type, (error.type, None))
     status = 503 if error.status == 529 else error.status
@@ -155,6 +171,29 @@ def check_tool_name(name: object, param: str) -> ApiError | None:
             param,
             "invalid_value",
         )
+    return None
+
+
+def check_tools(
+    body: JsonObject, check_function: Callable[[str, JsonObject], ApiError | None]
+) -> ApiError | None:
+    """The 400 for `body`'s tools, or None: they are an array of objects, each with its
+    `type`; each function tool is checked by `check_function(where, tool)` (`where` is
+    its place, `tools[k]`), in order. Other tools (custom, hosted) are let by."""
+    tools = body.get("tools")
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        return wrong_type("tools", "an array", tools)
+    for k, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            return wrong_type(f"tools[{k}]", "an object", tool)
+        if "type" not in tool:
+            return missing(f"tools[{k}].type")
+        if tool["type"] == "function":
+            problem = check_function(f"tools[{k}]", tool)
+            if problem is not None:
+                return problem
     return None
 
 
