@@ -10,8 +10,8 @@ import anthropic
 
 from duragent.activities.models.transport_failures import (
     connection_failure,
-    retry_after_ms,
     should_retry,
+    status_failure,
     status_kind,
     stream_failure,
 )
@@ -29,12 +29,8 @@ def classify(exc: BaseException) -> ProviderFailure | None:
         message = _message(exc)
         if kind == "bad_request" and any(m in message.lower() for m in _OVERFLOW_MARKERS):
             kind = "context_overflow"
-        return ProviderFailure(
-            kind=kind,
-            status=status,
-            message=f"{status} {message}",
-            retryable=retryable,
-            retry_after_ms=retry_after_ms(exc.response.headers) if retryable else None,
+        return status_failure(
+            status, kind, message, retryable=retryable, headers=exc.response.headers
         )
     if isinstance(exc, anthropic.APIConnectionError):
         return connection_failure(exc, timed_out=isinstance(exc, anthropic.APITimeoutError))

@@ -18,8 +18,8 @@ import openai
 
 from duragent.activities.models.transport_failures import (
     connection_failure,
-    retry_after_ms,
     should_retry,
+    status_failure,
     status_kind,
     stream_failure,
 )
@@ -72,13 +72,7 @@ def _status_failure(exc: openai.APIStatusError) -> ProviderFailure:
             if code == "model_not_found" or "model" in message.lower()
             else f"{message} (is the provider's base URL right, and the model {model!r}?)"
         )
-    return ProviderFailure(
-        kind=kind,
-        status=status,
-        message=f"{status} {message}",
-        retryable=retryable,
-        retry_after_ms=retry_after_ms(exc.response.headers) if retryable else None,
-    )
+    return status_failure(status, kind, message, retryable=retryable, headers=exc.response.headers)
 
 
 def _streamed_error(exc: openai.APIError) -> ProviderFailure:

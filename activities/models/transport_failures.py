@@ -87,6 +87,21 @@ def status_kind(status: int) -> tuple[ProviderErrorKind, bool]:
     return _BY_STATUS.get(status, ("server", True) if status >= 500 else ("other", False))
 
 
+def status_failure(
+    status: int, kind: ProviderErrorKind, message: str, *, retryable: bool, headers: Any
+) -> ProviderFailure:
+    """The failure of an error answer with HTTP `status` (sorted by the wire's error module
+    into `kind`, `retryable`), told as the status and `message`; a retry waits as the
+    answer's `headers` advise."""
+    return ProviderFailure(
+        kind=kind,
+        status=status,
+        message=f"{status} {message}",
+        retryable=retryable,
+        retry_after_ms=retry_after_ms(headers) if retryable else None,
+    )
+
+
 def stream_failure(exc: BaseException) -> ProviderFailure | None:
     """The provider failure of a stream that broke (`IncompleteStream`, `UnreadableStream`,
     `InterruptedStream`; all retryable), or None for any other exception."""
