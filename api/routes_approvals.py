@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from duragent.api.ownership import owned_session
+from duragent.api.routes_waits import add_waiting_route
 from duragent.client.api import DuragentClient
 from duragent.domain.approvals import (
     MAX_REASON_CHARS,
@@ -45,10 +46,9 @@ def approval_routes(client: DuragentClient, current_user: Callable[..., str]) ->
     router = APIRouter(prefix="/api")
     User = Annotated[str, Depends(current_user)]
 
-    @router.get("/sessions/{session_id}/approvals")
-    async def approvals(session_id: str, owner: User) -> list[PendingApproval]:
-        await owned_session(client, session_id, owner)
-        return await client.approvals.pending(session_id)
+    add_waiting_route(
+        router, client, current_user, "approvals", client.approvals.pending, PendingApproval
+    )
 
     @router.post("/sessions/{session_id}/approvals/{call_id}/approve")
     async def approve(

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from duragent.api.ownership import owned_session
+from duragent.api.routes_waits import add_waiting_route
 from duragent.client.api import DuragentClient
 from duragent.domain.questions import MAX_ANSWER_CHARS, AnswerOutcome, PendingQuestion
 
@@ -30,10 +31,9 @@ def question_routes(client: DuragentClient, current_user: Callable[..., str]) ->
     router = APIRouter(prefix="/api")
     User = Annotated[str, Depends(current_user)]
 
-    @router.get("/sessions/{session_id}/questions")
-    async def questions(session_id: str, owner: User) -> list[PendingQuestion]:
-        await owned_session(client, session_id, owner)
-        return await client.questions.pending(session_id)
+    add_waiting_route(
+        router, client, current_user, "questions", client.questions.pending, PendingQuestion
+    )
 
     @router.post("/sessions/{session_id}/questions/{call_id}/answer")
     async def answer(session_id: str, call_id: str, body: Answer, owner: User) -> AnswerOutcome:
