@@ -27,7 +27,7 @@ interrupt ids, how to list what waits and how to take an answer.
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from ag_ui.core import Interrupt, ResumeEntry
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -70,21 +70,57 @@ def expiry(since_ms: int, timeout_s: float | None) -> str | None:
     return datetime.fromtimestamp(since_ms / 1000 + timeout_s, UTC).isoformat(timespec="seconds")
 
 
-def approval_interrupt(pending: PendingApproval) -> Interrupt:
+class _Pending(Protocol):
+    """What every kind of wait lists of a call that waits (`PendingApproval`,
+    `PendingQuestion`)."""
+
+    @property
+    def call_id(self) -> str: ...
+    @property
+    def assistant_entry_id(self) -> str: ...
+    @property
+    def timeout_s(self) -> float | None: ...
+
+
+def wait_interrupt(
+    pending: _Pending,
+    *,
+    prefix: str,
+    since_ms: int,
+    reason: str,
+    message: str,
+    schema: dict[str, Any],
+    **metadata: Any,
+) -> Interrupt:
+    """The interrupt of a call that waits: its id `<prefix>:<call id>`, when it times out,
+    the `responseSchema` an answer must fit, and `metadata` for a client to show (with the
+    assistant message that made the call, and the timeout)."""
     return Interrupt(
-        expires_at=expiry(pending.requested_at, pending.timeout_s),  # then denied unanswered
-        id=f"approval:{pending.call_id}",
-        reason=APPROVAL_REASON,
-        message=f"Allow {pending.tool_name}: {pending.args_preview}?",
+        expires_at=expiry(since_ms, pending.timeout_s),
+        id=f"{prefix}:{pending.call_id}",
+        reason=reason,
+        message=message,
         tool_call_id=pending.call_id,
-        response_schema=APPROVAL_SCHEMA,
+        response_schema=schema,
         metadata={
             "message_id": pending.assistant_entry_id,
-            "tool_name": pending.tool_name,
-            "arguments": pending.arguments,
-            "rule": pending.rule,
+            **metadata,
             "timeout_s": pending.timeout_s,
         },
+    )
+
+
+def approval_interrupt(pending: PendingApproval) -> Interrupt:
+    return wait_interrupt(  # once it expires, the call is denied unanswered
+        pending,
+        prefix="approval",
+        since_ms=pending.requested_at,
+        reason=APPROVAL_REASON,
+        message=f"Allow {pending.tool_name}: {pending.args_preview}?",
+        schema=APPROVAL_SCHEMA,
+        tool_name=pending.tool_name,
+        arguments=pending.arguments,
+        rule=pending.rule,
     )
 
 
@@ -127,19 +163,15 @@ def question_interrupt(pending: PendingQuestion) -> Interrupt:
     schema: dict[str, Any] = QuestionAnswer.model_json_schema()
     if pending.choices and not pending.allow_other:
         schema["properties"]["answer"]["enum"] = pending.choices
-    return Interrupt(
-        expires_at=expiry(pending.asked_at, pending.timeout_s),  # then it answers no one did
-        id=f"question:{pending.call_id}",
+    return wait_interrupt(  # once it expires, the call's result says no one answered
+        pending,
+        prefix="question",
+        since_ms=pending.asked_at,
         reason=QUESTION_REASON,
         message=pending.question,
-        tool_call_id=pending.call_id,
-        response_schema=schema,
-        metadata={
-            "message_id": pending.assistant_entry_id,
-            "choices": pending.choices,
-            "allow_other": pending.allow_other,
-            "timeout_s": pending.timeout_s,
-        },
+        schema=schema,
+        choices=pending.choices,
+        allow_other=pending.allow_other,
     )
 
 
