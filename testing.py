@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from pydantic_core import to_jsonable_python
 
 from duragent.activities.models.clients import ModelClients
+from duragent.activities.models.reply_stream import reply_message
 from duragent.activities.models.seam import (
     Delta,
     ModelClient,
@@ -394,25 +395,31 @@ class FunctionReply:
         if isinstance(returned, AssistantMessage):
             stop = returned.stop_reason
             usage = returned.usage if returned.usage.total_tokens else usage
-        return self._message(content, stop, usage)
+        return self._message(content, partial=False, stop=stop, usage=usage)
 
     def so_far(self) -> AssistantMessage:
-        kept: list[AssistantContent] = [
-            b for b in self._streamed if b is not None and not isinstance(b, ToolCall)
-        ]
-        return self._message(kept, "aborted", Usage())
+        streamed = [b for b in self._streamed if b is not None]
+        return self._message(streamed, partial=True, usage=Usage())
 
     def _message(
-        self, content: list[AssistantContent], stop: StopReason, usage: Usage
+        self,
+        content: list[AssistantContent],
+        *,
+        partial: bool,
+        usage: Usage,
+        stop: StopReason = "stop",
     ) -> AssistantMessage:
+        """Stamped as the request's provider's client stamps it (a partial one as the
+        seam's `reply_message` makes it, as every client does)."""
         ref = self._request.ref
-        return AssistantMessage(
-            content=content,
+        return reply_message(
+            content,
+            partial=partial,
+            stop=stop,
             api=PROVIDERS[ref.provider].api,
             provider=ref.provider,
             model=ref.model,
             usage=usage,
-            stop_reason=stop,
             timestamp=self._request.timestamp,
         )
 

@@ -20,7 +20,7 @@ import anthropic
 from anthropic.types import RawMessageStreamEvent
 
 from duragent.activities.models.anthropic_format import RequestParams
-from duragent.activities.models.reply_stream import read_events, tool_arguments
+from duragent.activities.models.reply_stream import read_events, reply_message, tool_arguments
 from duragent.activities.models.seam import Delta
 from duragent.activities.models.transport_failures import IncompleteStream, UnreadableStream
 from duragent.domain.messages import (
@@ -175,9 +175,7 @@ class ReplyStream:
     ) -> AssistantMessage:
         """The reply as our message (`model` if the stream named none), stamped with
         `provider` and the wire API `api` (the in-process offline model stands for any,
-        reading as this client reads). A partial one
-        (aborted) drops its tool calls: none of them will run, and a stored call without a
-        result would break the transcript."""
+        reading as this client reads); a partial one as `reply_message` makes it."""
         content: list[AssistantContent] = []
         for block in self._blocks.values():
             if block.kind == "text":
@@ -192,20 +190,18 @@ class ReplyStream:
                 content.append(
                     ThinkingContent(thinking="", signature=block.signature, redacted=True)
                 )
-            elif block.kind == "tool" and not partial:
+            elif block.kind == "tool":
                 content.append(
                     ToolCall(id=block.tool_id, name=block.name, arguments=block.parsed_arguments())
                 )
-        stop: StopReason = (
-            "aborted" if partial else _STOP_REASONS.get(self._stop_reason or "", "stop")
-        )
-        return AssistantMessage(
-            content=content,
+        return reply_message(
+            content,
+            partial=partial,
+            stop=_STOP_REASONS.get(self._stop_reason or "", "stop"),
             api=api,
             provider=provider,
             model=self._model or model,
             usage=self._usage,
-            stop_reason=stop,
             timestamp=timestamp,
         )
 

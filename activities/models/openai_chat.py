@@ -28,7 +28,7 @@ from duragent.activities.models.clients import ClientOptions
 from duragent.activities.models.openai_client import OpenAIModel, json_object, json_objects
 from duragent.activities.models.openai_errors import classify
 from duragent.activities.models.openai_format import request_params, user_id
-from duragent.activities.models.reply_stream import read_events, tool_arguments
+from duragent.activities.models.reply_stream import read_events, reply_message, tool_arguments
 from duragent.activities.models.seam import (
     Delta,
     ModelRequest,
@@ -117,14 +117,14 @@ class _Reply:
             self.order.append(block)
         return self.order.index(block)
 
-    def content(self, *, partial: bool) -> list[AssistantContent]:
+    def content(self) -> list[AssistantContent]:
         content: list[AssistantContent] = []
         for block in self.order:
             if block == "thinking":
                 content.append(ThinkingContent(thinking="".join(self.thinking)))
             elif block == "text":
                 content.append(TextContent(text="".join(self.text)))
-            elif isinstance(block, int) and not partial:
+            elif isinstance(block, int):
                 call = self.calls[block]
                 content.append(
                     ToolCall(
@@ -164,7 +164,7 @@ class OpenAIChatCall:
         stop = _STOP_REASONS.get(reply.finish_reason or "", "stop")
         if stop == "stop" and calls:
             stop = "toolUse"  # a server that says "stop" after tool calls (older Ollama)
-        return self._message(stop, partial=False)
+        return self._message(partial=False, stop=stop)
 
     async def _read(
         self, stream: openai.AsyncStream[object], on_delta: Callable[[Delta], None]
@@ -194,19 +194,19 @@ class OpenAIChatCall:
                 reply.finish_reason = finish
 
     def so_far(self) -> AssistantMessage:
-        return self._message("aborted", partial=True)
+        return self._message(partial=True)
 
-    def _message(self, stop: StopReason, *, partial: bool) -> AssistantMessage:
-        """Our message for what arrived. A partial one (aborted) drops its tool calls: none
-        of them will run, and a stored call without a result would break the transcript."""
+    def _message(self, *, partial: bool, stop: StopReason = "stop") -> AssistantMessage:
+        """Our message for what arrived (a partial one as `reply_message` makes it)."""
         reply = self._reply
-        return AssistantMessage(
-            content=reply.content(partial=partial),
+        return reply_message(
+            reply.content(),
+            partial=partial,
+            stop=stop,
             api=API,
             provider=self._provider,
             model=reply.model,
             usage=reply.usage,
-            stop_reason=stop,
             timestamp=self._request.timestamp,
         )
 

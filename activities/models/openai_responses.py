@@ -31,7 +31,7 @@ from duragent.activities.models.openai_responses_format import (
     reasoning_signature,
     request_params,
 )
-from duragent.activities.models.reply_stream import read_events, tool_arguments
+from duragent.activities.models.reply_stream import read_events, reply_message, tool_arguments
 from duragent.activities.models.seam import (
     Delta,
     ModelFailed,
@@ -253,25 +253,22 @@ class ReplyState:
     def message(
         self, *, provider: str, model: str, timestamp: int, partial: bool
     ) -> AssistantMessage:
-        """The reply as a message. A partial one (aborted) drops its tool calls (none of
-        them will run, and a call without a result would break the transcript) and the
-        signatures of its reasoning (an item handed back without what followed it is
-        refused). `model` is the model as asked (the API answers with a dated name): the
-        next request knows its own reasoning by it."""
-        content: list[AssistantContent] = []
-        for block in sorted(self._blocks.values(), key=lambda b: b.index):
-            converted = _content(block, partial=partial)
-            if converted is not None:
-                content.append(converted)
+        """The reply as a message. A partial one (aborted) is as `reply_message` makes it,
+        and drops the signatures of its reasoning too (an item handed back without what
+        followed it is refused). `model` is the model as asked (the API answers with a
+        dated name): the next request knows its own reasoning by it."""
+        blocks = sorted(self._blocks.values(), key=lambda b: b.index)
+        content = [_content(block, partial=partial) for block in blocks]
         response = self.response
         usage = response.get("usage") if response else None
-        return AssistantMessage(
-            content=content,
+        return reply_message(
+            content,
+            partial=partial,
+            stop=self._stop_reason(),
             api=API,
             provider=provider,
             model=model,
             usage=usage_of(usage if isinstance(usage, dict) else None),
-            stop_reason="aborted" if partial else self._stop_reason(),
             timestamp=timestamp,
         )
 
@@ -288,11 +285,9 @@ class ReplyState:
 _PARAGRAPH = "\n\n"
 
 
-def _content(block: _Block, *, partial: bool) -> AssistantContent | None:
+def _content(block: _Block, *, partial: bool) -> AssistantContent:
     item = block.item
     if block.kind == "toolCall":
-        if partial:
-            return None
         arguments = _str(item, "arguments") if block.done else "".join(block.streamed)
         return ToolCall(
             id=_str(item, "call_id"), name=_str(item, "name"), arguments=tool_arguments(arguments)

@@ -1,19 +1,22 @@
-"""What every provider's reply stream does alike, whatever its wire: reading the stream's
-events with its failures sorted (an event the SDK could not read, a connection that failed
-under the stream), and reading a tool call's argument JSON.
+"""What every reply stream does alike, whatever its wire: reading the stream's events with
+its failures sorted (an event the SDK could not read, a connection that failed under the
+stream), reading a tool call's argument JSON, and making the reply our message, whole or
+as far as it arrived.
 
 Each wire's stream (`anthropic_stream`, `openai_chat`, `openai_responses`) keeps its own
-events' meaning: these are only the parts that are the same for all of them.
+events' meaning: these are only the parts that are the same for all of them (and for the
+models a test plays, `testing.FunctionModel` and the offline model's `ScriptedModel`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, Callable
+from collections.abc import AsyncIterable, Callable, Iterable
 from typing import Any, TypeVar
 
 from duragent.activities.models.seam import Delta
 from duragent.activities.models.transport_failures import UnreadableStream, interruption
+from duragent.domain.messages import AssistantContent, AssistantMessage, StopReason, ToolCall, Usage
 
 Event = TypeVar("Event")
 
@@ -55,3 +58,30 @@ def tool_arguments(value: object) -> dict[str, Any]:
     except ValueError:
         return {"__invalid_json__": value}
     return parsed if isinstance(parsed, dict) else {"__invalid_json__": value}
+
+
+def reply_message(
+    content: Iterable[AssistantContent],
+    *,
+    partial: bool,
+    stop: StopReason,
+    api: str,
+    provider: str,
+    model: str,
+    usage: Usage,
+    timestamp: int,
+) -> AssistantMessage:
+    """The reply as our message, stopped for `stop`. A partial one (`so_far`: the reply
+    aborted) stops as "aborted" and drops its tool calls: none of them will run, and a
+    stored call without a result would break the transcript."""
+    if partial:
+        content = [block for block in content if not isinstance(block, ToolCall)]
+    return AssistantMessage(
+        content=list(content),
+        api=api,
+        provider=provider,
+        model=model,
+        usage=usage,
+        stop_reason="aborted" if partial else stop,
+        timestamp=timestamp,
+    )
