@@ -6,36 +6,16 @@
 
 import { el } from "./dom.js";
 import { t } from "./i18n.js";
+import { PersonWaits } from "./waits.js";
 
-export class Approvals {
+export class Approvals extends PersonWaits {
   constructor({ decide }) {
+    super({ asked: "approval_requested", ended: "approval_decided" });
     this.decide = decide; // (callId, action, body) -> Promise
-    this.waiting = new Map(); // call id -> {runId, rule, argsPreview}
-    this.errors = new Map(); // call id -> what the last attempt was told
-    this.drafts = new Map(); // call id -> the reason typed so far
   }
 
-  // The tool call ids whose card changes with this event.
-  onEvent(event) {
-    const p = event.payload;
-    if (event.type === "approval_requested") {
-      this.waiting.set(p.call_id, { runId: event.run_id, rule: p.rule, argsPreview: p.args_preview });
-      return [p.call_id];
-    }
-    if (event.type === "approval_decided") return this.forget([p.call_id]);
-    if (event.type === "agent_end") {
-      return this.forget([...this.waiting].filter(([, w]) => w.runId === p.run_id).map(([id]) => id));
-    }
-    return [];
-  }
-
-  forget(ids) {
-    for (const id of ids) {
-      this.waiting.delete(id);
-      this.errors.delete(id);
-      this.drafts.delete(id);
-    }
-    return ids;
+  waitingFrom(p) {
+    return { rule: p.rule, argsPreview: p.args_preview };
   }
 
   // The card for a waiting call (null when it does not wait); `refresh` redraws its tool card.
@@ -48,21 +28,12 @@ export class Approvals {
     const waiting = this.waiting.get(callId);
     if (!waiting) return null;
     const shown = args && Object.keys(args).length ? JSON.stringify(args, null, 2) : waiting.argsPreview;
-    const send = async (action, body) => {
-      try {
-        await this.decide(callId, action, body);
-        this.forget([callId]);
-      } catch (error) {
-        this.errors.set(callId, error.message);
-      }
-      refresh();
-    };
+    const send = this.sender(callId, refresh, (action, body) => this.decide(callId, action, body));
     const reason = el("input", {
       class: "approval-reason", type: "text", enterkeyhint: "send",
       placeholder: t("Reason for denying, read by the model (optional)"), "aria-label": t("Reason for denying"),
     });
-    reason.value = this.drafts.get(callId) || "";
-    reason.addEventListener("input", () => this.drafts.set(callId, reason.value));
+    this.keepDraft(callId, reason);
     const deny = () => send("deny", { reason: reason.value.trim() || null });
     reason.addEventListener("keydown", (e) => { if (e.key === "Enter") deny(); });
     const actions = el("div", { class: "approval-actions" },
