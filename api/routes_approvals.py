@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from duragent.api.ownership import owned_session
-from duragent.api.routes_waits import add_waiting_route
+from duragent.api.routes_waits import waiting_router
 from duragent.client.api import DuragentClient
 from duragent.domain.approvals import (
     MAX_REASON_CHARS,
@@ -43,12 +43,10 @@ class PolicyView(_Body):
 
 
 def approval_routes(client: DuragentClient, current_user: Callable[..., str]) -> APIRouter:
-    router = APIRouter(prefix="/api")
-    User = Annotated[str, Depends(current_user)]
-
-    add_waiting_route(
-        router, client, current_user, "approvals", client.approvals.pending, PendingApproval
+    router = waiting_router(
+        client, current_user, "approvals", client.approvals.pending, PendingApproval
     )
+    User = Annotated[str, Depends(current_user)]
 
     @router.post("/sessions/{session_id}/approvals/{call_id}/approve")
     async def approve(

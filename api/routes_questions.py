@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from duragent.api.ownership import owned_session
-from duragent.api.routes_waits import add_waiting_route
+from duragent.api.routes_waits import waiting_router
 from duragent.client.api import DuragentClient
 from duragent.domain.questions import MAX_ANSWER_CHARS, AnswerOutcome, PendingQuestion
 
@@ -28,12 +28,10 @@ class Answer(BaseModel):
 
 
 def question_routes(client: DuragentClient, current_user: Callable[..., str]) -> APIRouter:
-    router = APIRouter(prefix="/api")
-    User = Annotated[str, Depends(current_user)]
-
-    add_waiting_route(
-        router, client, current_user, "questions", client.questions.pending, PendingQuestion
+    router = waiting_router(
+        client, current_user, "questions", client.questions.pending, PendingQuestion
     )
+    User = Annotated[str, Depends(current_user)]
 
     @router.post("/sessions/{session_id}/questions/{call_id}/answer")
     async def answer(session_id: str, call_id: str, body: Answer, owner: User) -> AnswerOutcome:

@@ -17,16 +17,17 @@ from duragent.client.api import DuragentClient
 PendingT = TypeVar("PendingT", bound=BaseModel)
 
 
-def add_waiting_route(
-    router: APIRouter,
+def waiting_router(
     client: DuragentClient,
     current_user: Callable[..., str],
     name: str,
     pending: Callable[[str], Awaitable[list[PendingT]]],
     listed_as: type[PendingT],
-) -> None:
-    """`GET /sessions/{session_id}/<name>` on `router`: what `pending` lists for a session
-    of the caller's, each item shown as `listed_as`."""
+) -> APIRouter:
+    """An `/api` router with `GET /sessions/{session_id}/<name>`: what `pending` lists for
+    a session of the caller's, each item shown as `listed_as`. The kind of wait adds the
+    routes that take a person's word."""
+    router = APIRouter(prefix="/api")
     User = Annotated[str, Depends(current_user)]
 
     async def waiting(session_id: str, owner: User) -> list[PendingT]:
@@ -40,3 +41,4 @@ def add_waiting_route(
         response_model=list[listed_as],  # type: ignore[valid-type]
         name=name,  # the operation's id in the OpenAPI document, as before
     )
+    return router
