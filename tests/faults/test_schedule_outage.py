@@ -32,49 +32,50 @@ async def test_missed_firings_run_after_an_outage_within_the_catch_up_window(
             stack.db,
             stack.settings.model_copy(update={"schedule_catchup_window_s": SHORT_WINDOW_S}),
         )
-        worker = stack.spawn_worker()
-        long_session = (await stack.client.sessions.create(name="long window")).id
-        short_session = (await stack.client.sessions.create(name="short window")).id
-        made = [
-            await stack.client.schedules.add(long_session, "tick", every="2s"),
-            await short.schedules.add(short_session, "tick", every="2s"),
-        ]
-        assert [m.catchup_window_s for m in made] == [3600, SHORT_WINDOW_S]
-        try:
-            for session in (long_session, short_session):
-                await eventually(partial(run_finished, stack, session), timeout=30)
-            await outage.begin("stop")
-            await asyncio.sleep(OUTAGE_S)  # the outage itself: firings are missed meanwhile
-            await outage.end()
-            down = datetime.fromtimestamp(outage.down_at, UTC)
-            up = datetime.fromtimestamp(outage.up_at, UTC)
+        # A worker in this process: a spawned one spends seconds starting, which the
+        # test does not need (the worker and client reconnecting is test_temporal_restart's).
+        async with stack.worker():
+            long_session = (await stack.client.sessions.create(name="long window")).id
+            short_session = (await stack.client.sessions.create(name="short window")).id
+            made = [
+                await stack.client.schedules.add(long_session, "tick", every="2s"),
+                await short.schedules.add(short_session, "tick", every="2s"),
+            ]
+            assert [m.catchup_window_s for m in made] == [3600, SHORT_WINDOW_S]
+            try:
+                for session in (long_session, short_session):
+                    await eventually(partial(run_finished, stack, session), timeout=30)
+                await outage.begin("stop")
+                await asyncio.sleep(OUTAGE_S)  # the outage itself: firings are missed meanwhile
+                await outage.end()
+                down = datetime.fromtimestamp(outage.down_at, UTC)
+                up = datetime.fromtimestamp(outage.up_at, UTC)
 
-            async def caught_up(schedule: ScheduleView) -> datetime:
-                """The earliest time in the outage the schedule fired for, once it has."""
-                late: list[datetime] = []
+                async def caught_up(schedule: ScheduleView) -> datetime:
+                    """The earliest time in the outage the schedule fired for, once it has."""
+                    late: list[datetime] = []
 
-                async def seen() -> bool:
-                    view = await stack.client.schedules.get(schedule.id)
-                    late[:] = [f.scheduled_at for f in view.recent if f.scheduled_at > down]
-                    return bool(late)
+                    async def seen() -> bool:
+                        view = await stack.client.schedules.get(schedule.id)
+                        late[:] = [f.scheduled_at for f in view.recent if f.scheduled_at > down]
+                        return bool(late)
 
-                # Bounded loosely: a firing in flight when the server went away holds the
-                # next one back (one delivery at a time) until its delivery, retried up to
-                # 15 s apart, gets through once the server and its scheduler are back.
-                await eventually(seen, timeout=CATCH_UP_BOUND_S)
-                return min(late)
+                    # Bounded loosely: a firing in flight when the server went away holds the
+                    # next one back (one delivery at a time) until its delivery, retried up to
+                    # 15 s apart, gets through once the server and its scheduler are back.
+                    await eventually(seen, timeout=CATCH_UP_BOUND_S)
+                    return min(late)
 
-            long_first, short_first = [await caught_up(m) for m in made]
-            # The long window reaches back to the outage's first missed firing (the next
-            # one waits for it, the rest are dropped: one delivery at a time); the short
-            # one only its own length back from when the server caught up, after `up`.
-            assert long_first <= down + timedelta(seconds=2)
-            assert short_first > up - timedelta(seconds=SHORT_WINDOW_S + 1)
-            assert long_first < short_first
-            # And they were delivered: each session has a run of the missed prompt.
-            for session in (long_session, short_session):
-                await eventually(partial(run_finished, stack, session), timeout=30)
-        finally:
-            for schedule in made:
-                await stack.client.schedules.delete(schedule.id)
-            stack.kill(worker)
+                long_first, short_first = [await caught_up(m) for m in made]
+                # The long window reaches back to the outage's first missed firing (the next
+                # one waits for it, the rest are dropped: one delivery at a time); the short
+                # one only its own length back from when the server caught up, after `up`.
+                assert long_first <= down + timedelta(seconds=2)
+                assert short_first > up - timedelta(seconds=SHORT_WINDOW_S + 1)
+                assert long_first < short_first
+                # And they were delivered: each session has a run of the missed prompt.
+                for session in (long_session, short_session):
+                    await eventually(partial(run_finished, stack, session), timeout=30)
+            finally:
+                for schedule in made:
+                    await stack.client.schedules.delete(schedule.id)
