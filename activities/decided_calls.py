@@ -7,6 +7,8 @@ retry stages the same entry again and its events carry dedup keys.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from duragent.domain.events import tool_call_ended
 from duragent.domain.tools import ToolResult
 from duragent.domain.turns import ToolCallOutcome
@@ -15,25 +17,37 @@ from duragent.store.db import Database
 from duragent.store.events import keyed
 
 
+class DecidedCallInput(Protocol):
+    """Where the result of a call the workflow carried out goes: the input of the step
+    that ends it (`StageAnswerInput`, `FinishSubagentInput`)."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def result_entry_id(self) -> str: ...
+
+
 def finish_decided_call(
     db: Database,
+    data: DecidedCallInput,
     *,
-    session_id: str,
-    run_id: str,
-    entry_id: str,
+    kind: str,
     call_id: str,
     tool_name: str,
     result: ToolResult,
     started_at_ms: int,
     ended_at_ms: int,
-    events_key: str,
     interrupted: bool = False,
 ) -> ToolCallOutcome:
-    """Stage `result` as the call's message at `entry_id` and emit the call's end (keyed
-    under `events_key`); the outcome the workflow's batch collects."""
+    """Stage `result` as the call's message at `data.result_entry_id` and emit the call's
+    end (keyed `<run>/<kind>/<call>/end`); the outcome the workflow's batch collects."""
+    session_id, run_id, entry_id = data.session_id, data.run_id, data.result_entry_id
     message = result.to_message(call_id, tool_name, ended_at_ms)
     duration_ms = max(0, ended_at_ms - started_at_ms)
     ended = tool_call_ended(entry_id, result, message, duration_ms)
+    events_key = f"{run_id}/{kind}/{call_id}/end"  # a retry's events are dropped as dups
     with db.transaction() as session:
         staging.stage_message(
             session, entry_id=entry_id, session_id=session_id, run_id=run_id, message=message

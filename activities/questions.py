@@ -23,19 +23,17 @@ class Questions:
 
     @activity.defn(name=STAGE_ANSWER)
     def stage_answer(self, data: StageAnswerInput) -> ToolCallOutcome:
-        """Stage the call's result (the answer, or that none came in time) and emit the
-        call's end; the outcome the workflow's batch collects."""
+        """Stage the call's result (the answer, or that none came in time) and emit its
+        end (`finish_decided_call`)."""
         return finish_decided_call(
             self._db,
-            session_id=data.session_id,
-            run_id=data.run_id,
-            entry_id=data.result_entry_id,
+            data,
+            kind="question",
             call_id=data.call_id,
             tool_name=ASK_USER_TOOL,
             result=question_result(data),
             started_at_ms=data.asked_at_ms,
             ended_at_ms=data.answered_at_ms,
-            events_key=f"{data.run_id}/question/{data.call_id}/end",
         )
 
 

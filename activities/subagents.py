@@ -143,20 +143,19 @@ class Subagents:
 
     @activity.defn(name=FINISH_SUBAGENT)
     def finish_subagent(self, data: FinishSubagentInput) -> ToolCallOutcome:
-        """Stage the call's result (the child's answer, or what stopped it) and emit the
-        call's end; the outcome the workflow's batch collects."""
+        """Stage the call's result (the child's answer, or what stopped it) and emit its
+        end (`finish_decided_call`)."""
+        aborted = data.child is not None and data.child.status == "aborted"
         return finish_decided_call(
             self._db,
-            session_id=data.session_id,
-            run_id=data.run_id,
-            entry_id=data.result_entry_id,
+            data,
+            kind="subagent",
             call_id=data.call.id,
             tool_name=data.call.name,
             result=subagent_result(data),
             started_at_ms=data.started_at_ms,
             ended_at_ms=data.finished_at_ms,
-            events_key=f"{data.run_id}/subagent/{data.call.id}/end",
-            interrupted=data.child is not None and data.child.status == "aborted",
+            interrupted=aborted,
         )
 
 
