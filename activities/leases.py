@@ -20,12 +20,16 @@ wherever a worker polls. A lost worker's calls move on between `lease_s - renew_
 watchers).
 
 Every call is recorded before it runs (one insert on the worker's store pool; its row is
-dropped by the next round after it ends), so the lost worker's calls are its rows: no
-sweep through Temporal is needed. (Temporal's visibility cannot say which worker runs a
-pending call; listing every open run and describing each costs one RPC per open run,
-which is fine at hundreds and not at tens of thousands.) A call whose insert failed (the
-store unreachable as it began) is recorded by the next round; one lost before either
-recovers by its heartbeat timeout, as before leases.
+dropped by the next round after it ends), so a lost worker's calls are its rows. Only a
+call begun while the store was held up for its worker can be missing (its insert, and
+the next rounds, did not get through before the kill). Then the lease was taken late:
+no watcher was on time to take it (the store held up for them too), or it lapsed long
+before. For a lease taken later than `lease_s` plus two renewals after its last
+renewal, and only then, the watcher also asks Temporal: the open runs of the task
+queue whose calls that worker's identity started and still runs are failed the same
+way. (Temporal's visibility cannot say which worker runs a pending call, so that sweep
+describes each open run, one RPC a run: fine after an outage, not on every loss in a
+fleet of tens of thousands of runs.)
 
 A worker taken for lost that comes back (stopped, then continued) cannot finish a call
 twice: Temporal rejects the completion of an attempt that already failed. It renews its
@@ -55,6 +59,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 from temporalio import activity
+from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import AsyncActivityHandle, Client
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
@@ -79,7 +84,9 @@ often under a lease time below 2 s: twice a lease time)."""
 class WorkerLease:
     """This worker process's lease, and the watch over the others' (see the module)."""
 
-    def __init__(self, db: Database, client: Client, lease_s: float) -> None:
+    def __init__(
+        self, db: Database, client: Client, lease_s: float, task_queue: str | None = None
+    ) -> None:
         # Connections of its own: a worker whose activities hold every pooled connection
         # must not miss its renewals waiting for one (and be taken for lost).
         self._db = own_connections(db)
@@ -89,6 +96,10 @@ class WorkerLease:
         self._owns_db = self._db is not db
         self._client = client
         self.lease_s = lease_s
+        self._task_queue = task_queue
+        """Where the runs' workflows are: a lease taken late has its calls looked up there."""
+        self._taken_late: set[str] = set()
+        """Lost workers whose lease was taken late: their calls may be unrecorded."""
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._lock = threading.Lock()
         self._started: dict[str, tuple[bytes, str]] = {}
@@ -215,11 +226,14 @@ class WorkerLease:
         if now - self._steady_since < self.lease_s:
             return []
         lost: list[tuple[str, list[leases.Call]]] = []
-        for worker_id, renewals in lapsed:
+        late_ms = lease_ms + 2 * int(self.renew_s * 1000)
+        for worker_id, renewals, silent_ms in lapsed:
             with self._db.transaction() as db:
                 calls = leases.claim_lost(db, worker_id, renewals)
             if calls is not None:  # None: renewed meanwhile, or another watcher took it
                 lost.append((worker_id, calls))
+                if silent_ms > late_ms:
+                    self._taken_late.add(worker_id)
         return lost
 
     def _idle_round(self, lease_ms: int) -> list[leases.Lease] | None:
@@ -238,14 +252,39 @@ class WorkerLease:
         logger.warning(
             "worker %s lost (its lease lapsed): failing its %d call(s)", worker_id, len(calls)
         )
-        future = asyncio.run_coroutine_threadsafe(self._move_on(worker_id, calls), self._loop)
+        late = worker_id in self._taken_late
+        self._taken_late.discard(worker_id)
+        future = asyncio.run_coroutine_threadsafe(self._move_on(worker_id, calls, late), self._loop)
         future.add_done_callback(_log_failure)
 
-    async def _move_on(self, worker_id: str, calls: Sequence[leases.Call]) -> None:
-        """Fail the lost worker's calls (every one it ran was recorded as it began)."""
+    async def _move_on(
+        self, worker_id: str, calls: Sequence[leases.Call], taken_late: bool
+    ) -> None:
+        """Fail the recorded calls; for a lease taken late, then those Temporal says the
+        worker still runs."""
         for _, token, activity_id in calls:
             handle = self._client.get_async_activity_handle(task_token=token)
             await self._fail_one(worker_id, handle, activity_id)
+        if taken_late and self._task_queue is not None:
+            # After the recorded ones: those are retrying by now, no longer "started".
+            await self._fail_unrecorded(worker_id, self._task_queue)
+
+    async def _fail_unrecorded(self, worker_id: str, task_queue: str) -> None:
+        identity = lease_owner(worker_id)
+        query = f"ExecutionStatus = 'Running' AND TaskQueue = '{task_queue}'"
+        async for run in self._client.list_workflows(query):
+            try:
+                described = await self._client.get_workflow_handle(
+                    run.id, run_id=run.run_id
+                ).describe()
+            except RPCError:
+                continue  # ended meanwhile
+            for pending in described.raw_description.pending_activities:
+                if pending.state in _RUNNING and pending.last_worker_identity == identity:
+                    handle = self._client.get_async_activity_handle(
+                        workflow_id=run.id, run_id=run.run_id, activity_id=pending.activity_id
+                    )
+                    await self._fail_one(worker_id, handle, pending.activity_id)
 
     async def _fail_one(
         self, worker_id: str, handle: AsyncActivityHandle, activity_id: str
@@ -257,6 +296,12 @@ class WorkerLease:
             await handle.fail(error)
         except RPCError as err:  # it ended meanwhile (or its run did): nothing to move on
             logger.warning("worker lost: call %s not failed: %s", activity_id, err)
+
+
+_RUNNING = (
+    PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+    PendingActivityState.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED,  # an abort waits on it
+)
 
 
 def _now_ms() -> int:

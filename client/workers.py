@@ -206,7 +206,11 @@ def build_worker(
     # (PostgreSQL's NOTIFY to one listening connection per worker, SQLite's table).
     hints = channel_for(db, settings.database_listen_url)
     # A lost worker's calls move on once its lease lapses, not its heartbeat timeout.
-    lease = WorkerLease(db, client, settings.worker_lease_s) if settings.worker_lease_s else None
+    lease = (
+        WorkerLease(db, client, settings.worker_lease_s, settings.task_queue)
+        if settings.worker_lease_s
+        else None
+    )
     # Metrics when the client's runtime serves them (`telemetry.metrics`), and tracing
     # its client does not bring (a client of `connect_temporal` brings it); else none.
     interceptors = [

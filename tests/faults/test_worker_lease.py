@@ -1,7 +1,8 @@
 """Worker leases (`activities.leases`): a lost worker's call moves on once its lease
 lapses, long before its heartbeat timeout (60 s here); a worker stopped past its lease
 and then continued does not complete its call twice; a run aborted while the worker of
-its call is dead ends aborted; a call the killed worker had not recorded moves on too."""
+its call is dead ends aborted; a call is recorded before it runs, so a worker killed at
+once gives it up too."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 from checks import events_of
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from support import Stack, bash_then_text, eventually, transcript_roles
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
@@ -74,14 +75,17 @@ async def test_a_killed_workers_call_moves_on_once_its_lease_lapses(stack: Stack
 
 
 @pytest.mark.script(bash_then_text("echo $$ > pid.txt; sleep 60", "It was interrupted."))
-async def test_a_call_the_killed_worker_had_not_recorded_moves_on_too(stack: Stack) -> None:
-    """A worker killed before its lease rounds recorded its call (a store held up, a call
-    begun just before the kill): the call is found in Temporal, by the lost worker's
-    identity, and moves on as a recorded one does."""
+async def test_a_call_is_recorded_before_it_runs_so_a_worker_killed_at_once_gives_it_up(
+    stack: Stack,
+) -> None:
+    """A worker killed the moment its call began, before a lease round could record it:
+    the call recorded itself as it began, so it is among the lost worker's calls and
+    moves on as any other (nothing is looked up in Temporal's open runs)."""
     session, first, run, _ = await tool_running_on_a_worker_process(stack)
+    with stack.db.transaction() as db:  # the shell runs: its call was recorded before
+        recorded = db.execute(select(table_of(RunningCallRow).c.activity_id)).scalars().all()
+    assert recorded == ["turn-1-1"]  # the turn's call, its tool calls inside it
     stack.kill(first)
-    with stack.db.transaction() as db:  # as if its last rounds had never committed
-        db.execute(delete(table_of(RunningCallRow)))
     async with stack.worker():
         await eventually(lambda: len(stack.model.requests_for(session.id)) == 2, timeout=BOUND_S)
         result = await asyncio.wait_for(run.result(), timeout=30)
