@@ -159,6 +159,7 @@ def test_an_idle_round_on_postgresql_renews_and_finds_the_lapsed(postgres_server
     deadline = time.monotonic() + 10
     while (found := live._idle_round(400)) == [] and time.monotonic() < deadline:
         time.sleep(0.05)  # the store's clock moves past the lease time
+    assert found is not None
     assert [(worker, renewals) for worker, renewals, _ in found] == [(gone.worker_id, 0)]
     assert found[0][2] >= 400  # silent for the lease time at least, on the store's clock
     assert gone._idle_round(400) is not None  # its own lease is still there: renewed
