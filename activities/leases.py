@@ -20,16 +20,15 @@ wherever a worker polls. A lost worker's calls move on between `lease_s - renew_
 watchers).
 
 Every call is recorded before it runs (one insert on the worker's store pool; its row is
-dropped by the next round after it ends), so a lost worker's calls are its rows. Only a
-call begun while the store was held up for its worker can be missing (its insert, and
-the next rounds, did not get through before the kill). Then the lease was taken late:
-no watcher was on time to take it (the store held up for them too), or it lapsed long
-before. For a lease taken later than `lease_s` plus two renewals after its last
-renewal, and only then, the watcher also asks Temporal: the open runs of the task
-queue whose calls that worker's identity started and still runs are failed the same
-way. (Temporal's visibility cannot say which worker runs a pending call, so that sweep
-describes each open run, one RPC a run: fine after an outage, not on every loss in a
-fleet of tens of thousands of runs.)
+dropped by the next round after it ends), and the lost worker's rows are failed first.
+Then the watcher also asks Temporal: the open runs of the task queue whose calls that
+worker's identity started and still runs are failed the same way. That catches a call
+begun while the store was held up for its worker (its insert, and the rounds after it,
+did not get through before the kill), and calls the rows missed: a host killed and
+restarted under load showed some (not yet explained), recovering only by their
+heartbeat timeout without it. Temporal's visibility cannot say which worker runs a
+pending call, so the sweep describes each open run of the queue: one RPC a run, on each
+loss.
 
 A worker taken for lost that comes back (stopped, then continued) cannot finish a call
 twice: Temporal rejects the completion of an attempt that already failed. It renews its
@@ -97,9 +96,7 @@ class WorkerLease:
         self._client = client
         self.lease_s = lease_s
         self._task_queue = task_queue
-        """Where the runs' workflows are: a lease taken late has its calls looked up there."""
-        self._taken_late: set[str] = set()
-        """Lost workers whose lease was taken late: their calls may be unrecorded."""
+        """Where the runs' workflows are: a lost worker's calls are looked up there too."""
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._lock = threading.Lock()
         self._started: dict[str, tuple[bytes, str]] = {}
@@ -226,14 +223,11 @@ class WorkerLease:
         if now - self._steady_since < self.lease_s:
             return []
         lost: list[tuple[str, list[leases.Call]]] = []
-        late_ms = lease_ms + 2 * int(self.renew_s * 1000)
-        for worker_id, renewals, silent_ms in lapsed:
+        for worker_id, renewals in lapsed:
             with self._db.transaction() as db:
                 calls = leases.claim_lost(db, worker_id, renewals)
             if calls is not None:  # None: renewed meanwhile, or another watcher took it
                 lost.append((worker_id, calls))
-                if silent_ms > late_ms:
-                    self._taken_late.add(worker_id)
         return lost
 
     def _idle_round(self, lease_ms: int) -> list[leases.Lease] | None:
@@ -252,20 +246,15 @@ class WorkerLease:
         logger.warning(
             "worker %s lost (its lease lapsed): failing its %d call(s)", worker_id, len(calls)
         )
-        late = worker_id in self._taken_late
-        self._taken_late.discard(worker_id)
-        future = asyncio.run_coroutine_threadsafe(self._move_on(worker_id, calls, late), self._loop)
+        future = asyncio.run_coroutine_threadsafe(self._move_on(worker_id, calls), self._loop)
         future.add_done_callback(_log_failure)
 
-    async def _move_on(
-        self, worker_id: str, calls: Sequence[leases.Call], taken_late: bool
-    ) -> None:
-        """Fail the recorded calls; for a lease taken late, then those Temporal says the
-        worker still runs."""
+    async def _move_on(self, worker_id: str, calls: Sequence[leases.Call]) -> None:
+        """Fail the recorded calls, then those Temporal says the worker still runs."""
         for _, token, activity_id in calls:
             handle = self._client.get_async_activity_handle(task_token=token)
             await self._fail_one(worker_id, handle, activity_id)
-        if taken_late and self._task_queue is not None:
+        if self._task_queue is not None:
             # After the recorded ones: those are retrying by now, no longer "started".
             await self._fail_unrecorded(worker_id, self._task_queue)
 

@@ -25,8 +25,8 @@ _ALL = select(_LEASES.c.worker_id, _LEASES.c.renewals)
 Call = tuple[str, bytes, str]
 """(call key, task token, activity id)."""
 
-Lease = tuple[str, int, int]
-"""(worker id, renewals, milliseconds since it was last renewed)."""
+Lease = tuple[str, int]
+"""(worker id, renewals)."""
 
 CLOCKS = {
     "postgresql": "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
@@ -70,12 +70,12 @@ def lapsed(db: Session | Connection, worker_id: str, lease_ms: int) -> list[Leas
     rows = execute(
         db,
         text(
-            f"SELECT worker_id, renewals, {now} - renewed_at AS silent FROM worker_leases"
+            "SELECT worker_id, renewals FROM worker_leases"
             f" WHERE renewed_at < {now} - :lease AND worker_id <> :worker"
         ),
         {"lease": lease_ms, "worker": worker_id},
     )
-    return [(str(r.worker_id), int(r.renewals), int(r.silent)) for r in rows]
+    return [(str(r.worker_id), int(r.renewals)) for r in rows]
 
 
 def idle_round(connection: Connection, worker_id: str, lease_ms: int) -> list[Lease] | None:
@@ -86,16 +86,15 @@ def idle_round(connection: Connection, worker_id: str, lease_ms: int) -> list[Le
         text(
             "WITH renewed AS (UPDATE worker_leases SET renewals = renewals + 1,"
             f" renewed_at = {now} WHERE worker_id = :worker RETURNING worker_id, renewals)"
-            " SELECT worker_id, renewals, true AS own, 0 AS silent FROM renewed"
-            f" UNION ALL SELECT worker_id, renewals, false, {now} - renewed_at"
-            " FROM worker_leases"
+            " SELECT worker_id, renewals, true AS own FROM renewed"
+            " UNION ALL SELECT worker_id, renewals, false FROM worker_leases"
             f" WHERE renewed_at < {now} - :lease AND worker_id <> :worker"
         ),
         {"worker": worker_id, "lease": lease_ms},
     ).all()
     if not any(r.own for r in rows):
         return None
-    return [(str(r.worker_id), int(r.renewals), int(r.silent)) for r in rows if not r.own]
+    return [(str(r.worker_id), int(r.renewals)) for r in rows if not r.own]
 
 
 def leases(db: Session) -> dict[str, int]:

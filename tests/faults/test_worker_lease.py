@@ -80,7 +80,7 @@ async def test_a_call_is_recorded_before_it_runs_so_a_worker_killed_at_once_give
 ) -> None:
     """A worker killed the moment its call began, before a lease round could record it:
     the call recorded itself as it began, so it is among the lost worker's calls and
-    moves on as any other (nothing is looked up in Temporal's open runs)."""
+    moves on as any other."""
     session, first, run, _ = await tool_running_on_a_worker_process(stack)
     with stack.db.transaction() as db:  # the shell runs: its call was recorded before
         recorded = db.execute(select(table_of(RunningCallRow).c.activity_id)).scalars().all()

@@ -159,17 +159,14 @@ def test_an_idle_round_on_postgresql_renews_and_finds_the_lapsed(postgres_server
     deadline = time.monotonic() + 10
     while (found := live._idle_round(400)) == [] and time.monotonic() < deadline:
         time.sleep(0.05)  # the store's clock moves past the lease time
-    assert found is not None
-    assert [(worker, renewals) for worker, renewals, _ in found] == [(gone.worker_id, 0)]
-    assert found[0][2] >= 400  # silent for the lease time at least, on the store's clock
+    assert found == [(gone.worker_id, 0)]
     assert gone._idle_round(400) is not None  # its own lease is still there: renewed
 
 
 def test_a_call_is_recorded_as_it_begins_so_a_worker_lost_before_its_next_round_gives_it_up(
     db: Database, clock: Clock
 ) -> None:
-    """Killed right after a call began, before any round: the call is its row (no
-    looking through Temporal's open runs for it, the lease being taken on time)."""
+    """Killed right after a call began, before any round: the call is its row."""
     lost, watcher = lease(db), lease(db)
     lost.tick()
     watcher.tick()
@@ -218,23 +215,3 @@ def test_a_call_the_store_did_not_take_as_it_began_is_recorded_by_the_next_round
     assert [(worker, [c[1:] for c in calls]) for worker, calls in taken] == [
         (lost.worker_id, [(b"token-1", "turn-1-model-1")])
     ]
-
-
-def test_only_a_lease_taken_late_has_its_calls_looked_up_in_temporal_too(
-    db: Database, clock: Clock
-) -> None:
-    """On time, the lost worker's rows are all its calls (each recorded as it began).
-    Taken late (no watcher was on time: the store held up for everyone), a call begun
-    meanwhile may be unrecorded: only then are Temporal's open runs looked through."""
-    on_time, late, watcher = lease(db), lease(db), lease(db)
-    for worker in (on_time, late, watcher):
-        worker.tick()
-    watch([late, watcher], clock, LEASE_S)
-    taken = watch([late, watcher], clock, LEASE_S + 0.2)
-    assert [worker for worker, _ in taken] == [on_time.worker_id]
-    assert on_time.worker_id not in watcher._taken_late
-    clock.now += 10 * LEASE_S  # nobody renews or watches: the store held up for all
-    watcher.tick()
-    taken = watch([watcher], clock, LEASE_S + 0.2)
-    assert [worker for worker, _ in taken] == [late.worker_id]
-    assert late.worker_id in watcher._taken_late
