@@ -83,17 +83,30 @@ def postgres_server() -> Iterator[str]:
     if os.environ.get(POSTGRES_ENV):
         yield os.environ[POSTGRES_ENV]
         return
+    server = PostgresServer(_postgres_binaries()).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def _postgres_binaries() -> Any:
+    """The machine's PostgreSQL binaries; without them the test is skipped, unless
+    `DURAGENT_REQUIRE_POSTGRES` is set (CI sets it): then it fails."""
     binaries = find_binaries()
     if binaries is None:
         reason = "PostgreSQL is not installed (Debian: apt-get install postgresql)"
         if os.environ.get("DURAGENT_REQUIRE_POSTGRES"):
             pytest.fail(reason)
         pytest.skip(reason)
-    server = PostgresServer(binaries).start()
-    try:
-        yield server.url
-    finally:
-        server.stop()
+    return binaries
+
+
+@pytest.fixture
+def own_postgres() -> PostgresServer:
+    """A PostgreSQL server of the test's own, not started: the test stops and starts it
+    again mid-test."""
+    return PostgresServer(_postgres_binaries())
 
 
 @pytest.fixture

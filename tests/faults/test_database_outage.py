@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from checks import assert_session_sound, wait_for_event, worker_log
-from postgres_server import PostgresServer, find_binaries, new_database
+from postgres_server import PostgresServer, new_database
 from support import ApiServer, eventually, open_stack, transcript_roles
 from temporalio.client import Client
 
@@ -21,15 +20,6 @@ SCRIPT = {
         ]
     }
 }
-
-
-@pytest.fixture
-def own_postgres() -> PostgresServer:
-    """A server of this test's own: it is stopped and started again mid-test."""
-    binaries = find_binaries()
-    if binaries is None:
-        pytest.skip("PostgreSQL is not installed")
-    return PostgresServer(binaries)
 
 
 async def test_postgres_down_mid_run_gives_503_and_the_run_goes_on(

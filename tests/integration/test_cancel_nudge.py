@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from hosts_support import Host, host_env
-from postgres_server import PostgresServer, find_binaries, new_database
+from postgres_server import PostgresServer, new_database
 from processes import WORKER_ARGS, spawn_python
 from sqlalchemy import text
 from support import Stack, bash_then_text, eventually, open_stack
@@ -125,15 +125,6 @@ async def test_on_postgresql_an_abort_reaches_another_process_by_notify_alone(
         assert listeners(stack) == 2
     assert result.status == "aborted"
     assert hint_rows(stack) == 0
-
-
-@pytest.fixture
-def own_postgres() -> PostgresServer:
-    """A server of this test's own: it is stopped and started again mid-test."""
-    binaries = find_binaries()
-    if binaries is None:
-        pytest.skip("PostgreSQL is not installed")
-    return PostgresServer(binaries)
 
 
 async def test_the_listening_connections_come_back_after_postgresql_restarts(
